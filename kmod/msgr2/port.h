@@ -127,16 +127,16 @@ static inline u64 msgr2_get_le64(const u8 *p)
 
 static inline void msgr2_put_le16(u8 *p, u16 v)
 {
-	p[0] = v;
-	p[1] = v >> 8;
+	p[0] = v & 0xff;
+	p[1] = (v >> 8) & 0xff;
 }
 
 static inline void msgr2_put_le32(u8 *p, u32 v)
 {
-	p[0] = v;
-	p[1] = v >> 8;
-	p[2] = v >> 16;
-	p[3] = v >> 24;
+	p[0] = v & 0xff;
+	p[1] = (v >> 8) & 0xff;
+	p[2] = (v >> 16) & 0xff;
+	p[3] = (v >> 24) & 0xff;
 }
 
 static inline void msgr2_put_le64(u8 *p, u64 v)

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kmsgr - kernel version compatibility.
+ *
+ * kmod/Kbuild force-includes this file (-include) into every object of
+ * kmsgr.ko, so it is the one and only place that looks at the version of
+ * the kernel being built against.  The rules:
+ *
+ *  - The driver is written against the newest kernel API.  A shim here
+ *    defines the new name in terms of the old one for older kernels.
+ *  - Where no shim is possible, define a COMPAT_CANNOT_<WHAT> feature macro
+ *    here and test that macro in the driver, never a version number.
+ *  - Prefer probing for a macro or header over comparing versions.
+ *  - Outside the supported range, fail the build with #error.  The range is
+ *    mirrored by BUILD_EXCLUSIVE_KERNEL(_MIN) in dkms.conf.
+ *
+ * Versions are compared with KMSGR_LINUX_VERSION, built from
+ * LINUX_VERSION_MAJOR, _PATCHLEVEL and _SUBLEVEL (Linux >= 5.16), so no
+ * checkpatch waiver is needed for this file.
+ *
+ * Supported: Linux 6.1 and later (tested: Debian 6.1.0-57-amd64).
+ * No shims are needed yet.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#ifndef KMSGR_COMPAT_H
+#define KMSGR_COMPAT_H
+
+#include <linux/version.h>
+
+#if defined(LINUX_VERSION_MAJOR) && defined(LINUX_VERSION_PATCHLEVEL) && \
+	defined(LINUX_VERSION_SUBLEVEL)
+#define KMSGR_LINUX_VERSION KERNEL_VERSION(LINUX_VERSION_MAJOR, \
+					   LINUX_VERSION_PATCHLEVEL, \
+					   LINUX_VERSION_SUBLEVEL)
+#else
+#define KMSGR_LINUX_VERSION 0	/* older than 5.16 */
+#endif
+
+/* Oldest supported kernel; keep in step with dkms.conf. */
+#define KMSGR_LINUX_VERSION_MIN KERNEL_VERSION(6, 1, 0)
+
+#if KMSGR_LINUX_VERSION < KMSGR_LINUX_VERSION_MIN
+#error "kmsgr needs Linux 6.1 or later"
+#endif
+
+#endif /* KMSGR_COMPAT_H */

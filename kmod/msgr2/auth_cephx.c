@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr msgr2 engine - CephX (auth method 2), client role against a mon.
+ *
+ *   C>S AUTH_REQUEST       u8 10 (mode: mon), EntityName, le64 global_id
+ *   S>C AUTH_REPLY_MORE    u8 1, le64 server_challenge
+ *   C>S AUTH_REQUEST_MORE  le16 GET_AUTH_SESSION_KEY, CephXAuthenticate v3
+ *   S>C AUTH_DONE          le16 op, s32 result, AUTH ticket reply,
+ *                          [connection secret, extra service tickets]
+ *
+ * Everything read from the wire goes through a bounds-checked cursor;
+ * any malformed input gives -EBADMSG.  Keys and decrypted buffers are
+ * wiped on every exit path.
+ */
+#include "auth_cephx.h"
+
+#define CEPHX_MODE_MON		10	/* AUTH_MODE_MON */
+#define CEPHX_AUTHENTICATE_V	3	/* CephXAuthenticate struct_v */
+#define CEPHX_MAGIC		0xff009cad8826aa55ULL
+#define CEPHX_HDR_LEN		9	/* u8 1 + le64 magic */
+#define CEPHX_CRYPTO_AES	1	/* CryptoKey type */
+#define CEPHX_MAX_TICKETS	64	/* entries in one ticket reply */
+/* largest ciphertext decrypted here: AUTH ticket client part, secret */
+#define CEPHX_DEC_MAX		128
+/* a 64-byte connection secret is what secure mode gets; 40 are used */
+#define CEPHX_SECRET_MIN	40
+
+enum {
+	CX_IDLE = 0,
+	CX_REQ_SENT,		/* AUTH_REQUEST built */
+	CX_MORE_SENT,		/* AUTH_REQUEST_MORE built */
+	CX_DONE,
+};
+
+static const u8 cephx_iv[16] = "cephsageyudagreg";
+/* CEPHX_MAGIC, little-endian (no constant through the put helpers) */
+static const u8 cephx_magic[8] = {
+	0x55, 0xaa, 0x26, 0x88, 0xad, 0x9c, 0x00, 0xff,
+};
+
+/* ---- bounds-checked reader ---------------------------------------------- */
+
+struct cx_cur {
+	const u8 *p;
+	u32 left;
+};
+
+static int cur_bytes(struct cx_cur *c, u32 n, const u8 **out)
+{
+	if (n > c->left)
+		return -EBADMSG;
+	*out = c->p;
+	c->p += n;
+	c->left -= n;
+	return 0;
+}
+
+static int cur_u8(struct cx_cur *c, u8 *v)
+{
+	const u8 *p;
+
+	if (cur_bytes(c, 1, &p))
+		return -EBADMSG;
+	*v = *p;
+	return 0;
+}
+
+static int cur_le32(struct cx_cur *c, u32 *v)
+{
+	const u8 *p;
+
+	if (cur_bytes(c, 4, &p))
+		return -EBADMSG;
+	*v = msgr2_get_le32(p);
+	return 0;
+}
+
+static int cur_le64(struct cx_cur *c, u64 *v)
+{
+	const u8 *p;
+
+	if (cur_bytes(c, 8, &p))
+		return -EBADMSG;
+	*v = msgr2_get_le64(p);
+	return 0;
+}
+
+/* le32 length + that many bytes, as a sub-cursor */
+static int cur_blob(struct cx_cur *c, struct cx_cur *sub)
+{
+	u32 n;
+
+	if (cur_le32(c, &n) || cur_bytes(c, n, &sub->p))
+		return -EBADMSG;
+	sub->left = n;
+	return 0;
+}
+
+/* ---- ceph_x_encrypt / ceph_x_decrypt ------------------------------------ */
+
+int msgr2_cephx_encrypt(const u8 key[16], const u8 *in, u32 len,
+			u8 *out, u32 cap)
+{
+	u32 plain, pad, ct;
+	int ret;
+
+	if (len > 0x10000)
+		return -EMSGSIZE;
+	plain = CEPHX_HDR_LEN + len;
+	pad = 16 - (plain % 16);		/* PKCS#7: 1..16 */
+	ct = plain + pad;
+	if (cap < 4 || ct > cap - 4)
+		return -ENOSPC;
+
+	msgr2_put_le32(out, ct);
+	out[4] = 1;
+	memcpy(out + 5, cephx_magic, sizeof(cephx_magic));
+	if (len)
+		memmove(out + 4 + CEPHX_HDR_LEN, in, len);
+	memset(out + 4 + plain, pad, pad);
+	ret = msgr2_aes_cbc(key, cephx_iv, true, out + 4, out + 4, ct);
+	if (ret) {
+		msgr2_wipe(out, 4 + ct);
+		return ret;
+	}
+	return 4 + ct;
+}
+
+int msgr2_cephx_decrypt(const u8 key[16], const u8 *in, u32 avail,
+			u32 *used, u8 *out, u32 cap)
+{
+	struct cx_cur c = { in, avail };
+	const u8 *ct;
+	u32 len, i;
+	u8 pad, bad;
+	int ret;
+
+	if (cur_le32(&c, &len) || len < 16 || len % 16 || len > cap ||
+	    cur_bytes(&c, len, &ct))
+		return -EBADMSG;
+	ret = msgr2_aes_cbc(key, cephx_iv, false, ct, out, len);
+	if (ret)
+		goto fail;
+
+	ret = -EBADMSG;
+	pad = out[len - 1];
+	if (pad < 1 || pad > 16 || pad > len - CEPHX_HDR_LEN)
+		goto fail;
+	bad = 0;
+	for (i = len - pad; i < len; i++)
+		bad |= out[i] ^ pad;
+	if (bad || out[0] != 1 || msgr2_get_le64(out + 1) != CEPHX_MAGIC)
+		goto fail;
+	*used = 4 + len;
+	return len - CEPHX_HDR_LEN - pad;
+
+fail:
+	msgr2_wipe(out, len);
+	return ret;
+}
+
+/* ---- keyring keys -------------------------------------------------------- */
+
+static int b64_val(char ch)
+{
+	if (ch >= 'A' && ch <= 'Z')
+		return ch - 'A';
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 26;
+	if (ch >= '0' && ch <= '9')
+		return ch - '0' + 52;
+	if (ch == '+')
+		return 62;
+	if (ch == '/')
+		return 63;
+	return -1;
+}
+
+/*
+ * Strict base64 (RFC 4648 alphabet, '=' padding required, no whitespace,
+ * unused bits zero).  Returns the decoded length or -EINVAL.
+ */
+static int b64_decode(const char *s, size_t slen, u8 *out, size_t cap)
+{
+	size_t i, o = 0;
+	int v[4], j, npad;
+	u32 w;
+
+	if (slen == 0 || slen % 4)
+		return -EINVAL;
+	for (i = 0; i < slen; i += 4) {
+		npad = 0;
+		for (j = 0; j < 4; j++) {
+			if (s[i + j] == '=' && i + 4 == slen && j >= 2) {
+				v[j] = 0;
+				npad++;
+				continue;
+			}
+			if (npad)	/* data after '=' */
+				return -EINVAL;
+			v[j] = b64_val(s[i + j]);
+			if (v[j] < 0)
+				return -EINVAL;
+		}
+		w = (u32)v[0] << 18 | (u32)v[1] << 12 | (u32)v[2] << 6 | v[3];
+		if ((npad == 1 && (w & 0xff)) || (npad == 2 && (w & 0xffff)))
+			return -EINVAL;	/* non-canonical */
+		if (o + 3 - npad > cap)
+			return -EINVAL;
+		out[o++] = w >> 16;
+		if (npad < 2)
+			out[o++] = w >> 8;
+		if (npad < 1)
+			out[o++] = w;
+	}
+	return (int)o;
+}
+
+#define CEPHX_KEY_ENC_LEN	(2 + 8 + 2 + MSGR2_CEPHX_KEY_LEN)	/* 28 */
+
+int msgr2_cephx_parse_key(const char *base64, u8 key[16])
+{
+	u8 buf[CEPHX_KEY_ENC_LEN + 3];
+	size_t slen;
+	int n, ret = -EINVAL;
+
+	if (!base64)
+		return -EINVAL;
+	/* 28 bytes encode to exactly 40 characters */
+	slen = strnlen(base64, 41);
+	if (slen != 40)
+		return -EINVAL;
+	n = b64_decode(base64, slen, buf, sizeof(buf));
+	if (n != CEPHX_KEY_ENC_LEN)
+		goto out;
+	if (msgr2_get_le16(buf) != CEPHX_CRYPTO_AES ||
+	    msgr2_get_le16(buf + 10) != MSGR2_CEPHX_KEY_LEN)
+		goto out;
+	memcpy(key, buf + 12, MSGR2_CEPHX_KEY_LEN);
+	ret = 0;
+out:
+	msgr2_wipe(buf, sizeof(buf));
+	return ret;
+}
+
+/* ---- client role -------------------------------------------------------- */
+
+static int cephx_request(void *priv, u8 *out, u32 cap)
+{
+	struct msgr2_auth_cephx *cx = priv;
+	size_t nlen = strnlen(cx->name, sizeof(cx->name));
+
+	if (nlen == 0 || nlen >= sizeof(cx->name) || !cx->entity_type)
+		return -EINVAL;
+	if (cap < 1 + 4 + 4 + nlen + 8)
+		return -ENOSPC;
+
+	cx->state = CX_REQ_SENT;
+	cx->server_challenge = 0;
+	cx->client_challenge = 0;
+
+	out[0] = CEPHX_MODE_MON;
+	msgr2_put_le32(out + 1, cx->entity_type);
+	msgr2_put_le32(out + 5, (u32)nlen);
+	memcpy(out + 9, cx->name, nlen);
+	msgr2_put_le64(out + 9 + nlen, cx->global_id);
+	return (int)(9 + nlen + 8);
+}
+
+#define CEPHX_REQ_MORE_LEN	(2 + 1 + 8 + 8 + (1 + 8 + 4) + 4)	/* 36 */
+
+static int cephx_reply_more(void *priv, const u8 *in, u32 len, u8 *out,
+			    u32 cap)
+{
+	struct msgr2_auth_cephx *cx = priv;
+	u8 enc[4 + 32];
+	u8 chal[16];
+	u64 key;
+	int ret;
+
+	/* CephXServerChallenge: u8 struct_v = 1, le64 server_challenge */
+	if (cx->state != CX_REQ_SENT || len != 9 || in[0] != 1)
+		return -EBADMSG;
+	if (cap < CEPHX_REQ_MORE_LEN)
+		return -ENOSPC;
+
+	cx->server_challenge = msgr2_get_le64(in + 1);
+	msgr2_random(&cx->client_challenge, sizeof(cx->client_challenge));
+
+	/* key = XOR of the LE64 words of ceph_x_encrypt(key, challenges) */
+	msgr2_put_le64(chal, cx->server_challenge);
+	msgr2_put_le64(chal + 8, cx->client_challenge);
+	ret = msgr2_cephx_encrypt(cx->key, chal, sizeof(chal), enc,
+				  sizeof(enc));
+	if (ret < 0)
+		goto out;
+	if (ret != sizeof(enc)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	key = msgr2_get_le64(enc) ^ msgr2_get_le64(enc + 8) ^
+	      msgr2_get_le64(enc + 16) ^ msgr2_get_le64(enc + 24);
+
+	/* le16 MSGR2_CEPHX_GET_AUTH_SESSION_KEY */
+	out[0] = MSGR2_CEPHX_GET_AUTH_SESSION_KEY & 0xff;
+	out[1] = MSGR2_CEPHX_GET_AUTH_SESSION_KEY >> 8;
+	out[2] = CEPHX_AUTHENTICATE_V;
+	msgr2_put_le64(out + 3, cx->client_challenge);
+	msgr2_put_le64(out + 11, key);
+	/* old ticket: CephXTicketBlob v1, secret_id 0, empty blob */
+	out[19] = 1;
+	memset(out + 20, 0, 8 + 4);
+	/* other_keys: never 0 (see auth_cephx.h) */
+	msgr2_put_le32(out + 32, cx->want_keys ? cx->want_keys :
+				 MSGR2_CEPHX_WANT_KEYS_DEFAULT);
+	cx->state = CX_MORE_SENT;
+	ret = CEPHX_REQ_MORE_LEN;
+out:
+	msgr2_wipe(enc, sizeof(enc));
+	msgr2_wipe(chal, sizeof(chal));
+	return ret;
+}
+
+/* what the AUTH entry of the ticket reply gave */
+struct cx_auth_ticket {
+	bool found;
+	u8 session_key[MSGR2_CEPHX_KEY_LEN];
+	bool have_ticket;
+	u64 secret_id;
+	u32 blob_len;
+	const u8 *blob;
+};
+
+/*
+ * Decrypt an entry's client part with @key: [u8 1][CryptoKey][utime
+ * validity].  Only the session key is kept.
+ */
+static int cx_session_part(const u8 key[16], struct cx_cur *c, u8 skey[16])
+{
+	u8 buf[CEPHX_DEC_MAX];
+	const u8 *p;
+	u32 used;
+	int n;
+
+	n = msgr2_cephx_decrypt(key, c->p, c->left, &used, buf, sizeof(buf));
+	if (n < 0)
+		return -EBADMSG;
+	c->p += used;
+	c->left -= used;
+	p = buf + CEPHX_HDR_LEN;
+	if (n < 1 + CEPHX_KEY_ENC_LEN + 8 || p[0] != 1 ||
+	    msgr2_get_le16(p + 1) != CEPHX_CRYPTO_AES ||
+	    msgr2_get_le16(p + 11) != MSGR2_CEPHX_KEY_LEN) {
+		n = -EBADMSG;
+		goto out;
+	}
+	memcpy(skey, p + 13, MSGR2_CEPHX_KEY_LEN);
+	n = 0;
+out:
+	msgr2_wipe(buf, sizeof(buf));
+	return n;
+}
+
+/* the service ticket in clear: [u8 1][le64 secret_id][le32 len + blob] */
+static int cx_ticket(struct cx_cur *c, struct cx_auth_ticket *t)
+{
+	struct cx_cur sub;
+	u8 v;
+
+	if (cur_u8(c, &v) || v != 1 || cur_le64(c, &t->secret_id) ||
+	    cur_blob(c, &sub) || c->left)
+		return -EBADMSG;
+	t->blob = sub.p;
+	t->blob_len = sub.left;
+	t->have_ticket = true;
+	return 0;
+}
+
+/*
+ * A ticket reply: u8 1, le32 n, n x { le32 service, u8 1, le32 len +
+ * encrypted client part, u8 ticket_encrypted, le32 len + ticket }.
+ * With @auth, the AUTH entry's client part is decrypted with @key and the
+ * result stored there; every other entry is only bounds-checked.
+ */
+static int cx_ticket_reply(struct cx_cur *c, const u8 key[16],
+			   struct cx_auth_ticket *auth)
+{
+	struct cx_cur part, tk;
+	u32 n, i, service;
+	u8 v, enc;
+	int ret;
+
+	if (cur_u8(c, &v) || v != 1 || cur_le32(c, &n) ||
+	    n > CEPHX_MAX_TICKETS)
+		return -EBADMSG;
+	for (i = 0; i < n; i++) {
+		if (cur_le32(c, &service) || cur_u8(c, &v) || v != 1)
+			return -EBADMSG;
+		/* the client part is itself le32 length + ciphertext */
+		part = *c;
+		if (cur_blob(c, &tk))
+			return -EBADMSG;
+		part.left = c->p - part.p;
+		if (cur_u8(c, &enc) || enc > 1 || cur_blob(c, &tk))
+			return -EBADMSG;
+		if (!auth || service != MSGR2_ENTITY_AUTH)
+			continue;
+		if (auth->found)
+			return -EBADMSG;	/* two AUTH entries */
+		ret = cx_session_part(key, &part, auth->session_key);
+		if (ret)
+			return ret;
+		if (part.left)
+			return -EBADMSG;
+		auth->found = true;
+		/*
+		 * An encrypted ticket would need the previous AUTH session
+		 * key; we never present an old ticket, so a mon sends it in
+		 * clear.  If not, it is not kept.
+		 */
+		if (!enc && cx_ticket(&tk, auth))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+static int cephx_done(void *priv, u64 global_id, u32 con_mode,
+		      const u8 *in, u32 len, struct msgr2_auth_result *res)
+{
+	struct msgr2_auth_cephx *cx = priv;
+	struct cx_cur c = { in, len }, sec, extra;
+	struct cx_auth_ticket auth;
+	u8 buf[CEPHX_DEC_MAX];
+	u32 op, result, used, slen = 0;
+	const u8 *p;
+	int n, ret = -EBADMSG;
+
+	memset(&auth, 0, sizeof(auth));
+	memset(buf, 0, sizeof(buf));
+	if (cx->state != CX_MORE_SENT)
+		goto out;
+	if (cur_bytes(&c, 2, &p))
+		goto out;
+	op = msgr2_get_le16(p);
+	if (op != MSGR2_CEPHX_GET_AUTH_SESSION_KEY || cur_le32(&c, &result))
+		goto out;
+	if (result) {
+		ret = -EACCES;
+		goto out;
+	}
+	ret = cx_ticket_reply(&c, cx->key, &auth);
+	if (ret)
+		goto out;
+	ret = -EBADMSG;
+	if (!auth.found)
+		goto out;
+
+	/*
+	 * Connection secret and extra tickets: present only when other_keys
+	 * was non-zero; the end of the payload means both are absent.
+	 */
+	if (c.left) {
+		if (cur_blob(&c, &sec))
+			goto out;
+		if (sec.left) {
+			n = msgr2_cephx_decrypt(auth.session_key, sec.p,
+						sec.left, &used, buf,
+						sizeof(buf));
+			if (n < 4 || used != sec.left)
+				goto out;
+			slen = msgr2_get_le32(buf + CEPHX_HDR_LEN);
+			if (slen > (u32)n - 4)
+				goto out;
+		}
+		if (cur_blob(&c, &extra) || c.left)
+			goto out;
+		if (cx_ticket_reply(&extra, NULL, NULL) || extra.left)
+			goto out;
+	}
+
+	if (con_mode == MSGR2_MODE_SECURE && slen < CEPHX_SECRET_MIN) {
+		ret = -EPROTO;	/* never run SECURE without a secret */
+		goto out;
+	}
+
+	memset(res, 0, sizeof(*res));
+	res->global_id = global_id;
+	res->session_key_len = MSGR2_CEPHX_KEY_LEN;
+	memcpy(res->session_key, auth.session_key, MSGR2_CEPHX_KEY_LEN);
+	/* only the first 40 bytes are ever used; keep at most 64 */
+	res->con_secret_len = min_t(u32, slen, sizeof(res->con_secret));
+	memcpy(res->con_secret, buf + CEPHX_HDR_LEN + 4, res->con_secret_len);
+
+	cx->global_id = global_id;
+	memcpy(cx->session_key, auth.session_key, MSGR2_CEPHX_KEY_LEN);
+	cx->have_ticket = auth.have_ticket;
+	cx->ticket_secret_id = auth.secret_id;
+	cx->ticket_len = 0;
+	if (auth.have_ticket && auth.blob_len <= sizeof(cx->ticket)) {
+		memcpy(cx->ticket, auth.blob, auth.blob_len);
+		cx->ticket_len = auth.blob_len;
+	}
+	cx->state = CX_DONE;
+	ret = 0;
+out:
+	msgr2_wipe(buf, sizeof(buf));
+	msgr2_wipe(&auth, sizeof(auth));
+	if (ret)
+		cx->state = CX_IDLE;
+	return ret;
+}
+
+static void cephx_reset(void *priv)
+{
+	struct msgr2_auth_cephx *cx = priv;
+
+	cx->state = CX_IDLE;
+	msgr2_wipe(&cx->server_challenge, sizeof(cx->server_challenge));
+	msgr2_wipe(&cx->client_challenge, sizeof(cx->client_challenge));
+	msgr2_wipe(cx->session_key, sizeof(cx->session_key));
+	cx->have_ticket = false;
+	cx->ticket_secret_id = 0;
+	cx->ticket_len = 0;
+	msgr2_wipe(cx->ticket, sizeof(cx->ticket));
+}
+
+const struct msgr2_auth_ops msgr2_auth_cephx_ops = {
+	.method = MSGR2_AUTH_CEPHX,
+	.request = cephx_request,
+	.reply_more = cephx_reply_more,
+	.done = cephx_done,
+	/* server-side CephX comes later; the hook stays NULL until then */
+	.accept = NULL,
+	.reset = cephx_reset,
+};

@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr msgr2 engine - the kernel port.
+ *
+ *   crc32c         crc32c() (the kernel's, no inversion: Ceph's convention)
+ *   AES-128-GCM    "gcm(aes)" AEAD, synchronous implementations only, one
+ *                  transform and one preallocated request per msgr2_gcm
+ *   HMAC-SHA256    built here on the SHA-256 library (no transform, no
+ *                  allocation, any memory)
+ *   AES-128-CBC    built here on the AES library (CephX: a few blocks per
+ *                  handshake; no transform, no allocation, any memory)
+ *
+ * Context: msgr2_gcm_alloc() and msgr2_zalloc() may sleep (setup paths).
+ * Every other function here neither sleeps nor allocates with GFP_KERNEL,
+ * so the engine may be driven from softirq context.
+ *
+ * Memory rules for msgr2_gcm_seal() / msgr2_gcm_open(): the iov pieces and
+ * @dst are mapped into scatterlists, so they must be kmalloc'd, page or
+ * vmalloc memory - never on the stack (-EINVAL, with a warning).  The nonce
+ * and tag may be anywhere: they are copied into the msgr2_gcm object.
+ */
+#include <linux/crc32c.h>
+#include <linux/kernel.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/scatterlist.h>
+#include <linux/sched/task_stack.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/vmalloc.h>
+#include <crypto/aead.h>
+#include <crypto/aes.h>
+#include <crypto/algapi.h>
+#include <crypto/sha2.h>
+
+#include "port.h"
+
+/* ---- integrity ---------------------------------------------------------- */
+
+u32 msgr2_crc32c(u32 seed, const void *buf, size_t len)
+{
+	const u8 *p = buf;
+	unsigned int chunk;
+
+	/* crc32c() takes an unsigned int length */
+	while (len) {
+		chunk = min_t(size_t, len, SZ_1G);
+		seed = crc32c(seed, p, chunk);
+		p += chunk;
+		len -= chunk;
+	}
+	return seed;
+}
+
+static void msgr2_sha256_update(struct sha256_state *st, const u8 *p,
+				size_t len)
+{
+	unsigned int chunk;
+
+	while (len) {
+		chunk = min_t(size_t, len, SZ_1G);
+		sha256_update(st, p, chunk);
+		p += chunk;
+		len -= chunk;
+	}
+}
+
+int msgr2_hmac_sha256(const u8 *key, size_t key_len,
+		      const struct msgr2_iov *iov, int n, u8 out[32])
+{
+	u8 k[SHA256_BLOCK_SIZE], inner[SHA256_DIGEST_SIZE];
+	struct sha256_state st;
+	int i;
+
+	if (n < 0)
+		return -EINVAL;
+	memset(k, 0, sizeof(k));
+	if (key_len > SHA256_BLOCK_SIZE) {
+		sha256_init(&st);
+		msgr2_sha256_update(&st, key, key_len);
+		sha256_final(&st, k);
+	} else if (key_len) {
+		memcpy(k, key, key_len);
+	}
+
+	for (i = 0; i < SHA256_BLOCK_SIZE; i++)
+		k[i] ^= 0x36;			/* ipad */
+	sha256_init(&st);
+	sha256_update(&st, k, SHA256_BLOCK_SIZE);
+	for (i = 0; i < n; i++)
+		msgr2_sha256_update(&st, iov[i].base, iov[i].len);
+	sha256_final(&st, inner);
+
+	for (i = 0; i < SHA256_BLOCK_SIZE; i++)
+		k[i] ^= 0x36 ^ 0x5c;		/* opad */
+	sha256_init(&st);
+	sha256_update(&st, k, SHA256_BLOCK_SIZE);
+	sha256_update(&st, inner, SHA256_DIGEST_SIZE);
+	sha256_final(&st, out);
+
+	memzero_explicit(k, sizeof(k));
+	memzero_explicit(inner, sizeof(inner));
+	memzero_explicit(&st, sizeof(st));
+	return 0;
+}
+
+int msgr2_memneq(const void *a, const void *b, size_t len)
+{
+	return crypto_memneq(a, b, len);
+}
+
+/* ---- AES-128-GCM -------------------------------------------------------- */
+
+/*
+ * "gcm(aes)" is a template in gcm.ko; have modprobe load it with kmsgr
+ * (request_module() from crypto_alloc_aead() is not always available).
+ */
+MODULE_SOFTDEP("pre: gcm");
+
+/* scatterlist entries kept in the object; more are allocated GFP_ATOMIC */
+#define MSGR2_GCM_SG_INLINE	16
+
+struct msgr2_gcm {
+	struct crypto_aead *tfm;
+	struct aead_request *req;
+	u8 iv[12];
+	u8 tag[16];
+	struct scatterlist sg[MSGR2_GCM_SG_INLINE];
+};
+
+int msgr2_gcm_alloc(struct msgr2_gcm **gcm, const u8 key[16])
+{
+	struct msgr2_gcm *g;
+	int ret;
+
+	*gcm = NULL;
+	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		return -ENOMEM;
+	/* synchronous only: the engine never waits for a completion */
+	g->tfm = crypto_alloc_aead("gcm(aes)", 0, CRYPTO_ALG_ASYNC);
+	if (IS_ERR(g->tfm)) {
+		ret = PTR_ERR(g->tfm);
+		g->tfm = NULL;
+		goto err;
+	}
+	if (crypto_aead_ivsize(g->tfm) != sizeof(g->iv)) {
+		ret = -EINVAL;
+		goto err;
+	}
+	ret = crypto_aead_setkey(g->tfm, key, 16);
+	if (ret)
+		goto err;
+	ret = crypto_aead_setauthsize(g->tfm, sizeof(g->tag));
+	if (ret)
+		goto err;
+	g->req = aead_request_alloc(g->tfm, GFP_KERNEL);
+	if (!g->req) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	*gcm = g;
+	return 0;
+
+err:
+	msgr2_gcm_free(g);
+	return ret;
+}
+
+void msgr2_gcm_free(struct msgr2_gcm *gcm)
+{
+	if (!gcm)
+		return;
+	aead_request_free(gcm->req);	/* kfree_sensitive */
+	crypto_free_aead(gcm->tfm);	/* NULL-safe; wipes the key */
+	kfree_sensitive(gcm);
+}
+
+/* scatterlist entries needed for one piece */
+static int msgr2_sg_count(const void *base, size_t len)
+{
+	if (!len)
+		return 0;
+	if (is_vmalloc_addr(base))
+		return (offset_in_page(base) + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	return 1;
+}
+
+/* map one piece; returns the number of entries used */
+static int msgr2_sg_fill(struct scatterlist *sg, void *base, size_t len)
+{
+	u8 *p = base;
+	size_t chunk;
+	int i = 0;
+
+	if (!len)
+		return 0;
+	if (!is_vmalloc_addr(base)) {
+		sg_set_buf(sg, base, len);	/* physically contiguous */
+		return 1;
+	}
+	while (len) {
+		chunk = min_t(size_t, len, PAGE_SIZE - offset_in_page(p));
+		sg_set_page(&sg[i++], vmalloc_to_page(p), chunk,
+			    offset_in_page(p));
+		p += chunk;
+		len -= chunk;
+	}
+	return i;
+}
+
+static bool msgr2_gcm_mem_ok(const struct msgr2_iov *iov, int n, size_t *total)
+{
+	int i;
+
+	*total = 0;
+	for (i = 0; i < n; i++) {
+		if (!iov[i].len)
+			continue;
+		if (WARN_ON_ONCE(object_is_on_stack(iov[i].base)))
+			return false;
+		if (iov[i].len > UINT_MAX - 16 - *total)
+			return false;
+		*total += iov[i].len;
+	}
+	return true;
+}
+
+static int msgr2_sg_nents(const struct msgr2_iov *iov, int n)
+{
+	int i, nents = 0;
+
+	for (i = 0; i < n; i++)
+		nents += msgr2_sg_count(iov[i].base, iov[i].len);
+	return nents;
+}
+
+/* @nents entries of @sg: the pieces of @iov, then @tag if not NULL */
+static void msgr2_sg_build(struct scatterlist *sg, int nents,
+			   const struct msgr2_iov *iov, int n, u8 *tag)
+{
+	int i, k = 0;
+
+	sg_init_table(sg, nents);
+	for (i = 0; i < n; i++)
+		k += msgr2_sg_fill(&sg[k], iov[i].base, iov[i].len);
+	if (tag)
+		sg_set_buf(&sg[k], tag, 16);
+}
+
+/* the object's inline array, or an atomic allocation for large messages */
+static struct scatterlist *msgr2_sg_get(struct msgr2_gcm *gcm, int nents)
+{
+	if (nents <= MSGR2_GCM_SG_INLINE)
+		return gcm->sg;
+	return kmalloc_array(nents, sizeof(struct scatterlist),
+			     GFP_ATOMIC | __GFP_NOWARN);
+}
+
+static void msgr2_sg_put(struct msgr2_gcm *gcm, struct scatterlist *sg)
+{
+	if (sg != gcm->sg)
+		kfree(sg);
+}
+
+int msgr2_gcm_seal(struct msgr2_gcm *gcm, const u8 nonce[12],
+		   const struct msgr2_iov *src, int n, u8 *dst, u8 tag[16])
+{
+	struct scatterlist *sg, *ssg;
+	struct msgr2_iov d;
+	int ns = 0, nd, ret;
+	size_t total;
+
+	if (n < 0 || !msgr2_gcm_mem_ok(src, n, &total))
+		return -EINVAL;
+	d.base = dst;
+	d.len = total;
+	if (!msgr2_gcm_mem_ok(&d, 1, &total))
+		return -EINVAL;
+
+	/* destination + tag; the sources unless sealing in place */
+	nd = msgr2_sg_nents(&d, 1) + 1;
+	if (!(n == 1 && src[0].base == dst))
+		ns = msgr2_sg_nents(src, n);
+	sg = msgr2_sg_get(gcm, nd + ns);
+	if (!sg)
+		return -ENOMEM;
+	msgr2_sg_build(sg, nd, &d, 1, gcm->tag);
+	ssg = sg;
+	if (ns) {
+		ssg = sg + nd;
+		msgr2_sg_build(ssg, ns, src, n, NULL);
+	}
+
+	memcpy(gcm->iv, nonce, sizeof(gcm->iv));
+	aead_request_set_callback(gcm->req, 0, NULL, NULL);
+	aead_request_set_crypt(gcm->req, ssg, sg, total, gcm->iv);
+	aead_request_set_ad(gcm->req, 0);
+	ret = crypto_aead_encrypt(gcm->req);
+	if (!ret)
+		memcpy(tag, gcm->tag, sizeof(gcm->tag));
+	else if (ret == -EBADMSG)
+		ret = -EIO;
+	msgr2_sg_put(gcm, sg);
+	return ret;
+}
+
+int msgr2_gcm_open(struct msgr2_gcm *gcm, const u8 nonce[12],
+		   const struct msgr2_iov *buf, int n, const u8 tag[16])
+{
+	struct scatterlist *sg;
+	size_t total;
+	int nents, ret;
+
+	if (n < 0 || !msgr2_gcm_mem_ok(buf, n, &total))
+		return -EINVAL;
+	nents = msgr2_sg_nents(buf, n) + 1;
+	sg = msgr2_sg_get(gcm, nents);
+	if (!sg)
+		return -ENOMEM;
+	msgr2_sg_build(sg, nents, buf, n, gcm->tag);
+
+	memcpy(gcm->tag, tag, sizeof(gcm->tag));
+	memcpy(gcm->iv, nonce, sizeof(gcm->iv));
+	aead_request_set_callback(gcm->req, 0, NULL, NULL);
+	aead_request_set_crypt(gcm->req, sg, sg, total + sizeof(gcm->tag),
+			       gcm->iv);
+	aead_request_set_ad(gcm->req, 0);
+	ret = crypto_aead_decrypt(gcm->req);	/* -EBADMSG: bad tag */
+	msgr2_sg_put(gcm, sg);
+	return ret;
+}
+
+/* ---- AES-128-CBC without padding ---------------------------------------- */
+
+int msgr2_aes_cbc(const u8 key[16], const u8 iv[16], bool encrypt,
+		  const u8 *in, u8 *out, size_t len)
+{
+	u8 prev[AES_BLOCK_SIZE], blk[AES_BLOCK_SIZE];
+	struct crypto_aes_ctx ctx;
+	size_t off;
+	int ret;
+
+	if (len % AES_BLOCK_SIZE)
+		return -EINVAL;
+	ret = aes_expandkey(&ctx, key, 16);
+	if (ret)
+		return ret;
+	memcpy(prev, iv, AES_BLOCK_SIZE);
+	for (off = 0; off < len; off += AES_BLOCK_SIZE) {
+		if (encrypt) {
+			crypto_xor_cpy(blk, in + off, prev, AES_BLOCK_SIZE);
+			aes_encrypt(&ctx, out + off, blk);
+			memcpy(prev, out + off, AES_BLOCK_SIZE);
+		} else {
+			/* @in may equal @out: keep the ciphertext block */
+			memcpy(blk, in + off, AES_BLOCK_SIZE);
+			aes_decrypt(&ctx, out + off, blk);
+			crypto_xor(out + off, prev, AES_BLOCK_SIZE);
+			memcpy(prev, blk, AES_BLOCK_SIZE);
+		}
+	}
+	memzero_explicit(&ctx, sizeof(ctx));
+	memzero_explicit(blk, sizeof(blk));
+	memzero_explicit(prev, sizeof(prev));
+	return 0;
+}
+
+/* ---- misc ---------------------------------------------------------------- */
+
+void msgr2_random(void *buf, size_t len)
+{
+	get_random_bytes(buf, len);
+}
+
+void msgr2_wipe(void *buf, size_t len)
+{
+	if (buf && len)
+		memzero_explicit(buf, len);
+}
+
+void *msgr2_zalloc(size_t len)
+{
+	return kvzalloc(len, GFP_KERNEL);
+}
+
+void msgr2_free(void *p)
+{
+	kvfree(p);
+}

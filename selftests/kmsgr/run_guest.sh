@@ -1,0 +1,308 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# run_guest.sh - the kmsgr kselftests, run as root inside the test guest:
+#
+#   tools/vm/run --rxe --timeout N -- selftests/kmsgr/run_guest.sh
+#
+# (make check-vm).  Prints ONE TAP stream on stdout: "ok N - ..." and
+# "not ok N - ..." numbered in one sequence (the harness programs' results
+# are renumbered into it), everything else as "# ..." comments, and the
+# plan "1..N" at the END, so a guest that dies half-way never passes.
+# Exit status 0 only if every test passed or skipped.
+#
+# Steps: insmod kmod/kmsgr.ko; modinfo fields; kmsgrctl; each harness
+# program; rmmod; CYCLES load/unload cycles (OPENS open/INFO/close in each)
+# with the live-instance counter, the device node, lsmod and the slab
+# counters checked; no kernel warnings.  If insmod fails, every later test
+# is "not ok": a module that cannot load fails the run.
+#
+# Environment: KMSGR_CYCLES (default 100), KMSGR_CYCLE_OPENS (default 100).
+
+set -u
+
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+KO=$TOP/kmod/kmsgr.ko
+BIN=$TOP/.build/selftests/kmsgr
+KMSGRCTL=$TOP/tools/kmsgrctl/kmsgrctl
+SYSMOD=/sys/module/kmsgr
+DEV=/dev/kmsgr
+CYCLES=${KMSGR_CYCLES:-100}
+OPENS=${KMSGR_CYCLE_OPENS:-100}
+
+# Leak tolerances for CYCLES x OPENS instances.  With the defaults, leaking
+# one 64-byte object per instance grows kmalloc by 640 KiB; the noise of an
+# idle guest is a few tens of KiB.
+KMALLOC_TOL_BYTES=262144
+SUNRECLAIM_TOL_KB=1024
+
+n=0		# tests reported so far
+failed=0	# of which failed
+loaded=0	# 1 once insmod succeeded
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# tap STATUS DESCRIPTION: report one test; STATUS 0 is a pass.  Before the
+# module loads, everything fails.
+tap() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n - $2"
+	fi
+}
+
+# comment [FILE]: pass text through as TAP comments.
+comment() {
+	sed -e 's/^/# /' "$@"
+}
+
+# check DESCRIPTION COMMAND [ARG...]: one test, the command's output as
+# comments.
+check() {
+	desc=$1
+	shift
+	"$@" >"$tmp/check" 2>&1
+	rc=$?
+	comment "$tmp/check"
+	tap "$rc" "$desc"
+}
+
+mark() {
+	echo "kmsgr-selftest: $*" >/dev/kmsg 2>/dev/null || true
+}
+
+header_define() {
+	sed -n "s/^#define $1[[:space:]][[:space:]]*\"*\([^\"[:space:]]*\)\"*.*/\1/p" "$2"
+}
+
+modinfo_is() {
+	got=$(modinfo -F "$1" "$KO") || return 1
+	[ "$got" = "$2" ] || { echo "modinfo $1: \"$got\", expected \"$2\""; return 1; }
+}
+
+modinfo_has() {
+	got=$(modinfo -F "$1" "$KO") || return 1
+	[ -n "$got" ] || { echo "modinfo $1 is empty"; return 1; }
+	echo "$1: $got"
+}
+
+module_state_ok() {
+	[ -c "$DEV" ] || { echo "$DEV is not a character device"; return 1; }
+	ls -l "$DEV"
+	[ "$(cat "$SYSMOD/version")" = "$VERSION" ] ||
+		{ echo "$SYSMOD/version != $VERSION"; return 1; }
+}
+
+kmsgrctl_json() {
+	out=$("$KMSGRCTL" -j info) || return 1
+	echo "$out"
+	case $out in
+	*"\"abi_version\":$ABI,"*) return 0 ;;
+	*) echo "no \"abi_version\":$ABI in the output"; return 1 ;;
+	esac
+}
+
+# run_harness PROGRAM: run one kselftest_harness program and renumber its
+# results into our stream.
+run_harness() {
+	prog=$1
+	name=${prog##*/}
+	if [ ! -x "$prog" ]; then
+		tap 1 "$name: not built (make -C selftests/kmsgr)"
+		return
+	fi
+	mark "$name"
+	timeout 300 "$prog" >"$tmp/out" 2>&1
+	prc=$?
+
+	plan=0 seen=0 pfail=0 cur=""
+	while IFS= read -r line; do
+		case $line in
+		"TAP version"*)
+			echo "# $name: $line" ;;
+		1..*)
+			plan=${line#1..}
+			plan=${plan%% *}
+			echo "# $name: $line" ;;
+		"#  RUN "*)
+			cur=${line#"#  RUN"}
+			cur=${cur#"${cur%%[! ]*}"}
+			cur=${cur% ...}
+			echo "$line" ;;
+		"ok "* | "not ok "*)
+			seen=$((seen + 1))
+			st=0
+			case $line in "not ok "*) st=1 ;; esac
+			rest=${line#*ok }
+			case $rest in
+			*" "*) rest=${rest#* } ;;
+			*) rest="" ;;
+			esac
+			# 6.1's harness leaves the name out of SKIP lines.
+			case $rest in
+			"" | "#"*) rest="$cur $rest" ;;
+			esac
+			if [ "$loaded" -eq 0 ]; then
+				st=1
+				rest="$(echo "$rest" | sed 's/# *SKIP/(skipped:/') [module not loaded]"
+			fi
+			[ "$st" -ne 0 ] && pfail=$((pfail + 1))
+			tap "$st" "$name: $rest" ;;
+		"#"*)
+			echo "$line" ;;
+		*)
+			echo "# $line" ;;
+		esac
+	done <"$tmp/out"
+
+	if [ "$plan" -eq 0 ]; then
+		tap 1 "$name: printed no plan, exit status $prc"
+	elif [ "$seen" -lt "$plan" ]; then
+		tap 1 "$name: $((plan - seen)) of $plan tests did not report, exit status $prc"
+	elif [ "$prc" -ne 0 ] && [ "$pfail" -eq 0 ]; then
+		tap 1 "$name: exit status $prc"
+	fi
+}
+
+# Bytes in kmalloc caches (active objects x object size).
+kmalloc_bytes() {
+	awk '/^kmalloc-/ { b += $2 * $4 } END { print b + 0 }' /proc/slabinfo
+}
+
+sunreclaim_kb() {
+	awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo
+}
+
+# One load/unload cycle; stops at the first problem and says which.
+# Returns 0, or 1 (load/use/unload failed), 2 (instances counter not 0
+# before unload), 3 (node left after unload).
+cycle() {
+	insmod "$KO" || { echo "insmod failed"; return 1; }
+	if ! "$BIN/kmsgr_open_loop" "$OPENS"; then
+		echo "kmsgr_open_loop $OPENS failed"
+		rmmod kmsgr
+		return 1
+	fi
+	inst=$(cat "$SYSMOD/parameters/instances")
+	if [ "$inst" != 0 ]; then
+		echo "instances reads \"$inst\" before unload"
+		rmmod kmsgr
+		return 2
+	fi
+	rmmod kmsgr || { echo "rmmod failed"; return 1; }
+	[ ! -e "$DEV" ] || { echo "$DEV still exists after rmmod"; return 3; }
+	return 0
+}
+
+# cycles COUNT: run COUNT cycles, stop at the first failure; sets cycle_rc
+# and cycles_done.
+cycles() {
+	cycles_done=0
+	cycle_rc=0
+	while [ "$cycles_done" -lt "$1" ]; do
+		cycle >"$tmp/cycle" 2>&1
+		cycle_rc=$?
+		if [ "$cycle_rc" -ne 0 ]; then
+			echo "# cycle $((cycles_done + 1)):"
+			comment "$tmp/cycle"
+			return
+		fi
+		cycles_done=$((cycles_done + 1))
+	done
+}
+
+echo "TAP version 13"
+VERSION=$(header_define KMSGR_VERSION "$TOP/kmod/kmsgr.h")
+ABI=$(header_define KMSGR_ABI_VERSION "$TOP/uapi/linux/kmsgr.h")
+echo "# kmsgr $VERSION (ABI $ABI) selftests on $(uname -r), $(date -u)"
+mark "start"
+
+if [ "$(id -u)" -ne 0 ]; then
+	tap 1 "running as root (run me in the guest: make check-vm)"
+	echo "1..$n"
+	exit 1
+fi
+
+# --- load --------------------------------------------------------------------
+if grep -q '^kmsgr ' /proc/modules; then
+	echo "# kmsgr was loaded already; unloading it first"
+	rmmod kmsgr
+fi
+insmod "$KO" >"$tmp/insmod" 2>&1 && loaded=1
+comment "$tmp/insmod"
+tap $((1 - loaded)) "insmod kmod/kmsgr.ko"
+if [ "$loaded" -eq 0 ]; then
+	dmesg | tail -n 20 | comment
+fi
+
+# --- static checks -------------------------------------------------------------
+check "modinfo version is $VERSION" modinfo_is version "$VERSION"
+check "modinfo license is GPL" modinfo_is license GPL
+check "modinfo has a description" modinfo_has description
+check "modinfo has an author" modinfo_has author
+check "modinfo lists the instances parameter" \
+	sh -c "modinfo -F parm '$KO' | grep '^instances:'"
+check "$DEV is a char device, sysfs version is $VERSION" module_state_ok
+
+# --- CLI -----------------------------------------------------------------------
+check "kmsgrctl info" "$KMSGRCTL" info
+check "kmsgrctl -j info reports abi_version $ABI" kmsgrctl_json
+
+# --- harness programs ------------------------------------------------------------
+for prog in "$BIN"/*_test; do
+	run_harness "$prog"
+done
+
+check "rmmod kmsgr after the tests" rmmod kmsgr
+check "$DEV is gone after rmmod" test ! -e "$DEV"
+
+# --- load/unload cycles and leaks -------------------------------------------------
+mark "cycles"
+# Two warm-up cycles settle one-time allocations before the slab snapshot.
+cycles 2
+sync
+sleep 1
+kmalloc0=$(kmalloc_bytes)
+sunrec0=$(sunreclaim_kb)
+start=$(date +%s)
+[ "$cycle_rc" -eq 0 ] && cycles "$CYCLES"
+secs=$(($(date +%s) - start))
+sync
+sleep 1
+kmalloc1=$(kmalloc_bytes)
+sunrec1=$(sunreclaim_kb)
+
+tap "$cycle_rc" "$CYCLES load/unload cycles with $OPENS open/INFO/close each ($cycles_done done in ${secs}s)"
+# Verified only if every cycle ran: a failed cycle fails these too.
+[ "$cycle_rc" -eq 0 ]
+tap $? "instances counter read 0 before every unload"
+[ "$cycle_rc" -eq 0 ]
+tap $? "no $DEV node after every rmmod"
+check "lsmod has no kmsgr" sh -c '! lsmod | grep "^kmsgr "'
+check "no $DEV node at the end" test ! -e "$DEV"
+
+dk=$((kmalloc1 - kmalloc0))
+echo "# kmalloc active bytes: $kmalloc0 -> $kmalloc1 (delta $dk, tolerance $KMALLOC_TOL_BYTES)"
+[ "$cycle_rc" -eq 0 ] && [ "$dk" -le "$KMALLOC_TOL_BYTES" ]
+tap $? "kmalloc slabs did not grow over the cycles (delta $dk bytes)"
+ds=$((sunrec1 - sunrec0))
+echo "# SUnreclaim: $sunrec0 -> $sunrec1 kB (delta $ds, tolerance $SUNRECLAIM_TOL_KB)"
+[ "$cycle_rc" -eq 0 ] && [ "$ds" -le "$SUNRECLAIM_TOL_KB" ]
+tap $? "unreclaimable slab did not grow over the cycles (delta $ds kB)"
+
+# --- kernel log --------------------------------------------------------------------
+mark "end"
+dmesg | sed -n '/kmsgr-selftest: start/,$p' |
+	grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace|kmsgr: .*(leak|error)' \
+	>"$tmp/warn"
+comment "$tmp/warn"
+[ ! -s "$tmp/warn" ]
+tap $? "no kernel warnings while testing"
+
+echo "# $((n - failed)) of $n passed"
+echo "1..$n"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,378 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Interop of the msgr2 engine (through monclient) with a real ceph-mon 16.2
+# on 127.0.0.1, plus robustness against stalling and disconnecting peers.
+# Prints TAP.  Run from the project root; MSGR2_BIN is the directory with
+# monclient and faultproxy (default .build/msgr2).
+#
+# Every daemon started here is killed by the EXIT trap, even on failure.
+
+set -u
+
+BIN=${MSGR2_BIN:-.build/msgr2}
+HERE=$(cd "$(dirname "$0")" && pwd)
+CLUSTER=$HERE/ceph_cluster.sh
+MC=$BIN/monclient
+FP=$BIN/faultproxy
+PLAN=31
+# engine handshake timeout used by the robustness checks, and the slack
+# allowed on top of it on a loaded machine
+TMO=2000
+SLACK=4000
+
+TMP=$(mktemp -d /tmp/msgr2-interop.XXXXXX) || exit 1
+FP_PIDS=()
+n=0
+nfail=0
+
+cleanup() {
+	local p
+
+	for p in "${FP_PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	"$CLUSTER" stop "$TMP/none" 2>/dev/null
+	"$CLUSTER" stop "$TMP/cephx" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+diag() {
+	sed 's/^/# /'
+}
+
+ok() {
+	n=$((n + 1))
+	echo "ok $n - $*"
+}
+
+notok() {
+	n=$((n + 1))
+	nfail=$((nfail + 1))
+	echo "not ok $n - $*"
+}
+
+# tail of a mon log, as TAP diagnostics
+mon_tail() {
+	[ -f "$1/mon.log" ] || return 0
+	echo "# last lines of $1/mon.log:"
+	tail -n 15 "$1/mon.log" | cut -c1-200 | diag
+}
+
+ms() {
+	echo $(($(date +%s%N) / 1000000))
+}
+
+# run_mc TAG ARGS...: run monclient (bounded by timeout), output in
+# $TMP/TAG.out / .err; sets RC and EL (elapsed ms)
+run_mc() {
+	local tag=$1 t0
+
+	shift
+	t0=$(ms)
+	timeout -k 5 60 "$MC" "$@" >"$TMP/$tag.out" 2>"$TMP/$tag.err" \
+		</dev/null
+	RC=$?
+	EL=$(($(ms) - t0))
+}
+
+mc_diag() {
+	echo "# monclient exit $RC after ${EL} ms; stdout:"
+	head -c 600 "$TMP/$1.out" | diag
+	echo "# stderr:"
+	head -c 1500 "$TMP/$1.err" | diag
+}
+
+# ceph CLI on cluster DIR (never reads stdin: it crashes with stdin closed)
+ceph_cli() {
+	local dir=$1
+
+	shift
+	timeout 30 ceph -c "$dir/ceph.conf" --connect-timeout 15 "$@" \
+		</dev/null 2>"$TMP/ceph.err"
+}
+
+first_epoch() {
+	sed -n 's/^[^"]*"epoch":\([0-9]*\).*/\1/p' | head -n 1
+}
+
+# start_fp MODE: start faultproxy, sets FPORT
+start_fp() {
+	local i
+
+	: >"$TMP/fp.port"
+	"$FP" --life-ms 90000 "$1" >"$TMP/fp.port" 2>"$TMP/fp.err" \
+		</dev/null &
+	FP_PIDS+=($!)
+	FPORT=
+	for ((i = 0; i < 100; i++)); do
+		FPORT=$(head -n 1 "$TMP/fp.port")
+		[ -n "$FPORT" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+stop_fp() {
+	local p=${FP_PIDS[-1]}
+
+	kill "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	unset 'FP_PIDS[-1]'
+}
+
+# check_cmds LABEL DIR TAG: the four interop checks on the output of one
+# monclient run (ping, version osdmap, version monmap, map)
+check_cmds() {
+	local label=$1 dir=$2 tag=$3 fsid want got mepoch
+
+	fsid=$(cat "$dir/fsid")
+	if [ "$RC" = 0 ] && grep -q '^ping {' "$TMP/$tag.out" &&
+	   grep '^ping ' "$TMP/$tag.out" | grep -q '"health"' &&
+	   grep '^ping ' "$TMP/$tag.out" | grep -q '"mon_status"' &&
+	   grep '^ping ' "$TMP/$tag.out" | grep -q "\"fsid\":\"$fsid\""; then
+		ok "$label: MPing reply is JSON with health, mon_status, fsid"
+	else
+		notok "$label: MPing reply is JSON with health, mon_status, fsid"
+		mc_diag "$tag"
+	fi
+
+	want=$(ceph_cli "$dir" osd dump -f json | first_epoch)
+	got=$(sed -n 's/^version osdmap \([0-9]*\) oldest [0-9]*$/\1/p' \
+		"$TMP/$tag.out")
+	if [ -n "$want" ] && [ "$got" = "$want" ]; then
+		ok "$label: MMonGetVersion(osdmap) = $got = ceph osd dump epoch"
+	else
+		notok "$label: MMonGetVersion(osdmap) '$got' vs osd dump '$want'"
+		mc_diag "$tag"
+		diag <"$TMP/ceph.err"
+	fi
+
+	want=$(ceph_cli "$dir" mon dump -f json | first_epoch)
+	got=$(sed -n 's/^version monmap \([0-9]*\) oldest [0-9]*$/\1/p' \
+		"$TMP/$tag.out")
+	mepoch=$(sed -n 's/^map fsid [-0-9a-f]* epoch \([0-9]*\)$/\1/p' \
+		"$TMP/$tag.out")
+	if [ -n "$want" ] && [ "$got" = "$want" ] && [ "$mepoch" = "$want" ]
+	then
+		ok "$label: MMonGetVersion(monmap) = MonMap epoch = mon dump epoch $got"
+	else
+		notok "$label: monmap version '$got', MonMap epoch '$mepoch', mon dump '$want'"
+		mc_diag "$tag"
+	fi
+
+	want=$(ceph_cli "$dir" fsid)
+	got=$(sed -n 's/^map fsid \([-0-9a-f]*\) epoch.*/\1/p' "$TMP/$tag.out")
+	if [ -n "$want" ] && [ "$got" = "$want" ]; then
+		ok "$label: MMonMap fsid = ceph fsid ($got)"
+	else
+		notok "$label: MMonMap fsid '$got' vs ceph fsid '$want'"
+		mc_diag "$tag"
+	fi
+}
+
+# expect_fail LABEL TAG REASON MAXMS [MINMS]: monclient failed with the
+# engine reason REASON, within MAXMS (and not before MINMS)
+expect_fail() {
+	local label=$1 tag=$2 reason=$3 max=$4 min=${5:-0}
+
+	if [ "$RC" != 0 ] && [ "$RC" != 124 ] && [ "$RC" != 137 ] &&
+	   grep -q "failed: $reason:" "$TMP/$tag.err" &&
+	   [ "$EL" -le "$max" ] && [ "$EL" -ge "$min" ]; then
+		ok "$label: $reason after $EL ms"
+	else
+		notok "$label: want $reason within [$min, $max] ms"
+		mc_diag "$tag"
+	fi
+}
+
+echo "1..$PLAN"
+echo "# monclient: $MC"
+T_START=$(ms)
+
+missing=
+for f in "$MC" "$FP"; do
+	[ -x "$f" ] || missing="$missing $f"
+done
+if [ -n "$missing" ]; then
+	# every check fails: nothing here can run without the binaries
+	for ((i = 0; i < PLAN; i++)); do
+		notok "not built:$missing"
+	done
+	exit 1
+fi
+
+ALL=(ping version osdmap version monmap map)
+
+# ---- auth none cluster ------------------------------------------------------
+D=$TMP/none
+if "$CLUSTER" start none "$D" 2>"$TMP/start.err"; then
+	ok "none cluster started ($(cat "$D/addr"))"
+	UP=1
+else
+	notok "none cluster did not start"
+	diag <"$TMP/start.err"
+	UP=0
+fi
+ADDR=$(cat "$D/addr" 2>/dev/null || echo 127.0.0.1:1)
+
+run_mc none --addr "$ADDR" --auth none "${ALL[@]}"
+if [ "$RC" = 0 ] && grep -qx 'mode crc' "$TMP/none.out"; then
+	ok "none: handshake completes in crc mode"
+else
+	notok "none: handshake completes in crc mode"
+	mc_diag none
+	mon_tail "$D"
+fi
+check_cmds none "$D" none
+
+# (c) wrong auth method: AUTH_BAD_METHOD from the mon
+# a well-formed key that no cluster here knows
+KEY=$(ceph-authtool --gen-print-key 2>/dev/null </dev/null)
+printf '[client.admin]\n\tkey = %s\n' "$KEY" >"$TMP/fake.keyring"
+run_mc badm --addr "$ADDR" --auth cephx --keyring "$TMP/fake.keyring" \
+	--timeout-ms 5000 ping
+expect_fail "cephx client vs none cluster (AUTH_BAD_METHOD)" badm \
+	MSGR2_R_AUTH 3000
+
+run_mc retry --addr "$ADDR" --auth cephx,none \
+	--keyring "$TMP/fake.keyring" version osdmap
+if [ "$RC" = 0 ] && grep -qx 'mode crc' "$TMP/retry.out" &&
+   grep -q '^version osdmap [0-9]' "$TMP/retry.out"; then
+	ok "cephx,none client vs none cluster: retried with none after AUTH_BAD_METHOD"
+else
+	notok "cephx,none client vs none cluster: retried with none after AUTH_BAD_METHOD"
+	mc_diag retry
+fi
+
+# (a) peers that stall the handshake: the engine's own timeout fires
+if start_fp silent; then
+	run_mc stall0 --addr "127.0.0.1:$FPORT" --timeout-ms $TMO ping
+	expect_fail "silent peer (no banner)" stall0 MSGR2_R_TIMEOUT \
+		$((TMO + SLACK)) $((TMO - 100))
+	stop_fp
+else
+	notok "faultproxy silent did not start"
+fi
+
+if start_fp banner-stall; then
+	run_mc stall1 --addr "127.0.0.1:$FPORT" --timeout-ms $TMO ping
+	expect_fail "peer stalls after its banner" stall1 MSGR2_R_TIMEOUT \
+		$((TMO + SLACK)) $((TMO - 100))
+	stop_fp
+else
+	notok "faultproxy banner-stall did not start"
+fi
+
+# the real mon, cut after banner + HELLO (26 + 72 bytes): stall in AUTH
+if start_fp "proxy:$ADDR:98:stall"; then
+	run_mc stall2 --addr "127.0.0.1:$FPORT" --timeout-ms $TMO ping
+	expect_fail "mon stalled after HELLO (proxy)" stall2 \
+		MSGR2_R_TIMEOUT $((TMO + SLACK)) $((TMO - 100))
+	stop_fp
+else
+	notok "faultproxy proxy did not start"
+fi
+
+# the real mon frozen with SIGSTOP: the kernel still accepts the TCP
+# connection, nothing answers
+MPID=$(cat "$D/mon.pid" 2>/dev/null)
+if [ -n "$MPID" ] && kill -STOP "$MPID" 2>/dev/null; then
+	run_mc stall3 --addr "$ADDR" --timeout-ms $TMO ping
+	kill -CONT "$MPID"
+	expect_fail "mon frozen by SIGSTOP" stall3 MSGR2_R_TIMEOUT \
+		$((TMO + SLACK)) $((TMO - 100))
+else
+	notok "mon frozen by SIGSTOP: no mon pid to stop"
+fi
+
+# (b) peers that drop the connection mid-handshake: clean EOF, no hang
+if start_fp banner-close; then
+	run_mc eof0 --addr "127.0.0.1:$FPORT" --timeout-ms 20000 ping
+	expect_fail "peer closes after its banner" eof0 MSGR2_R_EOF 5000
+	stop_fp
+else
+	notok "faultproxy banner-close did not start"
+fi
+
+for cut in 98 150; do
+	if start_fp "proxy:$ADDR:$cut:close"; then
+		run_mc eof_$cut --addr "127.0.0.1:$FPORT" --timeout-ms 20000 \
+			ping
+		expect_fail "mon connection cut after $cut bytes" eof_$cut \
+			MSGR2_R_EOF 5000
+		stop_fp
+	else
+		notok "faultproxy proxy did not start"
+	fi
+done
+
+# the mon still works after all that (and after SIGCONT)
+run_mc after --addr "$ADDR" --auth none ping
+if [ "$RC" = 0 ] && grep -q '^ping {' "$TMP/after.out"; then
+	ok "none: mon still answers after the robustness checks"
+else
+	notok "none: mon still answers after the robustness checks"
+	mc_diag after
+	mon_tail "$D"
+fi
+
+if [ "$UP" = 1 ] && "$CLUSTER" stop "$D" && [ ! -e "$D" ] &&
+   ! kill -0 "$MPID" 2>/dev/null; then
+	ok "none cluster stopped"
+else
+	notok "none cluster stopped"
+fi
+
+# ---- cephx cluster ----------------------------------------------------------
+D=$TMP/cephx
+if "$CLUSTER" start cephx "$D" 2>"$TMP/start.err"; then
+	ok "cephx cluster started ($(cat "$D/addr"))"
+	UP=1
+else
+	notok "cephx cluster did not start"
+	diag <"$TMP/start.err"
+	UP=0
+fi
+ADDR=$(cat "$D/addr" 2>/dev/null || echo 127.0.0.1:1)
+KR=$D/keyring
+
+for mode in crc secure; do
+	run_mc cx_$mode --addr "$ADDR" --auth cephx --name client.admin \
+		--keyring "$KR" --mode $mode "${ALL[@]}"
+	if [ "$RC" = 0 ] && grep -qx "mode $mode" "$TMP/cx_$mode.out"; then
+		ok "cephx: handshake completes, negotiated mode is $mode"
+	else
+		notok "cephx: handshake completes, negotiated mode is $mode"
+		mc_diag cx_$mode
+		mon_tail "$D"
+	fi
+	check_cmds "cephx $mode" "$D" cx_$mode
+done
+
+# (c) the other way round: AUTH_NONE against a cephx cluster
+run_mc badn --addr "$ADDR" --auth none --timeout-ms 5000 ping
+expect_fail "none client vs cephx cluster (AUTH_BAD_METHOD)" badn \
+	MSGR2_R_AUTH 3000
+
+# a wrong key is refused cleanly
+run_mc badk --addr "$ADDR" --auth cephx --keyring "$TMP/fake.keyring" \
+	--timeout-ms 5000 ping
+expect_fail "cephx with a wrong key" badk MSGR2_R_AUTH 3000
+
+MPID=$(cat "$D/mon.pid" 2>/dev/null)
+if [ "$UP" = 1 ] && "$CLUSTER" stop "$D" && [ ! -e "$D" ] &&
+   ! kill -0 "$MPID" 2>/dev/null; then
+	ok "cephx cluster stopped"
+else
+	notok "cephx cluster stopped"
+fi
+
+if [ "$n" -ne "$PLAN" ]; then
+	notok "plan: ran $n checks, planned $PLAN"
+fi
+echo "# $((n - nfail)) of $n passed in $(($(ms) - T_START)) ms"
+[ "$nfail" = 0 ]

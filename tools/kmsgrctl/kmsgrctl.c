@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgrctl - control and inspect kmsgr, in the style of iproute2's tools.
+ *
+ *   kmsgrctl [OPTIONS] OBJECT [VERB]
+ *
+ * Exit status: 0 on success, 1 when the operation fails, 2 on a usage error.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libkmsgr.h"
+
+#define EXIT_USAGE 2
+
+static const char *progname = "kmsgrctl";
+
+/* Prefix of error messages. */
+#define ERR_PREFIX "kmsgr: "
+
+/* Command-line options shared by every command. */
+static struct {
+	bool json;		/* -j: JSON output */
+	bool pretty;		/* -p: indent JSON output */
+	const char *device;	/* -d: device node, NULL for the default */
+} opt;
+
+/* ---- output ------------------------------------------------------------ */
+
+/*
+ * A small JSON writer: one object per command, values written in order.
+ * Nesting is tracked so that commas and (with -p) indentation are right.
+ */
+static struct {
+	int depth;
+	bool need_comma;
+} jw;
+
+static void jw_newline(void)
+{
+	int i;
+
+	if (!opt.pretty)
+		return;
+	putchar('\n');
+	for (i = 0; i < jw.depth; i++)
+		fputs("    ", stdout);
+}
+
+static void jw_string_value(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* Start a member: comma, newline/indent, then "key": (no key in arrays). */
+static void jw_member(const char *key)
+{
+	if (jw.need_comma)
+		putchar(',');
+	if (jw.depth > 0)
+		jw_newline();
+	if (key) {
+		jw_string_value(key);
+		fputs(opt.pretty ? ": " : ":", stdout);
+	}
+	jw.need_comma = true;
+}
+
+static void jw_open(const char *key, char bracket)
+{
+	jw_member(key);
+	putchar(bracket);
+	jw.depth++;
+	jw.need_comma = false;
+}
+
+static void jw_close(char bracket)
+{
+	bool empty = !jw.need_comma;
+
+	jw.depth--;
+	if (!empty)
+		jw_newline();
+	putchar(bracket);
+	jw.need_comma = true;
+	if (jw.depth == 0)
+		putchar('\n');
+}
+
+static void jw_string(const char *key, const char *val)
+{
+	jw_member(key);
+	jw_string_value(val);
+}
+
+static void jw_u64(const char *key, uint64_t val)
+{
+	jw_member(key);
+	printf("%" PRIu64, val);
+}
+
+static void __attribute__((format(printf, 1, 2))) error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(ERR_PREFIX, stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* ---- commands ---------------------------------------------------------- */
+
+static const char *device_path(void)
+{
+	return opt.device ? opt.device : KMSGR_DEV_PATH;
+}
+
+static int open_instance(struct kmsgr **kp)
+{
+	int ret;
+
+	ret = kmsgr_open(opt.device, kp);
+	if (!ret)
+		return 0;
+
+	if (ret == -ENOENT)
+		error("cannot open %s: %s (is the module loaded?)",
+		      device_path(), kmsgr_strerror(ret));
+	else if (ret == -ENODEV || ret == -ENXIO)
+		error("cannot open %s: %s (not a kmsgr device?)",
+		      device_path(), kmsgr_strerror(ret));
+	else if (ret == -EACCES || ret == -EPERM)
+		error("cannot open %s: %s (kmsgr needs root)",
+		      device_path(), kmsgr_strerror(ret));
+	else
+		error("cannot open %s: %s", device_path(), kmsgr_strerror(ret));
+	return ret;
+}
+
+static void print_features(uint64_t features)
+{
+	char unknown[16];
+	unsigned int bit;
+	const char *name;
+
+	if (opt.json)
+		jw_open("features", '[');
+	else
+		printf("features");
+
+	for (bit = 0; bit < 64; bit++) {
+		if (!(features & (1ULL << bit)))
+			continue;
+		name = kmsgr_feature_name(bit);
+		if (!name) {
+			snprintf(unknown, sizeof(unknown), "bit%u", bit);
+			name = unknown;
+		}
+		if (opt.json)
+			jw_string(NULL, name);
+		else
+			printf(" %s", name);
+	}
+
+	if (opt.json)
+		jw_close(']');
+	else
+		printf("%s (0x%" PRIx64 ")\n", features ? "" : " none",
+		       features);
+}
+
+static int cmd_info(int argc, char **argv)
+{
+	struct kmsgr_info info;
+	struct kmsgr *k;
+	char version[KMSGR_VERSION_LEN];
+	int ret;
+
+	if (argc > 0 && strcmp(argv[0], "show") != 0) {
+		error("unknown verb \"%s\" for object \"info\"; try \"%s help\"",
+		      argv[0], progname);
+		return EXIT_USAGE;
+	}
+	if (argc > 1) {
+		error("too many arguments for \"info show\"");
+		return EXIT_USAGE;
+	}
+
+	if (open_instance(&k))
+		return EXIT_FAILURE;
+	ret = kmsgr_info(k, &info);
+	kmsgr_close(k);
+	if (ret) {
+		error("KMSGR_IOC_INFO on %s failed: %s", device_path(),
+		      kmsgr_strerror(ret));
+		return EXIT_FAILURE;
+	}
+
+	/* The kernel NUL-terminates it; do not trust that blindly. */
+	memcpy(version, info.version, sizeof(version));
+	version[sizeof(version) - 1] = '\0';
+
+	if (opt.json) {
+		jw_open(NULL, '{');
+		jw_string("module", "kmsgr");
+		jw_string("version", version);
+		jw_u64("abi_version", info.abi_version);
+		print_features(info.features);
+		jw_u64("features_mask", info.features);
+		jw_open("limits", '{');
+		jw_u64("max_sq_entries", info.max_sq_entries);
+		jw_u64("max_cq_entries", info.max_cq_entries);
+		jw_u64("max_buf_size", info.max_buf_size);
+		jw_u64("max_sessions", info.max_sessions);
+		jw_close('}');
+		jw_string("device", device_path());
+		jw_close('}');
+	} else {
+		printf("module kmsgr version %s abi %u\n", version,
+		       info.abi_version);
+		print_features(info.features);
+		printf("limits max_sq_entries %u max_cq_entries %u max_buf_size %llu max_sessions %u\n",
+		       info.max_sq_entries, info.max_cq_entries,
+		       (unsigned long long)info.max_buf_size,
+		       info.max_sessions);
+		printf("device %s\n", device_path());
+	}
+	return EXIT_SUCCESS;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	(void)argv;
+	if (argc > 0) {
+		error("\"version\" takes no arguments");
+		return EXIT_USAGE;
+	}
+
+	if (opt.json) {
+		jw_open(NULL, '{');
+		jw_string("kmsgrctl", LIBKMSGR_VERSION);
+		jw_string("libkmsgr", kmsgr_version());
+		jw_u64("abi_version", KMSGR_ABI_VERSION);
+		jw_close('}');
+	} else {
+		printf("kmsgrctl %s, libkmsgr %s, ABI %d\n", LIBKMSGR_VERSION,
+		       kmsgr_version(), KMSGR_ABI_VERSION);
+	}
+	return EXIT_SUCCESS;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s [OPTIONS] OBJECT [VERB]\n"
+		"where  OBJECT := { info | version | help }\n"
+		"       OPTIONS := { -j[son] | -p[retty] | -d[evice] PATH |\n"
+		"                    -V[ersion] | -h[elp] }\n"
+		"\n"
+		"  info [show]   module version, ABI version, features, limits\n"
+		"  version       versions of kmsgrctl, libkmsgr and the ABI\n"
+		"  help          this text\n"
+		"\n"
+		"  -j, --json        JSON output\n"
+		"  -p, --pretty      indented JSON (with -j)\n"
+		"  -d, --device PATH device node (default %s)\n"
+		"\n"
+		"Exit status: 0 on success, 1 on failure, 2 on a usage error.\n",
+		progname, KMSGR_DEV_PATH);
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	usage(stdout);
+	return EXIT_SUCCESS;
+}
+
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{ "info",	cmd_info },
+	{ "version",	cmd_version },
+	{ "help",	cmd_help },
+};
+
+/* iproute2 habit: an object may be abbreviated to any unique prefix. */
+static const struct command *find_command(const char *name)
+{
+	const struct command *found = NULL;
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+		if (len && strncmp(commands[i].name, name, len) == 0) {
+			if (found)
+				return NULL;
+			found = &commands[i];
+		}
+	}
+	return found;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json",	no_argument,		NULL, 'j' },
+		{ "pretty",	no_argument,		NULL, 'p' },
+		{ "device",	required_argument,	NULL, 'd' },
+		{ "Version",	no_argument,		NULL, 'V' },
+		{ "help",	no_argument,		NULL, 'h' },
+		{ NULL,		0,			NULL, 0 },
+	};
+	const struct command *cmd;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "+jpd:Vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			opt.json = true;
+			break;
+		case 'p':
+			opt.pretty = true;
+			break;
+		case 'd':
+			opt.device = optarg;
+			break;
+		case 'V':
+			return cmd_version(0, NULL);
+		case 'h':
+			usage(stdout);
+			return EXIT_SUCCESS;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+
+	if (argc < 1) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+
+	cmd = find_command(argv[0]);
+	if (!cmd) {
+		error("unknown object \"%s\"; try \"%s help\"", argv[0],
+		      progname);
+		return EXIT_USAGE;
+	}
+
+	ret = cmd->fn(argc - 1, argv + 1);
+	if (fflush(stdout) || ferror(stdout)) {
+		error("write error: %s", strerror(errno));
+		return EXIT_FAILURE;
+	}
+	return ret;
+}
