@@ -187,7 +187,7 @@ static void __exit kmsgr_exit(void)
 	misc_deregister(&kmsgr_misc);
 	/* Each open file holds a module reference: nothing can be left. */
 	WARN_ON_ONCE(atomic_read(&kmsgr_instances));
-	pr_info("unloaded\n");
+	pr_debug("unloaded\n");
 }
 
 module_init(kmsgr_init);

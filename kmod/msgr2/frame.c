@@ -450,7 +450,7 @@ void m2_tx_abort_msg(struct msgr2_conn *c)
 	c->tx_vi = 0;
 	c->tx_voff = 0;
 	/* lossless: it is still on the sent queue and will be resent */
-	if (m && c->s->lossy)
+	if (m && c->s && c->s->lossy)
 		c->cfg.ops->tx_done(c->cfg.priv, m, -ECONNRESET);
 }
 

@@ -31,6 +31,21 @@
  * Every function returning int returns 0 (or a count) on success and a
  * negative errno on failure.  Once a connection has failed, every call
  * returns the same error and msgr2_conn_reason() says why.
+ *
+ * Engine contract details (all refinements of the above):
+ *  - msgr2_rx_want() returns 0 ("nothing now") while ops->rx_alloc()
+ *    answers -EAGAIN, and during the handshake while the engine's TX
+ *    buffer still holds a frame's worth of unsent bytes: the transport
+ *    must keep calling msgr2_tx_iov()/msgr2_tx_done().  msgr2_rx_done()
+ *    accepts at most the length msgr2_rx_want() returned.
+ *  - The iovecs of msgr2_tx_iov() stay valid until msgr2_tx_done(), even
+ *    when RX is processed in between.
+ *  - Callbacks may call msgr2_send(), msgr2_keepalive() and
+ *    msgr2_conn_fail(), never msgr2_conn_release() of the same connection.
+ *  - Errno per reason: crc/tag -EBADMSG, OVERSIZE -EMSGSIZE, AUTH and
+ *    SIGNATURE -EACCES, MISSING_FEATURES -EOPNOTSUPP, SEQ -EILSEQ, WAIT
+ *    -EAGAIN, TIMEOUT -ETIMEDOUT, EOF -ECONNRESET, LOCAL -ECONNABORTED,
+ *    NOMEM -ENOMEM, NONCE -EOVERFLOW, BUSY -ENOBUFS, others -EPROTO.
  */
 #ifndef KMSGR_MSGR2_H
 #define KMSGR_MSGR2_H
@@ -39,7 +54,11 @@
 
 /* ---- protocol constants --------------------------------------------------- */
 
-#define MSGR2_BANNER_FEAT_REV1		(1ULL << 0)	/* REVISION_1 */
+#ifndef BIT_ULL
+#define BIT_ULL(nr)			(1ULL << (nr))
+#endif
+
+#define MSGR2_BANNER_FEAT_REV1		BIT_ULL(0)	/* REVISION_1 */
 
 /* entity types (also bitmask values, e.g. CephX other_keys) */
 #define MSGR2_ENTITY_MON		0x01
@@ -62,7 +81,7 @@
 #define MSGR2_MODE_SECURE		2
 
 /* CEPH_FEATURE_* words */
-#define MSGR2_FEATURE_MSG_ADDR2		(1ULL << 59)
+#define MSGR2_FEATURE_MSG_ADDR2		BIT_ULL(59)
 #define MSGR2_FEATURES_DEFAULT		0x2f018eb87aa4aafeULL	/* kernel set */
 
 /* ceph_msg_header2 flags / SERVER_IDENT flags */
@@ -242,12 +261,19 @@ struct msgr2_auth_ops {
 	void (*reset)(void *priv);	/* forget per-connection state */
 };
 
-/* AUTH_NONE: @name is the entity id without the type ("admin") */
+/*
+ * AUTH_NONE: @name is the entity id without the type ("admin").  The
+ * client sends the mon form (auth mode 10) when @peer_type is 0 or
+ * MSGR2_ENTITY_MON, the authorizer form (OSD/MDS/MGR, msgr2.md 7.2)
+ * otherwise.  The server accepts both and assigns global ids from
+ * @next_global_id (0: start at 4096) to clients that send 0.
+ */
 struct msgr2_auth_none {
 	u8 entity_type;
 	char name[64];
 	u64 global_id;			/* client: last one, or 0 */
 	u64 next_global_id;		/* server: counter for new clients */
+	u8 peer_type;			/* client: who we talk to (0 = mon) */
 };
 
 extern const struct msgr2_auth_ops msgr2_auth_none_ops;
@@ -256,8 +282,11 @@ extern const struct msgr2_auth_ops msgr2_auth_none_ops;
 
 enum msgr2_event {
 	MSGR2_EV_READY = 1,		/* READY; arg = 1 when a reconnect */
-	MSGR2_EV_SESSION_RESET,		/* peer reset the session: seqs lost */
-	MSGR2_EV_KEEPALIVE_ACK,		/* arg unused */
+	MSGR2_EV_SESSION_RESET,		/* peer reset the session: seqs lost;
+					 * arg = 1 for a full reset (the
+					 * queue was given back, -ECONNRESET)
+					 */
+	MSGR2_EV_KEEPALIVE_ACK,		/* arg = echoed stamp in ns */
 	MSGR2_EV_AUTH_DONE,		/* arg = con_mode */
 };
 
@@ -272,8 +301,11 @@ struct msgr2_ops {
 	int (*rx_alloc)(void *priv, struct msgr2_rx_msg *m);
 	/*
 	 * An inbound message is finished.  status 0: verified, in order, to be
-	 * delivered.  status < 0: discarded (duplicate, aborted frame, failed
-	 * verification, connection failed); the buffers are the caller's again.
+	 * delivered.  status < 0: discarded; the buffers are the caller's
+	 * again: -EALREADY duplicate (seq <= in_seq), -ECONNABORTED aborted
+	 * frame, -ECONNRESET connection released, or the connection's errno
+	 * when it failed (bad crc/tag, sequence gap...).  rx_alloc() is
+	 * called for every MESSAGE frame, duplicates included.
 	 */
 	void (*rx_msg)(void *priv, struct msgr2_rx_msg *m, int status);
 	/*
@@ -287,8 +319,13 @@ struct msgr2_ops {
 	 * (true) arrived from @addrs with @client_cookie: return the session
 	 * this connection continues.  For CLIENT_IDENT that is normally the
 	 * connection's own fresh session; for SESSION_RECONNECT the existing
-	 * one, or NULL (SESSION_RESET is sent).  The caller detaches any other
-	 * connection from a session it returns.  NULL hook: fresh sessions only.
+	 * one, or NULL (SESSION_RESET is sent).  The caller should release any
+	 * other connection of a session it returns (if it does not, the engine
+	 * ends that connection when it takes the session over; the caller must
+	 * still release it).  NULL hook: fresh sessions only.
+	 * For CLIENT_IDENT a NULL return keeps the connection's own session.
+	 * A returned session is only switched to when the reconnect is
+	 * accepted (not on SESSION_RETRY(_GLOBAL) or SESSION_RESET).
 	 */
 	struct msgr2_session *(*attach)(void *priv, struct msgr2_conn *c,
 					const struct msgr2_addrvec *addrs,
@@ -312,7 +349,11 @@ struct msgr2_config {
 	/*
 	 * Client: my_addrs.a[0] is sent in CLIENT_IDENT (an all-zero IP is
 	 * replaced by the one the server's HELLO reports); target is the
-	 * address dialled.  Server: my_addrs is our addrvec.
+	 * address dialled.  Server: my_addrs is our addrvec (CLIENT_IDENT's
+	 * target_addr must equal one entry; n = 0 accepts any) and target is
+	 * the client's address as seen on the socket, sent in our HELLO.
+	 * global_seq: client: this connection's value; server: the value
+	 * sent in SERVER_IDENT.  n_modes 0 selects crc only.
 	 */
 	struct msgr2_addrvec my_addrs;
 	struct msgr2_addr target;
@@ -361,6 +402,7 @@ enum msgr2_reason {
 	MSGR2_R_NOMEM,
 	MSGR2_R_NONCE,			/* secure mode: out of nonces */
 	MSGR2_R_BUSY,			/* payload allocation failed */
+	/* keep MSGR2_R__MAX last: msgr2_reason_str() covers every value */
 	MSGR2_R__MAX
 };
 

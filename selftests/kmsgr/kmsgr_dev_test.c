@@ -18,9 +18,12 @@
 
 TEST(module_loaded)
 {
+	const char *why;
 	char buf[64];
 
-	REQUIRE_MODULE();
+	why = kmsgr_missing(0);
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_EQ(0, kmsgr_read_line(KMSGR_SYS_MODULE "/initstate", buf,
 				     sizeof(buf)));
 	EXPECT_STREQ("live", buf);
@@ -30,11 +33,15 @@ TEST(module_loaded)
 
 TEST(node_is_root_only_char_device)
 {
+	const char *why;
 	unsigned int major, minor;
 	struct stat st;
+	int fields;
 	char buf[32];
 
-	REQUIRE_MODULE();
+	why = kmsgr_missing(0);
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_EQ(0, stat(KMSGR_DEV_PATH, &st))
 		TH_LOG("stat %s: %s", KMSGR_DEV_PATH, strerror(errno));
 	EXPECT_TRUE(S_ISCHR(st.st_mode));
@@ -45,17 +52,22 @@ TEST(node_is_root_only_char_device)
 	/* The node is the misc device the module registered. */
 	ASSERT_EQ(0, kmsgr_read_line("/sys/class/misc/" KMSGR_DEV_NAME "/dev",
 				     buf, sizeof(buf)));
-	ASSERT_EQ(2, sscanf(buf, "%u:%u", &major, &minor));
+	fields = sscanf(buf, "%u:%u", &major, &minor);
+	ASSERT_EQ(2, fields);
 	EXPECT_EQ(major, major(st.st_rdev));
 	EXPECT_EQ(minor, minor(st.st_rdev));
 }
 
 TEST(open_close)
 {
+	const char *why;
 	int fd;
 
-	REQUIRE_MODULE_ROOT();
-	OPEN_KMSGR(fd);
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
+	fd = kmsgr_open_dev();
+	ASSERT_LE(0, fd);
 	EXPECT_EQ(0, close(fd));
 
 	/* Read-only and write-only opens create instances as well. */
@@ -66,10 +78,14 @@ TEST(open_close)
 
 TEST(not_seekable)
 {
+	const char *why;
 	int fd;
 
-	REQUIRE_MODULE_ROOT();
-	OPEN_KMSGR(fd);
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
+	fd = kmsgr_open_dev();
+	ASSERT_LE(0, fd);
 	EXPECT_EQ(-1, lseek(fd, 0, SEEK_SET));
 	EXPECT_EQ(ESPIPE, errno);
 	close(fd);
@@ -78,10 +94,13 @@ TEST(not_seekable)
 /* In a child that became "nobody", opening the node must fail. */
 TEST(unprivileged_open_denied)
 {
+	const char *why;
 	int status;
 	pid_t pid;
 
-	REQUIRE_MODULE_ROOT();
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
 
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -114,17 +133,22 @@ TEST(unprivileged_open_denied)
  */
 TEST(two_opens_are_independent_instances)
 {
+	const char *why;
 	struct kmsgr_info info;
 	long base;
 	int a, b;
 
-	REQUIRE_MODULE_ROOT();
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
 	base = kmsgr_instances();
 	ASSERT_LE(0, base);
 
-	OPEN_KMSGR(a);
+	a = kmsgr_open_dev();
+	ASSERT_LE(0, a);
 	EXPECT_EQ(base + 1, kmsgr_instances());
-	OPEN_KMSGR(b);
+	b = kmsgr_open_dev();
+	ASSERT_LE(0, b);
 	EXPECT_EQ(base + 2, kmsgr_instances());
 
 	/* A dup() shares the instance: no new one. */
@@ -153,11 +177,14 @@ TEST(two_opens_are_independent_instances)
 /* The counter is read-only, at run time as at load time. */
 TEST(instances_param_read_only)
 {
+	const char *why;
 	struct stat st;
 	ssize_t n = -1;
 	int fd;
 
-	REQUIRE_MODULE_ROOT();
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_EQ(0, stat(KMSGR_SYS_INSTANCES, &st));
 	EXPECT_EQ(0444, st.st_mode & 0777);
 

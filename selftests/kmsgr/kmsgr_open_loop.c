@@ -20,7 +20,9 @@ int main(int argc, char **argv)
 	long i, count = 100;
 	int ret;
 
-	if (argc > 2 || (argc == 2 && (count = atol(argv[1])) <= 0)) {
+	if (argc == 2)
+		count = atol(argv[1]);
+	if (argc > 2 || count <= 0) {
 		fprintf(stderr, "usage: %s [COUNT]\n", argv[0]);
 		return 2;
 	}

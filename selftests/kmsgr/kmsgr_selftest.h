@@ -64,24 +64,30 @@ static inline long kmsgr_instances(void)
 	return end != buf && *end == '\0' ? val : -1;
 }
 
-/* SKIP unless the module is loaded. */
-#define REQUIRE_MODULE() do { \
-	if (!kmsgr_module_loaded()) \
-		SKIP(return, "kmsgr module not loaded"); \
-} while (0)
+/*
+ * Why a test cannot run here, or NULL when it can: the module must be
+ * loaded and, with @need_root, we must be root (the node is 0600).
+ * Use: why = kmsgr_missing(true); if (why) SKIP(return, "%s", why);
+ */
+static inline const char *kmsgr_missing(int need_root)
+{
+	if (!kmsgr_module_loaded())
+		return "kmsgr module not loaded";
+	if (need_root && geteuid() != 0)
+		return "needs root: " KMSGR_DEV_PATH " is mode 0600";
+	return NULL;
+}
 
-/* SKIP unless the module is loaded and we are root (the node is 0600). */
-#define REQUIRE_MODULE_ROOT() do { \
-	REQUIRE_MODULE(); \
-	if (geteuid() != 0) \
-		SKIP(return, "needs root: %s is mode 0600", KMSGR_DEV_PATH); \
-} while (0)
+/* Open a new instance; on failure say why on stderr, return -1. */
+static inline int kmsgr_open_dev(void)
+{
+	int fd;
 
-/* Open a new instance into @fd, or fail the test. */
-#define OPEN_KMSGR(fd) do { \
-	(fd) = open(KMSGR_DEV_PATH, O_RDWR | O_CLOEXEC); \
-	ASSERT_LE(0, (fd)) \
-		TH_LOG("open %s: %s", KMSGR_DEV_PATH, strerror(errno)); \
-} while (0)
+	fd = open(KMSGR_DEV_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		fprintf(stderr, "# open %s: %s\n", KMSGR_DEV_PATH,
+			strerror(errno));
+	return fd;
+}
 
 #endif /* KMSGR_SELFTEST_H */

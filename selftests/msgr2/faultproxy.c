@@ -138,7 +138,8 @@ static void serve_proxy(int cfd, const struct fp_cfg *c, long long deadline)
 		p[0].events = POLLIN;
 		p[1].fd = ufd;
 		p[1].events = down < c->limit ? POLLIN : 0;
-		p[0].revents = p[1].revents = 0;
+		p[0].revents = 0;
+		p[1].revents = 0;
 		if (wait_fds(p, 2, deadline) <= 0)
 			continue;
 		if (p[0].revents) {

@@ -306,6 +306,22 @@ static u64 env_u64(const char *name, u64 def)
 	return v && *v ? strtoull(v, NULL, 0) : def;
 }
 
+static const char *reason_of(struct msgr2_conn *c)
+{
+	return msgr2_reason_str(msgr2_conn_reason(c));
+}
+
+static const char *progress(struct pipe_test *t)
+{
+	static char buf[200];
+
+	snprintf(buf, sizeof(buf),
+		 "c->s %u/%u delivered, %u in flight; s->c %u/%u, %u in flight",
+		 t->srv.next_rx, t->cli.next_send, t->cli.in_flight,
+		 t->cli.next_rx, t->srv.next_send, t->srv.in_flight);
+	return buf;
+}
+
 static bool all_done(struct pipe_test *t)
 {
 	return t->cli.next_rx == t->nmsgs && t->srv.next_rx == t->nmsgs &&
@@ -320,7 +336,8 @@ static bool all_done(struct pipe_test *t)
 static void run_pipe(struct __test_metadata *_metadata, u32 mode)
 {
 	struct pipe_test *t;
-	u64 rng, budget, total_est, moved[2];
+	u64 rng, budget, moved[2], total_moved = 0, per_msg, left, due;
+	u32 delivered;
 	u32 drops = 0, hs_drops = 0, conns = 0, min_drops, dir;
 	struct msgr2_conn *from, *to;
 	long x, y;
@@ -332,14 +349,13 @@ static void run_pipe(struct __test_metadata *_metadata, u32 mode)
 	t->seed = env_u64("MSGR2_SEED", (u64)time(NULL) ^ (mode << 20));
 	t->nmsgs = (u32)env_u64("MSGR2_PIPE_MSGS", 10000);
 	min_drops = (u32)env_u64("MSGR2_PIPE_DROPS", 100);
-	ksft_print_msg("%s mode: seed %llu (MSGR2_SEED), %u messages each way\n",
+	ksft_print_msg("%s mode: seed %llu (MSGR2_SEED), %u msgs each way\n",
 		       mode == MSGR2_MODE_SECURE ? "secure" : "crc",
 		       (unsigned long long)t->seed, t->nmsgs);
-	rng = t->seed | 1;
+	fflush(stdout);
+	rng = (t->seed ^ 0x9e3779b97f4a7c15ULL) ? : 1;
 	ASSERT_EQ(0, side_init(t, &t->cli, false, mode));
 	ASSERT_EQ(0, side_init(t, &t->srv, true, mode));
-	/* ~ mean payload 6 KiB per message, both directions */
-	total_est = (u64)t->nmsgs * 2 * 6000;
 
 	while (!all_done(t) && !t->errors) {
 		ASSERT_LT(conns, 100000U) TH_LOG("no progress");
@@ -349,33 +365,41 @@ static void run_pipe(struct __test_metadata *_metadata, u32 mode)
 					     &t->srv.sess));
 		conns++;
 		dir = prng_next(&rng) & 1;
-		if (drops >= min_drops + 20)
+		if (drops >= min_drops + 20) {
 			budget = ~0ULL;		/* enough: let it finish */
-		else if (prng_next(&rng) % 4 == 0)
+		} else if (prng_next(&rng) % 4 == 0) {
 			budget = 1 + prng_next(&rng) % 700; /* handshake */
-		else
-			budget = 1 + prng_next(&rng) % (total_est / 60 + 1);
+		} else {
+			/*
+			 * Spread the drops that are still due over what is
+			 * left to send in one direction, measured so far.
+			 */
+			delivered = t->cli.next_rx + t->srv.next_rx;
+			per_msg = delivered ? total_moved / delivered : 6000;
+			left = (u64)(2 * t->nmsgs - delivered) * per_msg;
+			due = drops < min_drops ? min_drops - drops : 0;
+			budget = 1 + prng_next(&rng) %
+				 (2 * left / (due + 20) + 1);
+		}
 		moved[0] = moved[1] = 0;
 		for (;;) {
 			ASSERT_EQ(0, top_up(&t->cli));
 			ASSERT_EQ(0, top_up(&t->srv));
 			from = dir ? t->srv.c : t->cli.c;
 			to = dir ? t->cli.c : t->srv.c;
-			x = pipe_move(from, to, budget - moved[dir]);
-			ASSERT_LE(0, x) TH_LOG("%s -> %s: %s",
-				dir ? "server" : "client",
-				dir ? "client" : "server",
-				msgr2_reason_str(msgr2_conn_reason(
-					x == -1 ? from : to)));
+			/* the cut falls in whichever direction uses it up */
+			x = pipe_move(from, to, budget - moved[0] - moved[1]);
+			ASSERT_LE(0, x) TH_LOG("%s: %s / %s",
+					       dir ? "s->c" : "c->s",
+					       reason_of(from), reason_of(to));
 			moved[dir] += (u64)x;
-			y = pipe_move(to, from, (size_t)-1);
+			y = pipe_move(to, from, budget - moved[0] - moved[1]);
 			ASSERT_LE(0, y) TH_LOG("reverse: %s / %s",
-				msgr2_reason_str(msgr2_conn_reason(from)),
-				msgr2_reason_str(msgr2_conn_reason(to)));
+					       reason_of(from), reason_of(to));
 			moved[!dir] += (u64)y;
 			if (t->errors || all_done(t))
 				break;
-			if (moved[dir] >= budget) {
+			if (moved[0] + moved[1] >= budget) {
 				drops++;
 				if (!msgr2_conn_ready(t->cli.c) ||
 				    !msgr2_conn_ready(t->srv.c))
@@ -385,13 +409,11 @@ static void run_pipe(struct __test_metadata *_metadata, u32 mode)
 			if (!x && !y) {
 				/* idle but not done: a stall is a bug */
 				ret = msgr2_tick(t->cli.c, 0);
-				ASSERT_TRUE(0) TH_LOG("stalled: client %u/%u sent %u in flight, server %u/%u sent %u in flight (tick %d)",
-					t->srv.next_rx, t->cli.next_send,
-					t->cli.in_flight, t->cli.next_rx,
-					t->srv.next_send, t->srv.in_flight,
-					ret);
+				ASSERT_TRUE(0) TH_LOG("stalled (tick %d): %s",
+						      ret, progress(t));
 			}
 		}
+		total_moved += moved[0] + moved[1];
 		msgr2_conn_release(t->cli.c);
 		msgr2_conn_release(t->srv.c);
 	}
@@ -401,11 +423,12 @@ static void run_pipe(struct __test_metadata *_metadata, u32 mode)
 	EXPECT_EQ(t->nmsgs, t->cli.next_rx);
 	EXPECT_LE(min_drops, drops) TH_LOG("only %u drops", drops);
 	EXPECT_LT(0U, hs_drops);
-	ksft_print_msg("%s: %u connections, %u drops (%u mid-handshake), %llu + %llu payload bytes, %ld s\n",
+	ksft_print_msg("%s: %u conns, %u drops (%u in handshake), %llu + %llu bytes, %ld s\n",
 		       mode == MSGR2_MODE_SECURE ? "secure" : "crc", conns,
 		       drops, hs_drops, (unsigned long long)t->srv.rx_bytes,
 		       (unsigned long long)t->cli.rx_bytes,
 		       (long)(time(NULL) - t0));
+	fflush(stdout);
 	side_free(&t->cli);
 	side_free(&t->srv);
 	free(t);

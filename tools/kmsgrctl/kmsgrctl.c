@@ -10,9 +10,9 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +20,8 @@
 #include "libkmsgr.h"
 
 #define EXIT_USAGE 2
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *progname = "kmsgrctl";
 
@@ -115,10 +117,10 @@ static void jw_string(const char *key, const char *val)
 static void jw_u64(const char *key, uint64_t val)
 {
 	jw_member(key);
-	printf("%" PRIu64, val);
+	printf("%llu", (unsigned long long)val);
 }
 
-static void __attribute__((format(printf, 1, 2))) error(const char *fmt, ...)
+static void error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -186,8 +188,8 @@ static void print_features(uint64_t features)
 	if (opt.json)
 		jw_close(']');
 	else
-		printf("%s (0x%" PRIx64 ")\n", features ? "" : " none",
-		       features);
+		printf("%s (0x%llx)\n", features ? "" : " none",
+		       (unsigned long long)features);
 }
 
 static int cmd_info(int argc, char **argv)
@@ -240,8 +242,9 @@ static int cmd_info(int argc, char **argv)
 		printf("module kmsgr version %s abi %u\n", version,
 		       info.abi_version);
 		print_features(info.features);
-		printf("limits max_sq_entries %u max_cq_entries %u max_buf_size %llu max_sessions %u\n",
-		       info.max_sq_entries, info.max_cq_entries,
+		printf("limits max_sq_entries %u max_cq_entries %u",
+		       info.max_sq_entries, info.max_cq_entries);
+		printf(" max_buf_size %llu max_sessions %u\n",
 		       (unsigned long long)info.max_buf_size,
 		       info.max_sessions);
 		printf("device %s\n", device_path());
@@ -270,7 +273,7 @@ static int cmd_version(int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
-static void usage(FILE *f)
+static void print_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [OPTIONS] OBJECT [VERB]\n"
@@ -294,7 +297,7 @@ static int cmd_help(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	usage(stdout);
+	print_usage(stdout);
 	return EXIT_SUCCESS;
 }
 
@@ -313,7 +316,7 @@ static const struct command *find_command(const char *name)
 	const struct command *found = NULL;
 	size_t i, len = strlen(name);
 
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(commands); i++) {
 		if (strcmp(commands[i].name, name) == 0)
 			return &commands[i];
 		if (len && strncmp(commands[i].name, name, len) == 0) {
@@ -352,10 +355,10 @@ int main(int argc, char **argv)
 		case 'V':
 			return cmd_version(0, NULL);
 		case 'h':
-			usage(stdout);
+			print_usage(stdout);
 			return EXIT_SUCCESS;
 		default:
-			usage(stderr);
+			print_usage(stderr);
 			return EXIT_USAGE;
 		}
 	}
@@ -363,7 +366,7 @@ int main(int argc, char **argv)
 	argv += optind;
 
 	if (argc < 1) {
-		usage(stderr);
+		print_usage(stderr);
 		return EXIT_USAGE;
 	}
 

@@ -1,0 +1,1037 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * msgr2 engine: frames against byte vectors.
+ *
+ *   - the worked examples of msgr2.md section 11 (encode and decode),
+ *   - the CRC-mode capture of msgr2-verified.md 7.1 (a client replays the
+ *     mon's frames and must send the capture's frames byte for byte),
+ *   - the SECURE capture of msgr2-verified.md 7.2 (same, with a replayed
+ *     CephX exchange: AUTH_SIGNATURE, CLIENT_IDENT and MESSAGE re-encrypted
+ *     byte-identically, SERVER_IDENT and the reply decrypted),
+ *   - the secure-mode sanity vector of msgr2.md 8,
+ *   - every malformed-input path: the reason and errno, no over-read.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+/* the harness compares int literals with unsigned fields */
+#pragma GCC diagnostic ignored "-Wsign-compare"
+
+#include "kselftest_harness.h"
+#include "lib_pair.h"
+
+/* ---- vectors, verbatim from the reference documents ----------------------- */
+
+/* 7.1 #1 C>S banner (26 bytes) */
+static const char crc_f1[] =
+	"63 65 70 68 20 76 32 0a 10 00 01 00 00 00 00 00 "
+	"00 00 01 00 00 00 00 00 00 00";
+
+/* 7.1 #2 S>C banner (26 bytes) */
+static const char crc_f2[] =
+	"63 65 70 68 20 76 32 0a 10 00 01 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00";
+
+/* 7.1 #3 C>S HELLO (72 bytes) */
+static const char crc_f3[] =
+	"01 01 24 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 3f bd 6b 06 "
+	"08 01 01 01 1c 00 00 00 02 00 00 00 00 00 00 00 "
+	"10 00 00 00 02 00 0d 3e 7f 00 00 01 00 00 00 00 "
+	"00 00 00 00 7f 9a 13 a6";
+
+/* 7.1 #4 S>C HELLO (72 bytes) */
+static const char crc_f4[] =
+	"01 01 24 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 3f bd 6b 06 "
+	"01 01 01 01 1c 00 00 00 02 00 00 00 00 00 00 00 "
+	"10 00 00 00 02 00 98 88 7f 00 00 01 00 00 00 00 "
+	"00 00 00 00 e1 7e 7a 78";
+
+/* 7.1 #5 C>S AUTH_REQUEST (74 bytes) */
+static const char crc_f5[] =
+	"02 01 26 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 8c 5e e4 be "
+	"01 00 00 00 01 00 00 00 01 00 00 00 16 00 00 00 "
+	"0a 08 00 00 00 05 00 00 00 61 64 6d 69 6e 00 00 "
+	"00 00 00 00 00 00 d8 ed e5 0c";
+
+/* 7.1 #6 S>C AUTH_DONE (52 bytes) */
+static const char crc_f6[] =
+	"06 01 10 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 5b 06 30 a6 "
+	"27 10 00 00 00 00 00 00 01 00 00 00 00 00 00 00 "
+	"62 63 85 69";
+
+/* 7.1 #7 C>S AUTH_SIGNATURE (68 bytes) */
+static const char crc_f7[] =
+	"07 01 20 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 a8 0c 98 72 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+	"55 c9 6e 75";
+
+/* 7.1 #8 S>C AUTH_SIGNATURE (68 bytes) */
+static const char crc_f8[] =
+	"07 01 20 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 a8 0c 98 72 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+	"55 c9 6e 75";
+
+/* 7.1 #9 C>S CLIENT_IDENT (159 bytes) */
+static const char crc_f9[] =
+	"08 01 7b 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 73 8a 98 95 "
+	"02 01 00 00 00 01 01 01 1c 00 00 00 03 00 00 00 "
+	"24 a8 43 23 10 00 00 00 02 00 00 00 7f 00 00 01 "
+	"00 00 00 00 00 00 00 00 01 01 01 1c 00 00 00 02 "
+	"00 00 00 00 00 00 00 10 00 00 00 02 00 0d 3e 7f "
+	"00 00 01 00 00 00 00 00 00 00 00 27 10 00 00 00 "
+	"00 00 00 01 00 00 00 00 00 00 00 fe aa a4 7a b8 "
+	"8e 01 2f 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 b4 2a cb 67 93 14 23 e5 a6 75 4e c7";
+
+/* 7.1 #10 S>C SERVER_IDENT (124 bytes) */
+static const char crc_f10[] =
+	"09 01 58 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 83 a1 f3 e6 "
+	"02 01 00 00 00 01 01 01 1c 00 00 00 02 00 00 00 "
+	"00 00 00 00 10 00 00 00 02 00 0d 3e 7f 00 00 01 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+	"19 00 00 00 00 00 00 00 ff ff fd ff bd cf 01 3f "
+	"00 00 04 02 00 02 01 0c 01 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 e5 a1 23 5f";
+
+/* 7.1 #11 C>S MESSAGE type 19 (108 bytes) */
+static const char crc_f11[] =
+	"11 02 29 00 00 00 08 00 12 00 00 00 08 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 d1 01 2e 8f "
+	"01 00 00 00 00 00 00 00 07 00 00 00 00 00 00 00 "
+	"13 00 7f 00 01 00 00 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 0b 6b fe 5a 95 55 bd "
+	"b8 4c aa fe 7a 06 00 00 00 6f 73 64 6d 61 70 0e "
+	"89 8b 7a af 00 00 00 00 00 00 00 00";
+
+/* 7.1 #12 S>C MESSAGE (114 bytes) */
+static const char crc_f12[] =
+	"11 02 29 00 00 00 08 00 18 00 00 00 08 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 b2 25 5a 5e "
+	"01 00 00 00 00 00 00 00 07 00 00 00 00 00 00 00 "
+	"14 00 c4 00 02 00 00 00 00 00 00 00 01 00 00 00 "
+	"00 00 00 00 03 02 00 00 00 c7 0c f3 9d 95 55 bd "
+	"b8 4c aa fe 7a 01 00 00 00 00 00 00 00 01 00 00 "
+	"00 00 00 00 00 0e 22 39 95 5d 00 00 00 00 00 00 "
+	"00 00";
+
+/* 7.2 #1 C>S banner (26 bytes) */
+static const char sec_f1[] =
+	"63 65 70 68 20 76 32 0a 10 00 01 00 00 00 00 00 "
+	"00 00 01 00 00 00 00 00 00 00";
+
+/* 7.2 #2 S>C banner (26 bytes) */
+static const char sec_f2[] =
+	"63 65 70 68 20 76 32 0a 10 00 01 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00";
+
+/* 7.2 #3 C>S HELLO (72 bytes) */
+static const char sec_f3[] =
+	"01 01 24 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 3f bd 6b 06 "
+	"08 01 01 01 1c 00 00 00 02 00 00 00 00 00 00 00 "
+	"10 00 00 00 02 00 0d 3f 7f 00 00 01 00 00 00 00 "
+	"00 00 00 00 1a a2 c1 96";
+
+/* 7.2 #4 S>C HELLO (72 bytes) */
+static const char sec_f4[] =
+	"01 01 24 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 3f bd 6b 06 "
+	"01 01 01 01 1c 00 00 00 02 00 00 00 00 00 00 00 "
+	"10 00 00 00 02 00 aa 92 7f 00 00 01 00 00 00 00 "
+	"00 00 00 00 c2 07 c3 c7";
+
+/* 7.2 #5 C>S AUTH_REQUEST (74 bytes) */
+static const char sec_f5[] =
+	"02 01 26 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 8c 5e e4 be "
+	"02 00 00 00 01 00 00 00 02 00 00 00 16 00 00 00 "
+	"0a 08 00 00 00 05 00 00 00 61 64 6d 69 6e 00 00 "
+	"00 00 00 00 00 00 a3 ce b8 f6";
+
+/* 7.2 #6 S>C AUTH_REPLY_MORE (49 bytes) */
+static const char sec_f6[] =
+	"04 01 0d 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 6a 09 4b c5 "
+	"09 00 00 00 01 51 62 53 7e a0 8d f8 47 82 21 a9 "
+	"09";
+
+/* 7.2 #7 C>S AUTH_REQUEST_MORE (76 bytes) */
+static const char sec_f7[] =
+	"05 01 28 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 b8 3a c7 5b "
+	"24 00 00 00 00 01 03 01 5d 80 82 91 23 3b d0 3c "
+	"a8 63 42 2d d2 9b 46 01 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 17 00 00 00 e8 1b f8 40";
+
+/* 7.2 #8 S>C AUTH_DONE (1063 bytes) */
+static const char sec_f8[] =
+	"06 01 03 04 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 2c 09 20 b9 "
+	"1a 10 00 00 00 00 00 00 02 00 00 00 f3 03 00 00 "
+	"00 01 00 00 00 00 01 01 00 00 00 20 00 00 00 01 "
+	"30 00 00 00 07 f1 90 16 ed f0 c3 86 b7 58 69 2b "
+	"79 90 3f bf fc e6 ff b0 f9 83 d0 54 60 49 69 12 "
+	"6b cb 4d 0d 8f 24 ad c4 b5 c6 3a e9 f7 25 86 31 "
+	"03 75 1d bd 00 6d 00 00 00 01 02 00 00 00 00 00 "
+	"00 00 60 00 00 00 a7 41 e5 a9 bd be 8b e6 03 b9 "
+	"f1 6f 70 2f 69 a8 b8 35 81 63 48 81 72 15 77 1e "
+	"fb e8 43 70 fd 28 df 8b 2c 75 d3 d3 e0 79 c3 b3 "
+	"82 96 27 64 b0 3f 27 b9 f3 04 e8 f9 67 f2 4e 75 "
+	"c3 93 40 0c e6 e6 4f ef dd aa 77 04 75 49 58 cc "
+	"c3 c3 f4 78 ae b6 21 c5 66 2f f5 f0 a0 d3 14 26 "
+	"18 2a 75 b7 35 14 54 00 00 00 50 00 00 00 c6 f5 "
+	"82 9f 54 f5 96 06 f7 34 38 c3 64 a4 b4 c3 d0 42 "
+	"92 96 87 c6 60 22 b3 2b 65 0f 4f 41 58 59 d9 37 "
+	"e3 56 6f 35 dc 7f 39 ff 7d 77 0f 55 7f a9 81 b3 "
+	"d4 a6 bb 85 e6 24 1e d3 8e c9 1b 25 8e dd 3d b0 "
+	"6f 6e 7b 40 85 0a 3e e9 1b 99 a3 66 5f b6 e1 02 "
+	"00 00 01 04 00 00 00 01 00 00 00 01 30 00 00 00 "
+	"7a 33 15 92 56 8f f5 98 ea 43 b4 1c 35 93 bf 55 "
+	"78 79 43 bf cd 83 66 bf f7 da fa 56 06 82 6a 0c "
+	"a7 67 a0 bd b8 37 0b 72 03 b8 1b 85 d9 53 97 18 "
+	"00 6d 00 00 00 01 02 00 00 00 00 00 00 00 60 00 "
+	"00 00 4b 97 ec 4a 50 ad 77 a9 d5 5a 11 2f 25 33 "
+	"dc 7d d6 b7 14 f4 46 57 a5 ad 72 fd f3 cb eb 35 "
+	"d3 34 0e b7 2d 71 61 1d 82 a5 81 9f 9e f9 6a 26 "
+	"dc 2e a1 f3 56 88 b7 ee 92 ae d1 01 ff 9f b0 01 "
+	"29 09 f8 1e f3 ba c7 ab 9c 11 68 ec 4e 56 6c 06 "
+	"54 08 db bb b4 9d da b2 ec 6d 00 8b 24 fb e3 00 "
+	"27 a1 02 00 00 00 01 30 00 00 00 7a 33 15 92 56 "
+	"8f f5 98 ea 43 b4 1c 35 93 bf 55 8c 08 bd 7c a8 "
+	"0e 89 3d da d0 0a 62 17 56 e7 e8 27 99 64 3d de "
+	"3e e9 0e e6 73 02 d6 01 77 86 21 00 7d 00 00 00 "
+	"01 02 00 00 00 00 00 00 00 70 00 00 00 d5 16 96 "
+	"7d 71 2a a9 ab 99 17 d6 2c 78 74 33 07 c4 34 4e "
+	"45 66 3d 63 1e 27 da 53 c0 61 c3 44 3f 0f 65 fb "
+	"84 c5 c2 a6 ff 98 56 3c e8 7b 0b 84 61 27 52 15 "
+	"fa 4f 87 c1 cc 3a e1 2d f2 74 fb c7 59 6d 70 d4 "
+	"85 6f e0 a2 bc 12 3c 6b ed ab 2e 19 8a 77 23 c6 "
+	"90 e6 bf 29 d1 7c 49 6a 7b 52 a7 50 c0 c7 43 ef "
+	"e6 cb 8d e9 ee 69 0d b5 6a c5 71 94 53 04 00 00 "
+	"00 01 30 00 00 00 7a 33 15 92 56 8f f5 98 ea 43 "
+	"b4 1c 35 93 bf 55 66 2b 1f da 5e 69 1f 2b d5 46 "
+	"6f 7e d6 65 c2 e8 9c da e6 e8 48 52 5e 56 67 d3 "
+	"0f a5 1e dc ef d4 00 7d 00 00 00 01 02 00 00 00 "
+	"00 00 00 00 70 00 00 00 1d d5 8d 3d 0c ed d5 45 "
+	"af 48 d0 4e 19 9a 19 22 b3 77 dd f6 0a ae 39 a5 "
+	"91 78 91 ed 39 1b 4c 6d 97 ac 96 c2 1f 05 5a 09 "
+	"09 41 5c f1 c9 67 ce 8f 75 7e 2c a6 df e0 6c ad "
+	"79 d6 61 70 e6 96 fe 54 ad 32 aa 28 f5 7a 00 59 "
+	"f8 98 8b 0e d5 c2 ed 92 eb 23 d1 e5 7b ee 7b b3 "
+	"c4 dd ab 23 9c f7 a1 06 6d d1 04 be e7 18 e7 e1 "
+	"44 aa 3e e9 ef d4 0b cc 10 00 00 00 01 30 00 00 "
+	"00 7a 33 15 92 56 8f f5 98 ea 43 b4 1c 35 93 bf "
+	"55 42 7f e2 70 f8 c0 24 91 de c8 0f 02 1f 27 53 "
+	"34 9c 56 f9 f1 72 47 4c 79 1b f7 18 0d b9 d5 62 "
+	"c6 00 7d 00 00 00 01 02 00 00 00 00 00 00 00 70 "
+	"00 00 00 2e cb f4 b9 d5 fd 69 a0 81 97 c4 9d f5 "
+	"1d 25 80 f3 ad 8e 6e 12 f5 28 78 e7 17 95 db 1f "
+	"98 1f 6f 75 7a 73 ff de d5 18 1f 83 9d db 44 70 "
+	"d0 49 f0 3e eb 20 dc 98 e4 ff 94 3f 31 57 40 8f "
+	"7e 35 a9 68 58 18 f4 b2 73 56 47 b3 ac 4b 94 a6 "
+	"cd 1d 65 e7 83 26 ec 50 10 d4 2b 9a a6 62 ee fe "
+	"f9 3d 10 92 41 89 b2 1f cd ab e2 78 97 78 3b ed "
+	"20 92 5a c0 97 2f cb";
+
+/* 7.2 #9 C>S AUTH_SIGNATURE (96 bytes) */
+static const char sec_f9[] =
+	"6c 95 7c 13 02 a6 84 7e a4 f6 28 9e e1 b1 ff 87 "
+	"6b 2e 85 44 e5 96 2e f5 79 c1 4d 24 00 e5 17 4d "
+	"00 49 70 78 5a 68 32 cd a7 68 9f 84 6d f5 a8 a3 "
+	"5c 21 73 f8 3b 7b 86 e5 4f 97 f7 9a 3a b6 14 ce "
+	"47 42 a4 33 26 d6 c1 a6 b4 6e 43 66 97 72 4f a2 "
+	"e0 0e 68 33 44 9a 3a 99 11 ca b6 d3 89 5b 4b de";
+
+/* 7.2 #10 S>C AUTH_SIGNATURE (96 bytes) */
+static const char sec_f10[] =
+	"a3 b8 17 04 dc 09 22 bb d4 5d e8 e1 41 96 a8 b9 "
+	"db ae cf c3 6d 1e 9c 42 88 56 9f c3 f7 86 b7 9d "
+	"ab a4 e7 8f 77 27 b0 32 a8 3f a3 42 36 90 1b 51 "
+	"b4 4f dd c3 a3 78 f9 fa f8 d1 00 81 a1 b8 05 83 "
+	"cc 5a 03 13 dc 0a 5d 21 dc 47 b1 6b 2c c8 4e fb "
+	"99 fd db 54 d8 df 4e 97 d9 69 4c 43 0d f8 52 2f";
+
+/* 7.2 #11 C>S CLIENT_IDENT (192 bytes) */
+static const char sec_f11[] =
+	"29 01 f4 98 94 92 ad f3 ee 34 ed 4c aa c4 ec 32 "
+	"b7 aa 35 b6 a3 14 97 99 f4 a7 f5 0b fb 15 5b 87 "
+	"39 8d 38 b0 ba 2f e1 39 66 7e 11 51 48 89 aa f6 "
+	"fc bb d7 17 a2 35 25 69 9a e1 83 20 75 4b cd 74 "
+	"4a 3d 66 95 49 cf eb 3e d5 08 24 e4 b9 b3 2e 29 "
+	"da 8e 4b c9 8f 00 46 0b f4 7e 56 4b 60 77 97 58 "
+	"19 78 10 d4 39 1d 7f 89 45 e4 5a 4e 13 62 02 37 "
+	"3d 57 19 a1 91 88 ee 3f 6d 04 ae aa 84 c0 4a 65 "
+	"24 4d ce 51 9d 04 3d e8 09 2a 64 b3 51 dc fc 5d "
+	"a0 de b9 78 a0 b9 20 6f 01 7e a8 38 12 09 fa 55 "
+	"37 6c 6f 18 c0 77 16 f8 db 9d 28 f2 81 94 e7 33 "
+	"75 08 71 62 63 bc 3f 7a 9a 37 db ee 39 6c 68 40";
+
+/* 7.2 #12 S>C SERVER_IDENT (160 bytes) */
+static const char sec_f12[] =
+	"3a 78 95 67 54 82 5e c3 6b b6 d6 df 06 88 3d 64 "
+	"cc 78 4a b8 23 79 ef 53 76 94 6c 10 4a 42 ae d0 "
+	"72 1f 98 12 c1 da ed 84 c8 8d 03 3f ce d0 00 9c "
+	"47 0a 77 e7 65 70 eb f3 3c 23 ea b6 17 6f 58 cd "
+	"18 7d 84 76 cd df 6c 78 d4 89 2b 77 96 0b 88 13 "
+	"52 0b 5b d2 b7 11 40 4e f2 3a 9f 59 fe ce b2 23 "
+	"29 3f 7f 7a 91 0d 71 2d af bb 35 57 a5 03 53 3c "
+	"a4 54 d2 b7 39 fe f4 8d 84 4b ce 49 11 9e 46 93 "
+	"4c 48 3d 23 70 ae 01 fa 0b e5 87 48 d6 24 e0 0b "
+	"f2 af 0e 3d 15 13 49 8b 9c 56 c4 f0 c9 83 b7 19";
+
+/* 7.2 #13 C>S MESSAGE type 19 (160 bytes) */
+static const char sec_f13[] =
+	"8b 7b 21 10 0b dc e6 a7 b7 15 54 c4 be b8 8a d0 "
+	"89 d7 b6 7e d4 17 2d 6b b4 5f 65 49 34 f8 51 9a "
+	"48 7b 28 cc aa cd e1 d9 45 0e a5 84 6c 3a fd 18 "
+	"4e 52 5a ba 37 74 69 d4 9a 52 f6 ca 60 d4 e8 3b "
+	"44 5c 73 fd a3 5b 77 f9 42 09 da 83 49 02 4f 76 "
+	"19 f9 b7 d3 a3 4b 65 8f 12 62 57 2a ca 36 dd 96 "
+	"7d da 05 22 9b 21 9f 16 5c 28 8d cc 18 82 01 ba "
+	"82 56 00 db f9 64 78 3b 86 47 e9 d9 71 93 fa fc "
+	"6f 07 50 1e 44 75 35 d5 23 34 db 6f ff e1 2c bf "
+	"84 a0 36 cd 79 0e 9c 59 f3 65 f0 91 30 eb 3b 71";
+
+/* 7.2 #14 S>C MESSAGE (160 bytes) */
+static const char sec_f14[] =
+	"d1 8d 23 71 e4 15 81 67 70 e8 dd fe f1 e9 15 95 "
+	"da a4 47 5f 1f 3d 38 a2 0e 87 dc c4 53 f0 eb 4b "
+	"50 1b df 2c 7b 6c b8 c6 b6 e0 16 d1 28 b1 78 13 "
+	"6b 10 f5 06 fb 1a 38 22 db 07 64 32 ec c6 08 f7 "
+	"0e b5 33 0c d6 61 c6 2d d7 b5 3e 01 93 56 03 46 "
+	"3d 8c b8 ee 94 de 89 58 6e bf db 0b e5 ac 1e f6 "
+	"30 60 2b 40 65 01 61 e2 0b aa 89 be 1c d6 e8 f7 "
+	"5c 2f e8 4a b5 29 a6 32 c5 6d be 65 84 fb 0e d1 "
+	"40 88 59 62 aa 14 f6 de 8b ac c2 cc 89 5c 87 6c "
+	"62 e3 fd 87 aa ee 4c 79 ee 0d 11 7e d0 fc 21 28";
+
+/* msgr2.md 11: Banner (client, kernel-style required = 1): (26 bytes) */
+static const char w_banner[] =
+	"63 65 70 68 20 76 32 0a 10 00 01 00 00 00 00 00 "
+	"00 00 01 00 00 00 00 00 00 00";
+
+/* msgr2.md 11: HELLO (client → mon), 72 bytes: (72 bytes) */
+static const char w_hello[] =
+	"01 01 24 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 3f bd 6b 06 "
+	"08 01 01 01 1c 00 00 00 02 00 00 00 00 00 00 00 "
+	"10 00 00 00 02 00 0c e4 0a 00 00 01 00 00 00 00 "
+	"00 00 00 00 f4 04 55 bc";
+
+/* msgr2.md 11: AUTH_REQUEST (NONE, modes [1], "admin", global_id 0), 74 byt (74 bytes) */
+static const char w_auth_req[] =
+	"02 01 26 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 8c 5e e4 be "
+	"01 00 00 00 01 00 00 00 01 00 00 00 16 00 00 00 "
+	"0a 08 00 00 00 05 00 00 00 61 64 6d 69 6e 00 00 "
+	"00 00 00 00 00 00 d8 ed e5 0c";
+
+/* msgr2.md 11: AUTH_SIGNATURE (zeros), 68 bytes: (68 bytes) */
+static const char w_auth_sig[] =
+	"07 01 20 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 a8 0c 98 72 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+	"55 c9 6e 75";
+
+/* msgr2.md 11: cookie 0x0123456789abcdef), 159 bytes: (159 bytes) */
+static const char w_client_ident[] =
+	"08 01 7b 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 73 8a 98 95 "
+	"02 01 00 00 00 01 01 01 1c 00 00 00 03 00 00 00 "
+	"78 56 34 12 10 00 00 00 02 00 00 00 0a 00 00 02 "
+	"00 00 00 00 00 00 00 00 01 01 01 1c 00 00 00 02 "
+	"00 00 00 00 00 00 00 10 00 00 00 02 00 0c e4 0a "
+	"00 00 01 00 00 00 00 00 00 00 00 8b 10 00 00 00 "
+	"00 00 00 01 00 00 00 00 00 00 00 fe aa a4 7a b8 "
+	"8e 01 2f 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 ef cd ab 89 67 45 23 01 45 71 2f 9e";
+
+/* msgr2.md 11: 108 bytes — note num_segments = 2, seg1 alignment 8, epilogu (108 bytes) */
+static const char w_msg_getver[] =
+	"11 02 29 00 00 00 08 00 12 00 00 00 08 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 d1 01 2e 8f "
+	"01 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 "
+	"13 00 7f 00 01 00 00 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 18 e7 84 83 01 00 00 "
+	"00 00 00 00 00 06 00 00 00 6f 73 64 6d 61 70 0e "
+	"49 83 21 cf 00 00 00 00 00 00 00 00";
+
+/* msgr2.md 11: MESSAGE MPing (seq 2, tid 0, type 2, empty front), 77 bytes  (77 bytes) */
+static const char w_msg_ping[] =
+	"11 01 29 00 00 00 08 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 00 00 00 af 96 04 f0 "
+	"02 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+	"02 00 7f 00 01 00 00 00 00 00 00 00 00 00 00 00 "
+	"00 00 00 00 00 00 00 00 00 79 0b cb d0";
+
+/* ---- a client driven by hand ------------------------------------------------ */
+
+struct script {
+	struct pair *p;
+	struct msgr2_conn *c;
+	u8 tx[16384];
+	size_t txn;
+	int ret;
+};
+
+static void drain(struct script *sc)
+{
+	struct msgr2_iov iov[8];
+	size_t moved;
+	int i, n;
+
+	for (;;) {
+		n = msgr2_tx_iov(sc->c, iov, 8);
+		if (n <= 0)
+			return;
+		moved = 0;
+		for (i = 0; i < n; i++) {
+			if (sc->txn + iov[i].len > sizeof(sc->tx))
+				abort();
+			memcpy(sc->tx + sc->txn, iov[i].base, iov[i].len);
+			sc->txn += iov[i].len;
+			moved += iov[i].len;
+		}
+		msgr2_tx_done(sc->c, moved);
+	}
+}
+
+/* feed raw bytes to the client, draining what it sends */
+static int feed(struct script *sc, const u8 *b, size_t len)
+{
+	size_t used;
+	int ret, guard = 0;
+
+	while (len) {
+		drain(sc);
+		ret = msgr2_rx_feed(sc->c, b, len, &used);
+		if (ret)
+			return sc->ret = ret;
+		b += used;
+		len -= used;
+		if (!used && ++guard > 4)
+			return sc->ret = -EIO;
+	}
+	drain(sc);
+	return 0;
+}
+
+static size_t hex(const char *h, u8 *out)
+{
+	return pair_hex(h, out, 4096);
+}
+
+static int feed_hex(struct script *sc, const char *h)
+{
+	static u8 b[4096];
+
+	return feed(sc, b, hex(h, b));
+}
+
+/* expected TX: the concatenation of @n hex strings */
+static size_t concat(const char *const *h, int n, u8 *out)
+{
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		len += hex(h[i], out + len);
+	return len;
+}
+
+static struct script *script_new(u32 mode)
+{
+	struct script *sc = calloc(1, sizeof(*sc));
+
+	if (!sc)
+		abort();
+	sc->p = pair_new(mode);
+	return sc;
+}
+
+static void script_start(struct script *sc)
+{
+	if (pair_connect(sc->p))
+		abort();
+	sc->c = sc->p->cl.c;
+	drain(sc);
+}
+
+static void script_free(struct script *sc)
+{
+	pair_free(sc->p);
+	free(sc);
+}
+
+/* the 7.1 client: v2:127.0.0.1:3390/0, any:0.0.0.0:0/0x2343a824, "admin" */
+static struct script *client_71(void)
+{
+	static const u8 mon_ip[4] = { 127, 0, 0, 1 };
+	static const u8 zero[4];
+	struct script *sc = script_new(MSGR2_MODE_CRC);
+	struct msgr2_config *cfg = &sc->p->cl.cfg;
+
+	msgr2_addr_ipv4(&cfg->target, MSGR2_ADDR_MSGR2, 0, mon_ip, 3390);
+	msgr2_addr_ipv4(&cfg->my_addrs.a[0], MSGR2_ADDR_ANY, 0x2343a824,
+			zero, 0);
+	cfg->global_seq = 1;
+	sc->p->cl.s.client_cookie = 0xe523149367cb2ab4ULL;
+	return sc;
+}
+
+static struct msgr2_msg *getversion(u64 tid, u64 handle)
+{
+	u8 front[18];
+	struct msgr2_msg *m;
+
+	msgr2_put_le64(front, handle);
+	msgr2_put_le32(front + 8, 6);
+	memcpy(front + 12, "osdmap", 6);
+	m = pair_msg_new(19, front, sizeof(front), NULL, 0, NULL, 0);
+	m->hdr.tid = tid;
+	return m;
+}
+
+/* a 7.1 client fed up to SERVER_IDENT: READY, lossy */
+static struct script *ready_71(void)
+{
+	struct script *sc = client_71();
+
+	script_start(sc);
+	feed_hex(sc, crc_f2);
+	feed_hex(sc, crc_f4);
+	feed_hex(sc, crc_f6);
+	feed_hex(sc, crc_f8);
+	feed_hex(sc, crc_f10);
+	return sc;
+}
+
+TEST(capture_crc_71)
+{
+	static const char *const c2s[] = {
+		crc_f1, crc_f3, crc_f5, crc_f7, crc_f9, crc_f11
+	};
+	static u8 want[2048];
+	struct script *sc = client_71();
+	struct msgr2_session *s = &sc->p->cl.s;
+	const struct msgr2_addr *view;
+	struct pair_rx *r;
+	size_t n;
+
+	script_start(sc);
+	ASSERT_EQ(0, msgr2_send(s, getversion(7, 0x7afeaa4cb8bd5595ULL)));
+	ASSERT_EQ(0, feed_hex(sc, crc_f2));
+	ASSERT_EQ(0, feed_hex(sc, crc_f4));
+	view = msgr2_conn_peer_view(sc->c);
+	EXPECT_EQ(MSGR2_ADDR_MSGR2, view->type);
+	EXPECT_EQ(0x98, view->sa[2]);		/* port 39048 */
+	EXPECT_EQ(0x88, view->sa[3]);
+	ASSERT_EQ(0, feed_hex(sc, crc_f6));
+	EXPECT_EQ(1, sc->p->cl.n_auth_done);
+	EXPECT_EQ(4135, sc->p->cl.none.global_id);
+	ASSERT_EQ(0, feed_hex(sc, crc_f8));
+	ASSERT_EQ(0, feed_hex(sc, crc_f10));
+	ASSERT_TRUE(msgr2_conn_ready(sc->c));
+	EXPECT_TRUE(s->lossy);
+	EXPECT_EQ(0, s->server_cookie);
+	EXPECT_EQ(0, s->peer_gid);
+	EXPECT_EQ(25, s->peer_global_seq);
+	EXPECT_EQ(1, s->peer_addrs.n);
+	EXPECT_EQ(0x3f01cfbdfffdffffULL & MSGR2_FEATURES_DEFAULT, s->features);
+	EXPECT_EQ(1, sc->p->cl.n_tx_ok);	/* lossy: done once sent */
+	ASSERT_EQ(0, feed_hex(sc, crc_f12));
+	n = concat(c2s, 6, want);
+	ASSERT_EQ(n, sc->txn);
+	EXPECT_EQ(0, memcmp(want, sc->tx, n));
+	ASSERT_EQ(1, sc->p->cl.n_rx);
+	r = &sc->p->cl.rx[0];
+	EXPECT_EQ(1, r->hdr.seq);
+	EXPECT_EQ(7, r->hdr.tid);
+	EXPECT_EQ(20, r->hdr.type);
+	EXPECT_EQ(196, r->hdr.priority);
+	EXPECT_EQ(2, r->hdr.version);
+	EXPECT_EQ(2, r->hdr.compat_version);
+	EXPECT_EQ(1, r->hdr.ack_seq);
+	EXPECT_EQ(3, r->hdr.flags);
+	ASSERT_EQ(24, r->len[0]);
+	EXPECT_EQ(0, r->len[1]);
+	EXPECT_EQ(0x7afeaa4cb8bd5595ULL, msgr2_get_le64(r->buf[0]));
+	EXPECT_EQ(1, msgr2_get_le64(r->buf[0] + 8));
+	EXPECT_EQ(1, msgr2_get_le64(r->buf[0] + 16));
+	EXPECT_EQ(1, s->in_seq);
+	script_free(sc);
+}
+
+TEST(worked_examples_11)
+{
+	static const char *const c2s[] = {
+		w_banner, w_hello, w_auth_req, w_auth_sig, w_client_ident,
+		w_msg_getver, w_msg_ping
+	};
+	static const u8 mon_ip[4] = { 10, 0, 0, 1 };
+	static const u8 my_ip[4] = { 10, 0, 0, 2 };
+	static u8 want[2048];
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	struct msgr2_session *ss;
+	struct msgr2_msg *m;
+	size_t n;
+
+	msgr2_addr_ipv4(&p->cl.cfg.target, MSGR2_ADDR_MSGR2, 0, mon_ip, 3300);
+	msgr2_addr_ipv4(&p->cl.cfg.my_addrs.a[0], MSGR2_ADDR_ANY, 0x12345678,
+			my_ip, 0);
+	p->cl.s.client_cookie = 0x0123456789abcdefULL;
+	msgr2_addr_ipv4(&p->sv.cfg.my_addrs.a[0], MSGR2_ADDR_MSGR2, 0, mon_ip,
+			3300);
+	p->sv.none.next_global_id = 4235;
+	p->tap_cap[0] = 65536;
+	p->tap[0] = malloc(p->tap_cap[0]);
+	ASSERT_EQ(0, pair_connect(p));
+	ASSERT_EQ(0, msgr2_send(&p->cl.s, getversion(1, 1)));
+	m = pair_msg_new(2, NULL, 0, NULL, 0, NULL, 0);
+	ASSERT_EQ(0, msgr2_send(&p->cl.s, m));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	n = concat(c2s, 7, want);
+	ASSERT_EQ(n, p->tap_len[0]);
+	EXPECT_EQ(0, memcmp(want, p->tap[0], n));
+	/* and the server decoded them */
+	ss = pair_session(&p->sv);
+	EXPECT_EQ(4235, ss->peer_gid);
+	EXPECT_EQ(0x0123456789abcdefULL, ss->client_cookie);
+	EXPECT_EQ(0x12345678, ss->peer_addrs.a[0].nonce);
+	EXPECT_EQ(MSGR2_FEATURES_DEFAULT, ss->features);
+	ASSERT_EQ(2, p->sv.n_rx);
+	EXPECT_EQ(19, p->sv.rx[0].hdr.type);
+	EXPECT_EQ(1, p->sv.rx[0].hdr.tid);
+	EXPECT_EQ(127, p->sv.rx[0].hdr.priority);
+	EXPECT_EQ(18, p->sv.rx[0].len[0]);
+	EXPECT_EQ(0, memcmp(p->sv.rx[0].buf[0] + 12, "osdmap", 6));
+	EXPECT_EQ(2, p->sv.rx[1].hdr.type);
+	EXPECT_EQ(2, p->sv.rx[1].hdr.seq);
+	EXPECT_EQ(0, p->sv.rx[1].len[0]);
+	free(p->tap[0]);
+	p->tap[0] = NULL;
+	pair_free(p);
+}
+
+/* ---- 7.2: a replayed CephX client --------------------------------------------- */
+
+static const char sec_key[] = "8eb2fac164d1f5ad7311dd59d3c465a5";
+static const char sec_secret[] =
+	"9330b85050e3261ac21c21e087d5da89e337db25d5fad53fed6b2645ab50af44"
+	"8be45da7fa63f79d6c5a27606b13c07b69fc64b0b8e55c7735ef47fdabd9c5ad";
+
+static int replay_request(void *priv, u8 *out, u32 cap)
+{
+	static u8 f[128];
+
+	hex(sec_f5, f);
+	memcpy(out, f + 48, 22);	/* AUTH_REQUEST's auth_payload */
+	return 22;
+}
+
+static int replay_more(void *priv, const u8 *in, u32 len, u8 *out, u32 cap)
+{
+	static u8 f[128];
+
+	if (len != 9 || in[0] != 1)
+		return -EPROTO;
+	hex(sec_f7, f);
+	memcpy(out, f + 36, 36);	/* CephXAuthenticate, as captured */
+	return 36;
+}
+
+static int replay_done(void *priv, u64 global_id, u32 con_mode,
+		       const u8 *in, u32 len, struct msgr2_auth_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->global_id = global_id;
+	res->session_key_len = 16;
+	pair_hex(sec_key, res->session_key, 16);
+	res->con_secret_len = 64;
+	pair_hex(sec_secret, res->con_secret, 64);
+	return len == 1011 ? 0 : -EPROTO;
+}
+
+static const struct msgr2_auth_ops replay_ops = {
+	.method = MSGR2_AUTH_CEPHX,
+	.request = replay_request,
+	.reply_more = replay_more,
+	.done = replay_done,
+};
+
+static struct script *client_72(void)
+{
+	static const u8 mon_ip[4] = { 127, 0, 0, 1 };
+	static const u8 zero[4];
+	struct script *sc = script_new(MSGR2_MODE_SECURE);
+	struct msgr2_config *cfg = &sc->p->cl.cfg;
+
+	msgr2_addr_ipv4(&cfg->target, MSGR2_ADDR_MSGR2, 0, mon_ip, 3391);
+	msgr2_addr_ipv4(&cfg->my_addrs.a[0], MSGR2_ADDR_ANY, 0x03809b77,
+			zero, 0);
+	cfg->global_seq = 1;
+	cfg->n_modes = 1;
+	cfg->modes[0] = MSGR2_MODE_SECURE;
+	cfg->auth[0] = &replay_ops;
+	sc->p->cl.s.client_cookie = 0xe6e9eda3b7a2ff2cULL;
+	return sc;
+}
+
+TEST(capture_secure_72)
+{
+	static const char *const c2s[] = {
+		sec_f1, sec_f3, sec_f5, sec_f7, sec_f9, sec_f11, sec_f13
+	};
+	static u8 want[4096];
+	struct script *sc = client_72();
+	struct msgr2_session *s = &sc->p->cl.s;
+	struct pair_rx *r;
+	size_t n;
+
+	script_start(sc);
+	ASSERT_EQ(0, msgr2_send(s, getversion(7, 0x44373603136ea593ULL)));
+	ASSERT_EQ(0, feed_hex(sc, sec_f2));
+	ASSERT_EQ(0, feed_hex(sc, sec_f4));
+	ASSERT_EQ(0, feed_hex(sc, sec_f6));
+	ASSERT_EQ(0, feed_hex(sc, sec_f8));
+	EXPECT_EQ(MSGR2_MODE_SECURE, msgr2_conn_mode(sc->c));
+	ASSERT_EQ(0, feed_hex(sc, sec_f10));	/* HMAC of what we sent */
+	ASSERT_EQ(0, feed_hex(sc, sec_f12));	/* 2 GCM ops */
+	ASSERT_TRUE(msgr2_conn_ready(sc->c));
+	EXPECT_TRUE(s->lossy);
+	EXPECT_EQ(0x13, s->peer_global_seq);
+	ASSERT_EQ(0, feed_hex(sc, sec_f14));
+	n = concat(c2s, 7, want);
+	ASSERT_EQ(n, sc->txn);
+	EXPECT_EQ(0, memcmp(want, sc->tx, n));
+	ASSERT_EQ(1, sc->p->cl.n_rx);
+	r = &sc->p->cl.rx[0];
+	EXPECT_EQ(20, r->hdr.type);
+	EXPECT_EQ(7, r->hdr.tid);
+	EXPECT_EQ(1, r->hdr.ack_seq);
+	ASSERT_EQ(24, r->len[0]);
+	EXPECT_EQ(0x44373603136ea593ULL, msgr2_get_le64(r->buf[0]));
+	EXPECT_EQ(1, msgr2_get_le64(r->buf[0] + 8));
+	EXPECT_EQ(1, msgr2_get_le64(r->buf[0] + 16));
+	script_free(sc);
+}
+
+TEST(secure_flipped_tag)
+{
+	struct script *sc = client_72();
+	static u8 f[256];
+	size_t n;
+
+	script_start(sc);
+	feed_hex(sc, sec_f2);
+	feed_hex(sc, sec_f4);
+	feed_hex(sc, sec_f6);
+	feed_hex(sc, sec_f8);
+	n = hex(sec_f10, f);
+	f[95] ^= 1;			/* last byte of the first tag */
+	EXPECT_EQ(-EBADMSG, feed(sc, f, n));
+	EXPECT_EQ(MSGR2_R_GCM_TAG, msgr2_conn_reason(sc->c));
+	script_free(sc);
+}
+
+TEST(secure_sanity_vector_8)
+{
+	static const char vec[] =
+		"5ee83e477793cc7cbb381480b30cc694 31dabdf879b50b483d403cfd1b1ec96a"
+		"46c636fdd34ff7965036a3b4f02908ec d7f8cc4f2688a28ab01f761aeee6fdba"
+		"01654a9d4a848c689172d4521fcf8108 f45a41cbf77b6366d5c34cf7ddc9fc0a";
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+	u8 want[96];
+	size_t i;
+	bool found = false;
+
+	/* no session key: a zero signature; secret 00..3f */
+	p->cl.fixed.session_key_len = 0;
+	p->sv.fixed.session_key_len = 0;
+	p->tap_cap[0] = 65536;
+	p->tap[0] = malloc(p->tap_cap[0]);
+	pair_hex(vec, want, sizeof(want));
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	for (i = 0; i + 96 <= p->tap_len[0]; i++)
+		if (!memcmp(p->tap[0] + i, want, 96))
+			found = true;
+	EXPECT_TRUE(found);
+	free(p->tap[0]);
+	p->tap[0] = NULL;
+	pair_free(p);
+}
+
+/* ---- malformed input ---------------------------------------------------------- */
+
+static void expect_reason(struct __test_metadata *_metadata,
+			  struct script *sc, enum msgr2_reason r, int err)
+{
+	EXPECT_EQ(r, msgr2_conn_reason(sc->c));
+	EXPECT_EQ(err, sc->ret);
+	EXPECT_FALSE(msgr2_conn_ready(sc->c));
+	/* failed stays failed */
+	EXPECT_EQ(err, msgr2_rx_eof(sc->c));
+}
+
+#define EXPECT_REASON(sc, r, err) expect_reason(_metadata, sc, r, err)
+
+static struct script *client_with(void (*edit)(u8 *f, size_t *n),
+				  const char *frame_hex, bool ready)
+{
+	struct script *sc = ready ? ready_71() : client_71();
+	static u8 f[4096];
+	size_t n;
+
+	if (!ready) {
+		script_start(sc);
+		feed_hex(sc, crc_f2);
+	}
+	n = hex(frame_hex, f);
+	edit(f, &n);
+	feed(sc, f, n);
+	return sc;
+}
+
+static void flip_preamble_crc(u8 *f, size_t *n) { f[28] ^= 1; }
+static void flip_seg_crc(u8 *f, size_t *n) { f[*n - 1] ^= 0x80; }
+static void flip_epi_crc(u8 *f, size_t *n) { f[0x66] ^= 1; }
+static void late_05(u8 *f, size_t *n) { f[0x65] = 0x05; }
+static void truncate_half(u8 *f, size_t *n) { *n /= 2; }
+
+TEST(bad_preamble_crc)
+{
+	struct script *sc = client_with(flip_preamble_crc, crc_f4, false);
+
+	EXPECT_REASON(sc, MSGR2_R_PREAMBLE_CRC, -EBADMSG);
+	script_free(sc);
+}
+
+TEST(bad_segment_crc)
+{
+	struct script *sc = client_with(flip_seg_crc, crc_f4, false);
+
+	EXPECT_REASON(sc, MSGR2_R_SEGMENT_CRC, -EBADMSG);
+	script_free(sc);
+}
+
+TEST(bad_epilogue_crc)
+{
+	struct script *sc = client_with(flip_epi_crc, crc_f12, true);
+
+	EXPECT_REASON(sc, MSGR2_R_SEGMENT_CRC, -EBADMSG);
+	EXPECT_EQ(0, sc->p->cl.n_rx);
+	EXPECT_EQ(1, sc->p->cl.n_rx_drop);	/* buffers given back */
+	script_free(sc);
+}
+
+TEST(late_status_05)
+{
+	struct script *sc = client_with(late_05, crc_f12, true);
+
+	EXPECT_REASON(sc, MSGR2_R_LATE_STATUS, -EPROTO);
+	script_free(sc);
+}
+
+TEST(aborted_frame_dropped)
+{
+	struct script *sc = ready_71();
+	static u8 f[256];
+	size_t n = hex(crc_f12, f);
+
+	f[0x65] = 0x01;			/* ABORTED, crcs not checked */
+	f[0x66] ^= 0xff;
+	ASSERT_EQ(0, feed(sc, f, n));
+	EXPECT_EQ(0, sc->p->cl.n_rx);
+	EXPECT_EQ(1, sc->p->cl.n_rx_drop);
+	EXPECT_EQ(0, sc->p->cl.s.in_seq);
+	ASSERT_EQ(0, feed_hex(sc, crc_f12));
+	EXPECT_EQ(1, sc->p->cl.n_rx);
+	/* a duplicate is dropped, the connection stays */
+	ASSERT_EQ(0, feed_hex(sc, crc_f12));
+	EXPECT_EQ(1, sc->p->cl.n_rx);
+	EXPECT_EQ(1, sc->p->cl.n_rx_dup);
+	EXPECT_TRUE(msgr2_conn_ready(sc->c));
+	script_free(sc);
+}
+
+TEST(truncated_frame)
+{
+	struct script *sc = client_with(truncate_half, crc_f4, false);
+
+	EXPECT_EQ(0, sc->ret);
+	EXPECT_EQ(-ECONNRESET, msgr2_rx_eof(sc->c));
+	EXPECT_EQ(MSGR2_R_EOF, msgr2_conn_reason(sc->c));
+	script_free(sc);
+}
+
+static int frame_to(struct script *sc, u8 tag, int nsegs, const u32 *len)
+{
+	static u8 seg[4][64], f[512];
+	const void *s[4] = { seg[0], seg[1], seg[2], seg[3] };
+	size_t n = pair_frame_crc(f, sizeof(f), tag, nsegs, s, len,
+				  0x0e);
+
+	return feed(sc, f, n);
+}
+
+TEST(unknown_tag)
+{
+	static const u32 len[4] = { 8 };
+	struct script *sc = ready_71();
+
+	EXPECT_EQ(-EPROTO, frame_to(sc, 21, 1, len));
+	EXPECT_REASON(sc, MSGR2_R_UNKNOWN_TAG, -EPROTO);
+	script_free(sc);
+	sc = ready_71();
+	EXPECT_EQ(-EPROTO, frame_to(sc, 0, 1, len));
+	EXPECT_EQ(MSGR2_R_UNKNOWN_TAG, msgr2_conn_reason(sc->c));
+	script_free(sc);
+}
+
+TEST(segment_counts)
+{
+	static const u32 len[4] = { 41, 8, 8, 8 };
+	static const u32 empty_last[4] = { 41, 0 };
+	struct script *sc = ready_71();
+
+	EXPECT_EQ(-EPROTO, frame_to(sc, MSGR2_TAG_MESSAGE, 0, len));
+	EXPECT_EQ(MSGR2_R_MALFORMED, msgr2_conn_reason(sc->c));
+	script_free(sc);
+	sc = ready_71();
+	EXPECT_EQ(-EPROTO, frame_to(sc, MSGR2_TAG_MESSAGE, 5, len));
+	EXPECT_EQ(MSGR2_R_MALFORMED, msgr2_conn_reason(sc->c));
+	script_free(sc);
+	sc = ready_71();
+	EXPECT_EQ(-EPROTO, frame_to(sc, MSGR2_TAG_MESSAGE, 2, empty_last));
+	EXPECT_EQ(MSGR2_R_MALFORMED, msgr2_conn_reason(sc->c));
+	script_free(sc);
+	/* a control frame has exactly one segment */
+	sc = ready_71();
+	EXPECT_EQ(-EPROTO, frame_to(sc, MSGR2_TAG_ACK, 2, len));
+	EXPECT_EQ(MSGR2_R_MALFORMED, msgr2_conn_reason(sc->c));
+	script_free(sc);
+	/* the header segment is exactly 41 bytes */
+	sc = ready_71();
+	EXPECT_EQ(-EPROTO, frame_to(sc, MSGR2_TAG_MESSAGE, 1, len + 1));
+	EXPECT_EQ(MSGR2_R_MALFORMED, msgr2_conn_reason(sc->c));
+	script_free(sc);
+}
+
+TEST(oversize)
+{
+	struct script *sc = client_71();
+	static u8 f[256];
+	size_t n;
+
+	/* control segment above max_ctrl_len */
+	sc->p->cl.cfg.max_ctrl_len = 32;
+	script_start(sc);
+	feed_hex(sc, crc_f2);
+	EXPECT_EQ(-EMSGSIZE, feed_hex(sc, crc_f4));
+	EXPECT_EQ(MSGR2_R_OVERSIZE, msgr2_conn_reason(sc->c));
+	script_free(sc);
+
+	/* front above max_seg_len */
+	sc = client_71();
+	sc->p->cl.cfg.max_seg_len[MSGR2_FRONT] = 16;
+	script_start(sc);
+	feed_hex(sc, crc_f2);
+	feed_hex(sc, crc_f4);
+	feed_hex(sc, crc_f6);
+	feed_hex(sc, crc_f8);
+	feed_hex(sc, crc_f10);
+	ASSERT_TRUE(msgr2_conn_ready(sc->c));
+	n = hex(crc_f12, f);
+	EXPECT_EQ(-EMSGSIZE, feed(sc, f, n));
+	EXPECT_EQ(MSGR2_R_OVERSIZE, msgr2_conn_reason(sc->c));
+	script_free(sc);
+
+	/* a limit above MSGR2_CTRL_MAX is refused */
+	sc = client_71();
+	sc->p->cl.cfg.max_ctrl_len = MSGR2_CTRL_MAX + 1;
+	EXPECT_EQ(-EINVAL, pair_connect(sc->p));
+	script_free(sc);
+}
+
+static void banner_case(struct __test_metadata *_metadata, const char *b,
+			enum msgr2_reason r)
+{
+	struct script *sc = client_71();
+	static u8 f[64];
+	size_t n = hex(b, f);
+
+	script_start(sc);
+	feed(sc, f, n);
+	EXPECT_EQ(r, msgr2_conn_reason(sc->c));
+	EXPECT_EQ(-EPROTO, sc->ret);
+	script_free(sc);
+}
+
+TEST(banners)
+{
+	/* "ceph v3\n" */
+	banner_case(_metadata, "63 65 70 68 20 76 33 0a 10 00 01 00 00 00 00 00"
+		    "00 00 00 00 00 00 00 00 00 00", MSGR2_R_BANNER);
+	/* msgr1: "ceph v027" + ... */
+	banner_case(_metadata, "63 65 70 68 20 76 30 32 37 00 00 00 00 00",
+		    MSGR2_R_BANNER);
+	/* no REVISION_1 */
+	banner_case(_metadata, "63 65 70 68 20 76 32 0a 10 00 00 00 00 00 00 00"
+		    "00 00 00 00 00 00 00 00 00 00", MSGR2_R_BANNER_FEATURES);
+	/* requires a bit we lack (0x81) */
+	banner_case(_metadata, "63 65 70 68 20 76 32 0a 10 00 81 00 00 00 00 00"
+		    "00 00 81 00 00 00 00 00 00 00", MSGR2_R_BANNER_FEATURES);
+	/* payload too short */
+	banner_case(_metadata, "63 65 70 68 20 76 32 0a 08 00 01 00 00 00 00 00"
+		    "00 00", MSGR2_R_BANNER);
+}
+
+TEST(lossless_gap_and_duplicate)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	static u8 f[256];
+	u8 hdr[41] = { 0 };
+	const void *seg[4] = { hdr };
+	u32 len[4] = { 41 };
+	size_t n;
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	msgr2_put_le64(hdr, 1);
+	n = pair_frame_crc(f, sizeof(f), MSGR2_TAG_MESSAGE, 1, seg, len, 0);
+	ASSERT_EQ(0, msgr2_rx_feed(p->cl.c, f, n, NULL));
+	ASSERT_EQ(0, msgr2_rx_feed(p->cl.c, f, n, NULL));
+	EXPECT_EQ(1, p->cl.n_rx);
+	EXPECT_EQ(1, p->cl.n_rx_dup);
+	msgr2_put_le64(hdr, 3);
+	n = pair_frame_crc(f, sizeof(f), MSGR2_TAG_MESSAGE, 1, seg, len, 0);
+	EXPECT_EQ(-EILSEQ, msgr2_rx_feed(p->cl.c, f, n, NULL));
+	EXPECT_EQ(MSGR2_R_SEQ, msgr2_conn_reason(p->cl.c));
+	pair_free(p);
+}
+
+TEST(reason_strings)
+{
+	int r;
+
+	for (r = 0; r < MSGR2_R__MAX; r++)
+		EXPECT_NE(0, strcmp("unknown", msgr2_reason_str(r)));
+	EXPECT_STREQ("unknown", msgr2_reason_str(MSGR2_R__MAX));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,618 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * msgr2 engine: client <-> server in one process (lib_pair), both modes,
+ * READY traffic, and the handshake's negative paths.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+/* the harness compares int literals with unsigned fields */
+#pragma GCC diagnostic ignored "-Wsign-compare"
+
+#include "kselftest_harness.h"
+#include "lib_pair.h"
+
+static bool both_ready(struct pair *p)
+{
+	return p->cl.c && p->sv.c && msgr2_conn_ready(p->cl.c) &&
+	       msgr2_conn_ready(p->sv.c);
+}
+
+static void fill(u8 *b, u32 len, u32 seed)
+{
+	u32 i;
+
+	for (i = 0; i < len; i++)
+		b[i] = (u8)(seed * 131 + i * 7);
+}
+
+/* all 8 front/middle/data combinations, both ways; check them */
+static int traffic(struct pair *p, u32 big)
+{
+	static u8 f[300], m[200];
+	u8 *d = malloc(big);
+	int i, n0c = p->cl.n_rx, n0s = p->sv.n_rx;
+
+	fill(f, sizeof(f), 1);
+	fill(m, sizeof(m), 2);
+	fill(d, big, 3);
+	for (i = 0; i < 8; i++) {
+		if (pair_send(&p->cl, 100 + i, f, i & 1 ? sizeof(f) : 0,
+			      m, i & 2 ? sizeof(m) : 0, d, i & 4 ? big : 0))
+			return -1;
+		if (pair_send(&p->sv, 200 + i, f, i & 1 ? 17 : 0,
+			      m, i & 2 ? 1 : 0, d, i & 4 ? big - 1 : 0))
+			return -2;
+	}
+	pair_pump(p);
+	if (p->cl.n_rx != n0c + 8 || p->sv.n_rx != n0s + 8)
+		return -3;
+	for (i = 0; i < 8; i++) {
+		struct pair_rx *s = &p->sv.rx[n0s + i];
+		struct pair_rx *c = &p->cl.rx[n0c + i];
+
+		if (s->hdr.type != 100 + i || c->hdr.type != 200 + i)
+			return -4;
+		if (s->len[0] != (i & 1 ? sizeof(f) : 0) ||
+		    s->len[1] != (i & 2 ? sizeof(m) : 0) ||
+		    s->len[2] != (i & 4 ? big : 0))
+			return -5;
+		if ((s->len[0] && memcmp(s->buf[0], f, s->len[0])) ||
+		    (s->len[1] && memcmp(s->buf[1], m, s->len[1])) ||
+		    (s->len[2] && memcmp(s->buf[2], d, s->len[2])))
+			return -6;
+		if ((c->len[0] && memcmp(c->buf[0], f, c->len[0])) ||
+		    (c->len[1] && memcmp(c->buf[1], m, c->len[1])) ||
+		    (c->len[2] && memcmp(c->buf[2], d, c->len[2])))
+			return -7;
+		if (i && (s->hdr.seq != s[-1].hdr.seq + 1 ||
+			  c->hdr.seq != c[-1].hdr.seq + 1))
+			return -8;
+	}
+	free(d);
+	return 0;
+}
+
+/* pump, but let at most @s2c bytes go from the server to the client */
+static void move_limited(struct pair *p, u64 s2c)
+{
+	u64 a, b;
+
+	do {
+		a = pair_move(p, true, 0);
+		b = s2c ? pair_move(p, false, s2c) : 0;
+		s2c -= b;
+	} while (a || b);
+}
+
+TEST(crc_ready_and_traffic)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(MSGR2_MODE_CRC, msgr2_conn_mode(p->cl.c));
+	EXPECT_EQ(MSGR2_MODE_CRC, msgr2_conn_mode(p->sv.c));
+	EXPECT_EQ(1, p->cl.n_ready);
+	EXPECT_EQ(0, p->cl.ready_arg);
+	/* the client learnt its IP from the server's HELLO */
+	EXPECT_EQ(127, msgr2_conn_peer_view(p->cl.c)->sa[4]);
+	EXPECT_EQ(MSGR2_ENTITY_CLIENT, pair_session(&p->sv)->peer_type);
+	EXPECT_EQ(4096, pair_session(&p->sv)->peer_gid);
+	EXPECT_NE(0, p->cl.s.server_cookie);
+	EXPECT_EQ(0, traffic(p, 5000));
+	/* lossless: after ACK frames every message is acked */
+	pair_pump(p);
+	EXPECT_EQ(8, p->cl.n_tx_ok);
+	EXPECT_EQ(8, p->sv.n_tx_ok);
+	EXPECT_EQ(NULL, p->cl.s.sent_head);
+	EXPECT_EQ(8, p->cl.s.acked_seq);
+	pair_free(p);
+}
+
+TEST(partial_reads_and_eagain)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	p->chunk = 3;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	p->sv.rx_eagain = 5;
+	EXPECT_EQ(0, traffic(p, 100));
+	EXPECT_GE(p->sv.n_eagain, 1);
+	pair_free(p);
+}
+
+TEST(keepalive_round_trip)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	p->cl.cfg.keepalive_ms = 1000;
+	ASSERT_EQ(0, pair_connect(p));
+	ASSERT_EQ(0, msgr2_tick(p->cl.c, 5));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	ASSERT_EQ(0, msgr2_keepalive(p->cl.c, 123456789012ULL));
+	pair_pump(p);
+	EXPECT_EQ(1, p->cl.n_ka_ack);
+	/* from the timer */
+	ASSERT_EQ(0, msgr2_tick(p->cl.c, 500));
+	pair_pump(p);
+	EXPECT_EQ(1, p->cl.n_ka_ack);
+	ASSERT_EQ(0, msgr2_tick(p->cl.c, 1005));
+	pair_pump(p);
+	EXPECT_EQ(2, p->cl.n_ka_ack);
+	/* the server may ping too */
+	ASSERT_EQ(0, msgr2_keepalive(p->sv.c, 1));
+	pair_pump(p);
+	EXPECT_EQ(1, p->sv.n_ka_ack);
+	pair_free(p);
+}
+
+TEST(secure_mode)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(MSGR2_MODE_SECURE, msgr2_conn_mode(p->cl.c));
+	EXPECT_EQ(MSGR2_MODE_SECURE, msgr2_conn_mode(p->sv.c));
+	EXPECT_EQ(MSGR2_MODE_SECURE, p->cl.auth_mode);
+	EXPECT_EQ(5000, pair_session(&p->sv)->peer_gid);
+	EXPECT_EQ(0, traffic(p, 70000));
+	ASSERT_EQ(0, msgr2_keepalive(p->cl.c, 77));
+	pair_pump(p);
+	EXPECT_EQ(1, p->cl.n_ka_ack);
+	pair_free(p);
+}
+
+TEST(secure_multi_round_auth_and_reconnect)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+
+	p->sv.fixed.rounds = 2;
+	p->chunk = 7;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(0, traffic(p, 333));
+	pair_disconnect(p);
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(1, p->cl.ready_arg);		/* resumed */
+	EXPECT_EQ(0, traffic(p, 50));
+	pair_free(p);
+}
+
+TEST(secure_needs_full_secret)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+
+	p->sv.fixed.con_secret_len = 32;	/* C1: < 40 bytes */
+	p->sv.cfg.n_modes = 1;			/* server: secure only */
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_FALSE(msgr2_conn_ready(p->sv.c));
+	EXPECT_EQ(MSGR2_R_AUTH, msgr2_conn_reason(p->sv.c));
+	pair_free(p);
+}
+
+TEST(crc_with_session_key)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+
+	/* a keyed method in crc mode: non-zero HMAC signatures */
+	p->cl.cfg.n_modes = 1;
+	p->cl.cfg.modes[0] = MSGR2_MODE_CRC;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(MSGR2_MODE_CRC, msgr2_conn_mode(p->cl.c));
+	EXPECT_EQ(0, traffic(p, 10));
+	pair_free(p);
+}
+
+TEST(signature_mismatch)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+
+	p->cl.fixed.session_key[3] ^= 1;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_R_SIGNATURE, msgr2_conn_reason(p->cl.c));
+	EXPECT_FALSE(msgr2_conn_ready(p->sv.c));
+	EXPECT_EQ(-EACCES, msgr2_tx_done(p->cl.c, 1));
+	pair_free(p);
+
+	/* the server checks too: hold back its signature */
+	p = pair_new(MSGR2_MODE_SECURE);
+	p->cl.fixed.session_key[3] ^= 1;
+	ASSERT_EQ(0, pair_connect(p));
+	move_limited(p, 26 + 72 + 52);
+	EXPECT_EQ(MSGR2_R_SIGNATURE, msgr2_conn_reason(p->sv.c));
+	pair_free(p);
+}
+
+TEST(bad_method_then_second_method)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	/* client prefers the keyed method, the server only has NONE */
+	p->cl.cfg.n_auth = 2;
+	p->cl.cfg.auth[0] = &pair_auth_fixed_ops;
+	p->cl.cfg.auth_priv[0] = &p->cl.fixed;
+	p->cl.cfg.auth[1] = &msgr2_auth_none_ops;
+	p->cl.cfg.auth_priv[1] = &p->cl.none;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(4096, p->cl.none.global_id);
+	pair_free(p);
+
+	/* server refuses the only method: client gives up */
+	p = pair_new(MSGR2_MODE_SECURE);
+	p->sv.fixed.refuse = true;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_R_AUTH, msgr2_conn_reason(p->cl.c));
+	EXPECT_FALSE(msgr2_conn_ready(p->sv.c));
+	pair_free(p);
+}
+
+TEST(auth_none_needs_crc)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	/* the client allows only secure: AUTH_NONE cannot be used at all */
+	p->cl.cfg.modes[0] = MSGR2_MODE_SECURE;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_R_AUTH, msgr2_conn_reason(p->cl.c));
+	pair_free(p);
+}
+
+static void feed_frame(struct msgr2_conn *c, u8 tag, const void *pl,
+		       u32 len)
+{
+	const void *seg[4] = { pl };
+	u32 lens[4] = { len };
+	u8 buf[512];
+	size_t n = pair_frame_crc(buf, sizeof(buf), tag, 1, seg, lens, 0);
+
+	msgr2_rx_feed(c, buf, n, NULL);
+}
+
+TEST(order_message_before_ident)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	u8 hdr[41] = { 1 };
+	const void *seg[4] = { hdr };
+	u32 lens[4] = { 41 };
+	u8 buf[128];
+	size_t n;
+
+	ASSERT_EQ(0, pair_connect(p));
+	/* server: banner, HELLO, AUTH_DONE reach the client; its signature not */
+	move_limited(p, 26 + 72 + 52);
+	EXPECT_FALSE(msgr2_conn_ready(p->sv.c));
+	EXPECT_EQ(MSGR2_R_NONE, msgr2_conn_reason(p->sv.c));
+	n = pair_frame_crc(buf, sizeof(buf), MSGR2_TAG_MESSAGE, 1, seg, lens,
+			   0);
+	msgr2_rx_feed(p->sv.c, buf, n, NULL);
+	EXPECT_EQ(MSGR2_R_ORDER, msgr2_conn_reason(p->sv.c));
+	pair_free(p);
+}
+
+TEST(order_server_ident_in_auth)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	u8 junk[8] = { 0 };
+
+	ASSERT_EQ(0, pair_connect(p));
+	move_limited(p, 26 + 72);	/* banner + HELLO: client in AUTH */
+	EXPECT_EQ(MSGR2_R_NONE, msgr2_conn_reason(p->cl.c));
+	feed_frame(p->cl.c, MSGR2_TAG_SERVER_IDENT, junk, sizeof(junk));
+	EXPECT_EQ(MSGR2_R_ORDER, msgr2_conn_reason(p->cl.c));
+	/* a failed connection stays failed */
+	EXPECT_EQ(-EPROTO, msgr2_rx_feed(p->cl.c, junk, 8, NULL));
+	EXPECT_EQ(-EPROTO, msgr2_tick(p->cl.c, 0));
+	pair_free(p);
+}
+
+TEST(server_wait)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	ASSERT_EQ(0, pair_connect(p));
+	/* up to the server's AUTH_SIGNATURE; hold back SERVER_IDENT */
+	move_limited(p, 26 + 72 + 52 + 68);
+	EXPECT_EQ(MSGR2_R_NONE, msgr2_conn_reason(p->cl.c));
+	feed_frame(p->cl.c, MSGR2_TAG_WAIT, NULL, 0);
+	EXPECT_EQ(MSGR2_R_WAIT, msgr2_conn_reason(p->cl.c));
+	EXPECT_EQ(-EAGAIN, msgr2_rx_eof(p->cl.c));
+	pair_free(p);
+}
+
+TEST(missing_features)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	p->sv.cfg.features_required = 1ULL << 40;	/* not in the set */
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_R_MISSING_FEATURES, msgr2_conn_reason(p->cl.c));
+	/* the server sent IDENT_MISSING_FEATURES and stays open */
+	EXPECT_EQ(MSGR2_R_NONE, msgr2_conn_reason(p->sv.c));
+	pair_free(p);
+
+	/* the client requires what the server lacks */
+	p = pair_new(MSGR2_MODE_CRC);
+	p->cl.cfg.features_required = 1ULL << 63;
+	p->sv.cfg.features_supported = MSGR2_FEATURES_DEFAULT;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_R_MISSING_FEATURES, msgr2_conn_reason(p->cl.c));
+	pair_free(p);
+}
+
+TEST(peer_checks)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	p->cl.cfg.peer_type = MSGR2_ENTITY_OSD;		/* it is a mon */
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_R_PEER, msgr2_conn_reason(p->cl.c));
+	pair_free(p);
+
+	p = pair_new(MSGR2_MODE_CRC);
+	p->cl.cfg.target.nonce = 1;	/* not the server's address (C5) */
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_R_PEER, msgr2_conn_reason(p->sv.c));
+	pair_free(p);
+}
+
+TEST(handshake_timeout)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	ASSERT_EQ(0, pair_connect(p));
+	ASSERT_EQ(0, msgr2_tick(p->cl.c, 1000));
+	ASSERT_EQ(0, msgr2_tick(p->cl.c, 10999));
+	EXPECT_EQ(-ETIMEDOUT, msgr2_tick(p->cl.c, 11000));
+	EXPECT_EQ(MSGR2_R_TIMEOUT, msgr2_conn_reason(p->cl.c));
+	/* READY connections do not time out */
+	ASSERT_EQ(0, msgr2_tick(p->sv.c, 0));
+	pair_free(p);
+}
+
+TEST(session_reset_unknown_cookie)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	u8 x = 1;
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	pair_disconnect(p);
+	p->cl.s.client_cookie ^= 0x5555;	/* the server never saw it */
+	ASSERT_EQ(0, pair_send(&p->cl, 9, &x, 1, NULL, 0, NULL, 0));
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(1, p->cl.n_reset);
+	EXPECT_EQ(0, p->cl.ready_arg);		/* a new session */
+	/* full reset drops what was queued */
+	EXPECT_EQ(1, p->cl.n_tx_err);
+	EXPECT_EQ(0, traffic(p, 10));
+	EXPECT_EQ(1, p->sv.rx[0].hdr.seq);
+	pair_free(p);
+}
+
+TEST(session_retry_global)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	p->cl.cfg.global_seq = 50;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	pair_disconnect(p);
+	p->cl.cfg.global_seq = 3;		/* older than what we used */
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(1, p->cl.ready_arg);
+	EXPECT_GT(p->cl.s.global_seq, 50);
+	EXPECT_EQ(0, traffic(p, 10));
+	pair_free(p);
+}
+
+TEST(session_retry)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	pair_disconnect(p);
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	pair_disconnect(p);
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(2, pair_session(&p->sv)->connect_seq);
+	pair_disconnect(p);
+	p->cl.s.connect_seq = 0;		/* behind the server's count */
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(1, p->cl.ready_arg);
+	EXPECT_EQ(3, p->cl.s.connect_seq);
+	pair_free(p);
+}
+
+/* Cut the wire at @cut bytes with messages in flight, reconnect, check. */
+static int lossless_cut(u32 mode, long long cut, int nmsg)
+{
+	struct pair *p = pair_new(mode);
+	int i, ret = 0, guard;
+	u8 b[64];
+
+	if (pair_connect(p))
+		return -1;
+	pair_pump(p);
+	if (!both_ready(p))
+		return -2;
+	for (i = 0; i < nmsg; i++) {
+		memset(b, i, sizeof(b));
+		pair_send(&p->cl, 1000 + i, b, 1 + i % 60, NULL, 0,
+			  i % 3 ? NULL : b, i % 3 ? 0 : 33);
+		pair_send(&p->sv, 2000 + i, b, 2 + i % 50, b, i % 2, NULL, 0);
+	}
+	p->budget = cut;
+	pair_pump(p);
+	for (guard = 0; guard < 5; guard++) {
+		p->budget = -1;
+		pair_disconnect(p);
+		if (pair_connect(p))
+			return -3;
+		pair_pump(p);
+		if (both_ready(p) && p->cl.n_rx == nmsg && p->sv.n_rx == nmsg)
+			break;
+	}
+	pair_pump(p);
+	if (p->sv.n_rx != nmsg || p->cl.n_rx != nmsg)
+		ret = -4;
+	for (i = 0; !ret && i < nmsg; i++) {
+		if (p->sv.rx[i].hdr.type != 1000 + i ||
+		    p->sv.rx[i].hdr.seq != (u64)i + 1 ||
+		    p->cl.rx[i].hdr.type != 2000 + i ||
+		    p->cl.rx[i].hdr.seq != (u64)i + 1)
+			ret = -5;
+	}
+	if (!ret && (p->cl.n_tx_ok != nmsg || p->sv.n_tx_ok != nmsg ||
+		     p->cl.n_tx_err || p->sv.n_tx_err))
+		ret = -6;
+	pair_free(p);
+	return ret;
+}
+
+TEST(lossless_reconnect_exactly_once)
+{
+	long long cut;
+
+	for (cut = 0; cut < 3000; cut += 37)
+		ASSERT_EQ(0, lossless_cut(MSGR2_MODE_CRC, cut, 20)) {
+			TH_LOG("crc cut at %lld", cut);
+		}
+	for (cut = 0; cut < 4000; cut += 53)
+		ASSERT_EQ(0, lossless_cut(MSGR2_MODE_SECURE, cut, 20)) {
+			TH_LOG("secure cut at %lld", cut);
+		}
+}
+
+TEST(reconnect_takes_over_stale_server_conn)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	struct msgr2_conn *stale;
+	u8 b[16] = { 7 };
+	int i;
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	/* queued and half sent on the old connection */
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, pair_send(&p->sv, 50 + i, b, sizeof(b), NULL, 0,
+				       NULL, 0));
+	p->budget = 100;
+	pair_pump(p);
+	p->budget = -1;
+	/* the server has not noticed the fault: its conn stays attached */
+	stale = p->sv.c;
+	p->sv.c = NULL;
+	p->attach_keep = true;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(1, p->cl.ready_arg);
+	EXPECT_EQ(MSGR2_R_LOCAL, msgr2_conn_reason(stale));
+	ASSERT_EQ(3, p->cl.n_rx);
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ((u64)i + 1, p->cl.rx[i].hdr.seq);
+	msgr2_conn_release(stale);
+	free(stale);
+	EXPECT_EQ(0, traffic(p, 64));
+	pair_pump(p);
+	EXPECT_EQ(11, p->sv.n_tx_ok);
+	pair_free(p);
+}
+
+TEST(lossy_session)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	u8 b[10] = { 0 };
+	int i;
+
+	msgr2_session_init(&p->cl.s, true);
+	ASSERT_EQ(0, pair_connect(p));
+	/* the server's policy decides: make its fresh session lossy */
+	pair_session(&p->sv)->lossy = true;
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_TRUE(p->cl.s.lossy);
+	EXPECT_EQ(0, p->cl.s.server_cookie);
+	for (i = 0; i < 5; i++)
+		pair_send(&p->cl, 1, b, sizeof(b), NULL, 0, NULL, 0);
+	pair_pump(p);
+	/* done once on the wire, no ACK needed */
+	EXPECT_EQ(5, p->cl.n_tx_ok);
+	EXPECT_EQ(5, p->sv.n_rx);
+	/* a fault drops what is queued */
+	pair_send(&p->cl, 1, b, sizeof(b), NULL, 0, NULL, 0);
+	pair_disconnect(p);
+	EXPECT_EQ(1, p->cl.n_tx_err);
+	pair_free(p);
+}
+
+TEST(send_limits)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+	static u8 big[4096];
+
+	p->cl.cfg.tx_scratch_len = 1024;
+	p->cl.cfg.max_seg_len[MSGR2_FRONT] = 100;
+	ASSERT_EQ(0, pair_connect(p));
+	EXPECT_EQ(-EMSGSIZE, pair_send(&p->cl, 1, big, 101, NULL, 0, NULL, 0));
+	EXPECT_EQ(-EMSGSIZE, pair_send(&p->cl, 1, NULL, 0, NULL, 0, big,
+				       sizeof(big)));
+	EXPECT_EQ(0, pair_send(&p->cl, 1, big, 100, NULL, 0, NULL, 0));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(1, p->sv.n_rx);
+	pair_free(p);
+}
+
+TEST(eof)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(-ECONNRESET, msgr2_rx_eof(p->cl.c));
+	EXPECT_EQ(MSGR2_R_EOF, msgr2_conn_reason(p->cl.c));
+	EXPECT_STREQ("connection closed by peer",
+		     msgr2_reason_str(msgr2_conn_reason(p->cl.c)));
+	pair_free(p);
+}
+
+TEST_HARNESS_MAIN
