@@ -25,7 +25,7 @@ FUZZ_SECONDS ?= 300
 export KVER KDIR KSRC
 
 .PHONY: all module lib tools deps run check check-host check-vm fuzz bench \
-	lint clean ksrc
+	lint clean ksrc install
 
 all: module lib tools
 
@@ -40,6 +40,13 @@ tools: lib
 
 deps:
 	@tools/deps
+
+# libkmsgr (.so, .a, kmsgr.pc, header) and kmsgrctl; DESTDIR/PREFIX honoured.
+# The module installs with DKMS (README) or `make -C $(KDIR) M=$(CURDIR)
+# modules_install`.
+install: lib tools
+	$(MAKE) -C lib install
+	$(MAKE) -C tools install
 
 # Files used at build time from Debian's linux-source-6.1 (never vendored).
 ksrc: $(KSRC)/.stamp
@@ -96,7 +103,8 @@ bench: deps
 
 lint: ksrc module
 	$(KSRC)/scripts/checkpatch.pl --no-tree --strict --show-types -f \
-		kmod/*.[ch] kmod/msgr2/*.[ch] uapi/linux/*.h
+		$(filter-out %.mod.c,$(wildcard kmod/*.[ch] kmod/msgr2/*.[ch])) \
+		uapi/linux/*.h
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 modules
 
 clean:
