@@ -2,13 +2,28 @@
 /*
  * kmsgr - private definitions shared by the files of kmsgr.ko.
  *
+ *   main.c       module init/exit, the misc device, fops, ioctl dispatch
+ *   instance.c   SETUP, mmap, the SQ and CQ rings, ENTER, poll, the
+ *                buffer area and its receive pool
+ *   session.c    sessions and listeners: CONNECT/LISTEN/CLOSE, the msgr2
+ *                engine glue (one msgr2_conn per connection), reconnects
+ *   xprt.h       the transport interface; xprt_tcp.c: kernel TCP sockets
+ *
+ * Locking, outermost first: inst->lock (control ioctls, SETUP, teardown) >
+ * sess->lock (one session's engine state) > inst->cq_lock (CQ producer,
+ * pool).  Nothing sleeps under cq_lock.
+ *
  * Copyright (C) 2025 The kmsgr authors
  */
 #ifndef KMSGR_H
 #define KMSGR_H
 
+#include <linux/mm_types.h>
 #include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
 
 #include <linux/kmsgr.h>
 
@@ -16,18 +31,119 @@
 #define KMSGR_VERSION		"0.1.0"
 
 /* Every KMSGR_FEAT_* bit this build implements. */
-#define KMSGR_FEAT_SUPPORTED	(KMSGR_FEAT_INFO)
+#define KMSGR_FEAT_SUPPORTED	(KMSGR_FEAT_INFO | KMSGR_FEAT_RINGS | \
+				 KMSGR_FEAT_TCP | KMSGR_FEAT_CEPHX | \
+				 KMSGR_FEAT_SECURE)
+
+/* Receive-pool allocation unit (bytes). */
+#define KMSGR_POOL_GRAIN	512
+
+/* module parameters (main.c) */
+extern unsigned int kmsgr_max_sq_entries;
+extern unsigned int kmsgr_max_cq_entries;
+extern unsigned long kmsgr_max_buf_size;
+extern unsigned int kmsgr_max_sessions;
 
 /**
  * struct kmsgr_instance - state of one open file of /dev/kmsgr
- * @id:   module-unique number, for logs and (later) netlink
- * @lock: serialises the control ioctls of this instance
  *
- * Allocated by open(), freed by the final release() of the file.
+ * Allocated by open(), freed by the final release() of the file after every
+ * session and listener is gone.
  */
 struct kmsgr_instance {
 	u64 id;
-	struct mutex lock;	/* serialises control ioctls */
+	struct mutex lock;		/* serialises control ioctls, SETUP */
+
+	/* ---- instance.c: rings, buffer area, pool (after SETUP) ---- */
+	bool setup_done;
+	struct kmsgr_ring *sq;		/* vmalloc_user(), mmap'd */
+	struct kmsgr_sqe *sqes;
+	size_t sq_size;
+	struct kmsgr_ring *cq;		/* vmalloc_user(), mmap'd */
+	struct kmsgr_cqe *cqes;
+	size_t cq_size;
+	u32 sq_head;			/* kernel copy: next SQE to consume */
+	void *buf;			/* vmalloc_user() buffer area */
+	u64 buf_size;
+	u64 pool_off;			/* receive pool: [pool_off, buf_size) */
+	unsigned long *pool_used;	/* bitmap, one bit per grain */
+	unsigned long *pool_start;	/* first grain of each allocation */
+	u32 pool_grains;
+	struct mm_struct *mm;		/* charged for RLIMIT_MEMLOCK */
+	unsigned long locked_pages;
+	spinlock_t cq_lock;		/* CQ tail, reservations, pool */
+	u32 cq_tail;			/* kernel copy */
+	u32 cq_reserved;		/* slots promised to in-flight SQEs */
+	struct list_head cq_overflow;	/* events that found the CQ full */
+	wait_queue_head_t cq_wait;	/* ENTER waiters and poll() */
+
+	/* ---- session.c: sessions and listeners ---- */
+	struct xarray objs;		/* id -> session or listener */
+	u32 next_id;
+	atomic_t nr_sessions;
+	wait_queue_head_t objs_wait;	/* teardown waits for objs to drain */
 };
+
+/* ---- instance.c --------------------------------------------------------- */
+
+int kmsgr_inst_setup(struct kmsgr_instance *inst,
+		     struct kmsgr_setup __user *uarg);
+int kmsgr_inst_mmap(struct kmsgr_instance *inst, struct vm_area_struct *vma);
+int kmsgr_inst_enter(struct kmsgr_instance *inst,
+		     struct kmsgr_enter __user *uarg);
+__poll_t kmsgr_inst_poll(struct kmsgr_instance *inst, struct file *file,
+			 poll_table *wait);
+/* free rings and buffer area; sessions are already gone */
+void kmsgr_inst_teardown(struct kmsgr_instance *inst);
+
+/*
+ * Post a completion.  Returns 0, or -ENOSPC when the CQ (excluding slots
+ * reserved for in-flight SQEs) is full; with @reserved the caller consumes
+ * one of the reserved slots (SEND completions), which never fails.  Wakes
+ * waiters.  Callable from any context.
+ */
+int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
+		  bool reserved);
+/* Post a session event; queued on the overflow list if the CQ is full. */
+void kmsgr_cq_post_event(struct kmsgr_instance *inst,
+			 const struct kmsgr_cqe *cqe);
+/* Free CQ slots now (not counting reservations). */
+u32 kmsgr_cq_room(struct kmsgr_instance *inst);
+
+/*
+ * Receive pool: allocate @len bytes (0 gives an empty slice at offset 0).
+ * Returns 0 or -ENOSPC; never sleeps.
+ */
+int kmsgr_pool_alloc(struct kmsgr_instance *inst, u32 len, u32 *off);
+/* Give a slice back; -EINVAL when it is not exactly one live allocation. */
+int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len);
+/*
+ * Kernel address of buffer-area bytes [off, off + len), or NULL when the
+ * range is not inside the area (or SETUP has not happened).
+ */
+void *kmsgr_buf_ptr(struct kmsgr_instance *inst, u64 off, u64 len);
+
+/* ---- session.c ---------------------------------------------------------- */
+
+int kmsgr_sess_connect(struct kmsgr_instance *inst,
+		       struct kmsgr_connect __user *uarg);
+int kmsgr_sess_listen(struct kmsgr_instance *inst,
+		      struct kmsgr_listen __user *uarg);
+int kmsgr_sess_close(struct kmsgr_instance *inst,
+		     struct kmsgr_close __user *uarg);
+/*
+ * Queue a SEND whose fields were already copied and checked (slices inside
+ * the area); its CQ slot is reserved.  Returns 0 (a KMSGR_CQE_SEND follows)
+ * or -errno (-ENOENT unknown session, -EPIPE closed, -EMSGSIZE too big):
+ * then the caller posts the error CQE itself.
+ */
+int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe);
+/* CQ or pool room appeared: restart sessions paused by backpressure. */
+void kmsgr_sess_resume(struct kmsgr_instance *inst);
+/* close every session and listener and wait until they are gone */
+void kmsgr_sess_destroy_all(struct kmsgr_instance *inst);
+
+int kmsgr_sess_init(void);	/* module init: workqueue */
+void kmsgr_sess_exit(void);
 
 #endif /* KMSGR_H */

@@ -4,7 +4,7 @@
  *
  * Every open() of /dev/kmsgr creates an independent instance; closing the
  * last reference to the file destroys it.  Control is by ioctl on that file
- * descriptor; data will move through mmap'd rings (not implemented yet).
+ * descriptor; data moves through mmap'd rings and a shared buffer area.
  *
  * ABI rules
  *
@@ -27,25 +27,34 @@
  *  command numbers 0x00-0x3f are kmsgr's:
  *
  *   0x00  KMSGR_IOC_INFO        module ABI version, features, limits
- *   0x01  KMSGR_IOC_SETUP       (reserved) size the SQ, the CQ and the buffer
- *                               area; return the mmap offsets, io_uring style
- *   0x02  KMSGR_IOC_ENTER       (reserved) submit SQEs, optionally wait for CQEs
- *   0x03  KMSGR_IOC_LISTEN      (reserved) listen on an address (tcp, rdma)
- *   0x04  KMSGR_IOC_CONNECT     (reserved) open a session to a peer
- *   0x05  KMSGR_IOC_CLOSE       (reserved) close a session or a listener
+ *   0x01  KMSGR_IOC_SETUP       size the SQ, the CQ and the buffer area;
+ *                               return the mmap lengths, io_uring style
+ *   0x02  KMSGR_IOC_ENTER       submit SQEs, optionally wait for CQEs
+ *   0x03  KMSGR_IOC_LISTEN      listen on an address (tcp; rdma later)
+ *   0x04  KMSGR_IOC_CONNECT     open a session to a peer
+ *   0x05  KMSGR_IOC_CLOSE       close a session or a listener
  *   0x06  KMSGR_IOC_ATTACH_BDEV (reserved) attach a block device by fd
  *   0x07  KMSGR_IOC_DETACH_BDEV (reserved) detach it
  *   0x08-0x3f                   reserved for later kmsgr commands
  *
- * mmap namespace (reserved, with KMSGR_IOC_SETUP)
+ * Data path
  *
- *  The page offset passed to mmap() will select a region, as in io_uring:
- *  the SQ ring, the SQE array, the CQ ring and the buffer area, each at a
- *  fixed offset constant defined here together with SETUP.  Positions inside
- *  a region will be returned by SETUP, never fixed by this header.  SQEs and
- *  CQEs will be fixed-size, naturally aligned entries with reserved fields;
- *  SQEs will send messages and release received buffer slices, CQEs will
- *  report completions, inbound messages and session events.
+ *  After SETUP, three regions are mmap'd (MAP_SHARED) at the fixed offsets
+ *  KMSGR_OFF_*: the SQ ring, the CQ ring and the buffer area.  The
+ *  application writes SQEs (send a message whose front, middle and data are
+ *  slices of the buffer area; release a received slice) and advances the SQ
+ *  tail, then calls ENTER.  The kernel writes CQEs (a send finished, a
+ *  message arrived with its segments as slices of the receive pool, a
+ *  session event) and advances the CQ tail; poll() reports POLLIN while the
+ *  CQ is not empty.  The receive pool is the end of the buffer area: the
+ *  kernel allocates inbound payloads there and the application gives each
+ *  slice back with KMSGR_OP_RELEASE.  When the pool or the CQ is full, the
+ *  kernel stops reading from the affected connections (backpressure): no
+ *  message or event is ever dropped.
+ *
+ *  Every SQE field is read once and checked; an invalid SQE completes with
+ *  a KMSGR_CQE_OP entry whose res is a negative errno (EINVAL for a bad
+ *  opcode, flag, reserved field or slice, ENOENT for an unknown session).
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -78,6 +87,10 @@
  * does not know.
  */
 #define KMSGR_FEAT_INFO		_BITULL(0)	/* KMSGR_IOC_INFO, struct kmsgr_info */
+#define KMSGR_FEAT_RINGS	_BITULL(1)	/* SETUP, ENTER, mmap, SQEs/CQEs */
+#define KMSGR_FEAT_TCP		_BITULL(2)	/* KMSGR_XPRT_TCP sessions */
+#define KMSGR_FEAT_CEPHX	_BITULL(3)	/* KMSGR_AUTH_CEPHX, client role */
+#define KMSGR_FEAT_SECURE	_BITULL(4)	/* KMSGR_SESS_F_SECURE */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -102,7 +115,248 @@ struct kmsgr_info {
 /* kmsgr_info.flags: none defined; every bit must be zero. */
 #define KMSGR_INFO_F_ALL	0U
 
+/* ------------------------------------------------------------------------ */
+/* Instances: SETUP, mmap regions, rings                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * mmap() offsets (the page offset selects a region, as in io_uring).  Each
+ * region must be mapped whole, MAP_SHARED, at offset exactly the constant.
+ */
+#define KMSGR_OFF_SQ_RING	0x00000000ULL	/* struct kmsgr_ring + SQEs */
+#define KMSGR_OFF_CQ_RING	0x10000000ULL	/* struct kmsgr_ring + CQEs */
+#define KMSGR_OFF_BUF		0x20000000ULL	/* the buffer area */
+
+/*
+ * struct kmsgr_ring - the head of the SQ and of the CQ region; the entries
+ * follow at @entries_off.  Producer: user for the SQ, kernel for the CQ.
+ * The consumer owns @head, the producer @tail; both free-running __u32
+ * counters (index = counter & mask), read with acquire and written with
+ * release semantics.
+ */
+struct kmsgr_ring {
+	__u32 head;		/* consumer position */
+	__u32 tail;		/* producer position */
+	__u32 mask;		/* entries - 1 */
+	__u32 entries;		/* power of two */
+	__u32 flags;		/* KMSGR_RING_F_* (kernel-written) */
+	__u32 dropped;		/* SQ: invalid SQEs skipped; CQ: 0 */
+	__u32 entries_off;	/* byte offset of entry 0 in the region */
+	__u32 reserved[9];
+};
+
+/* kmsgr_ring.flags */
+#define KMSGR_RING_F_CQ_PAUSED	(1U << 0)	/* CQ: full, delivery paused */
+
+/*
+ * struct kmsgr_setup - argument of KMSGR_IOC_SETUP, once per instance.
+ *
+ * In: ring sizes (rounded up to a power of two), buffer-area size (rounded
+ * up to pages, charged to RLIMIT_MEMLOCK) and the part of it, at its end,
+ * that the kernel may allocate inbound payloads from (the receive pool;
+ * at least KMSGR_POOL_MIN bytes).
+ * Out: the sizes granted and the length of each region to mmap.
+ */
+struct kmsgr_setup {
+	__u32 sq_entries;	/* in/out */
+	__u32 cq_entries;	/* in/out: 0 = 2 * sq_entries */
+	__u64 buf_size;		/* in/out: bytes */
+	__u64 rx_pool_size;	/* in/out: bytes at the end of the area */
+	__u32 flags;		/* in: KMSGR_SETUP_F_*, must be 0 */
+	__u32 reserved0;	/* in: 0 */
+	__u64 sq_ring_size;	/* out: length to mmap at KMSGR_OFF_SQ_RING */
+	__u64 cq_ring_size;	/* out: length to mmap at KMSGR_OFF_CQ_RING */
+	__u64 reserved[6];	/* in: 0 */
+};
+
+#define KMSGR_POOL_MIN		(64U * 1024)
+
+/* ------------------------------------------------------------------------ */
+/* Sessions: LISTEN, CONNECT, CLOSE                                         */
+/* ------------------------------------------------------------------------ */
+
+/* transports */
+#define KMSGR_XPRT_TCP		1
+#define KMSGR_XPRT_RDMA		2	/* later */
+
+/* struct kmsgr_addr - an IPv4 or IPv6 address and port, network order */
+struct kmsgr_addr {
+	__u16 family;		/* AF_INET or AF_INET6 */
+	__be16 port;
+	__u32 scope_id;		/* IPv6 scope, else 0 */
+	__u8 addr[16];		/* IPv4: first 4 bytes, rest 0 */
+	__u32 nonce;		/* peer's entity_addr_t nonce (0 for mons) */
+	__u32 reserved;		/* must be 0 */
+};
+
+/* struct kmsgr_listen - argument of KMSGR_IOC_LISTEN */
+struct kmsgr_listen {
+	struct kmsgr_addr addr;	/* in: address to bind (port 0: any) */
+	__u32 transport;	/* in: KMSGR_XPRT_* */
+	__u32 flags;		/* in: KMSGR_SESS_F_* for accepted sessions */
+	__u64 user_data;	/* in: copied into ACCEPTED events */
+	__u32 id;		/* out: listener id (for CLOSE) */
+	__u32 reserved0;
+	struct kmsgr_addr bound; /* out: the address actually bound */
+	__u64 reserved[4];
+};
+
+/* auth methods */
+#define KMSGR_AUTH_NONE		1
+#define KMSGR_AUTH_CEPHX	2
+
+/* kmsgr_connect.flags / kmsgr_listen.flags */
+#define KMSGR_SESS_F_LOSSLESS	(1U << 0)	/* resend after reconnect */
+#define KMSGR_SESS_F_SECURE	(1U << 1)	/* secure mode (needs cephx) */
+
+#define KMSGR_NAME_LEN		64
+
+/* struct kmsgr_connect - argument of KMSGR_IOC_CONNECT */
+struct kmsgr_connect {
+	struct kmsgr_addr addr;	/* in: the peer (its msgr2 address) */
+	__u32 transport;	/* in: KMSGR_XPRT_* */
+	__u32 flags;		/* in: KMSGR_SESS_F_* */
+	__u8 peer_type;		/* in: CEPH_ENTITY_TYPE_* (1 mon, 4 osd, ...) */
+	__u8 my_type;		/* in: our entity type (8 client) */
+	__u16 auth;		/* in: KMSGR_AUTH_* */
+	__u32 key_len;		/* in: 16 for cephx, else 0 */
+	__u64 key;		/* in: user pointer to the raw cephx key */
+	char name[KMSGR_NAME_LEN]; /* in: entity id, e.g. "admin" */
+	__u64 user_data;	/* in: copied into this session's events */
+	__u32 id;		/* out: session id */
+	__u32 reserved0;
+	__u64 reserved[4];
+};
+
+/* struct kmsgr_close - argument of KMSGR_IOC_CLOSE */
+struct kmsgr_close {
+	__u32 id;		/* in: session or listener id */
+	__u32 flags;		/* in: must be 0 */
+	__u64 reserved[2];
+};
+
+/* struct kmsgr_enter - argument of KMSGR_IOC_ENTER */
+struct kmsgr_enter {
+	__u32 to_submit;	/* in: SQEs to consume (up to the SQ tail) */
+	__u32 min_complete;	/* in: wait until this many CQEs are ready */
+	__u32 flags;		/* in: KMSGR_ENTER_F_* */
+	__u32 submitted;	/* out: SQEs consumed */
+	__u64 timeout_ns;	/* in: with GETEVENTS; 0 = no timeout */
+	__u64 reserved[2];
+};
+
+#define KMSGR_ENTER_F_GETEVENTS	(1U << 0)
+
+/* ------------------------------------------------------------------------ */
+/* SQEs and CQEs (64 bytes each)                                            */
+/* ------------------------------------------------------------------------ */
+
+/* struct kmsgr_slice - a piece of the buffer area */
+struct kmsgr_slice {
+	__u32 off;		/* byte offset in the buffer area */
+	__u32 len;		/* bytes */
+};
+
+/* kmsgr_sqe.opcode */
+#define KMSGR_OP_NOP		0	/* completes at once (KMSGR_CQE_OP) */
+#define KMSGR_OP_SEND		1	/* send a message: one KMSGR_CQE_SEND */
+#define KMSGR_OP_RELEASE	2	/* give back receive-pool slices */
+
+/*
+ * struct kmsgr_sqe - one submission (64 bytes).
+ *
+ * SEND: @session, @type, @version, @compat_version, @priority, @tid and the
+ * front, middle and data slices (len 0: absent) of the buffer area.  The
+ * slices must stay untouched until the KMSGR_CQE_SEND for this SQE, which
+ * reports res 0 when the message was sent (lossy) or acknowledged by the
+ * peer (lossless), or -errno when it was dropped.
+ * RELEASE: up to three receive-pool slices exactly as a RECV CQE gave them
+ * (len 0: unused).  Completes silently; a bad or double release completes
+ * with a KMSGR_CQE_OP entry, res -EINVAL.
+ * The kernel consumes an SQE only when the CQ has room for its completion.
+ */
+struct kmsgr_sqe {
+	__u8 opcode;		/* KMSGR_OP_* */
+	__u8 flags;		/* must be 0 */
+	__u16 type;		/* SEND: message type */
+	__u16 version;		/* SEND: header version */
+	__u16 compat_version;	/* SEND: header compat version */
+	__u32 session;		/* SEND: session id */
+	__u16 priority;		/* SEND: 0 = 127 */
+	__u16 reserved0;	/* must be 0 */
+	__u64 user_data;	/* copied into the CQE */
+	__u64 tid;		/* SEND: transaction id */
+	struct kmsgr_slice seg[3]; /* SEND: front, middle, data */
+	__u64 reserved1;	/* must be 0 */
+};
+
+/* kmsgr_cqe.kind */
+#define KMSGR_CQE_SEND		1	/* a SEND finished: res 0 or -errno */
+#define KMSGR_CQE_RECV		2	/* an inbound message */
+#define KMSGR_CQE_EVENT		3	/* a session event (event field) */
+#define KMSGR_CQE_OP		4	/* NOP, or a rejected SQE (res < 0) */
+
+/* kmsgr_cqe.event */
+#define KMSGR_EV_ACCEPTED	1	/* new session from a listener */
+#define KMSGR_EV_UP		2	/* session READY (again) */
+#define KMSGR_EV_DOWN		3	/* connection lost; lossless: retrying */
+#define KMSGR_EV_RESET		4	/* peer reset the session */
+#define KMSGR_EV_CLOSED		5	/* session gone; reason in @reason */
+
+/*
+ * struct kmsgr_cqe - one completion (64 bytes).  @user_data is the SQE's
+ * for SEND and OP entries, the session's (CONNECT, or the listener's for
+ * accepted sessions) for RECV and EVENT entries.
+ */
+struct kmsgr_cqe {
+	__u64 user_data;	/* SQE's, or the session's for RECV/EVENT */
+	__s32 res;		/* 0 or -errno */
+	__u8 kind;		/* KMSGR_CQE_* */
+	__u8 event;		/* EVENT: KMSGR_EV_* */
+	__u16 reason;		/* EVENT: KMSGR_REASON_* */
+	__u32 session;		/* session id */
+	__u16 type;		/* RECV: message type */
+	__u16 version;		/* RECV: header version */
+	__u64 seq;		/* RECV: message seq */
+	__u64 tid;		/* RECV: transaction id */
+	struct kmsgr_slice seg[3]; /* RECV: front, middle, data (pool slices) */
+};
+
+/*
+ * kmsgr_cqe.reason of KMSGR_EV_DOWN / KMSGR_EV_CLOSED: why the connection
+ * (or the session) ended.  Mirrors the msgr2 engine's reasons.
+ */
+#define KMSGR_REASON_NONE		0	/* closed by the application */
+#define KMSGR_REASON_BANNER		1	/* bad banner magic or length */
+#define KMSGR_REASON_BANNER_FEATURES	2	/* banner features incompatible */
+#define KMSGR_REASON_PREAMBLE_CRC	3	/* bad preamble crc */
+#define KMSGR_REASON_SEGMENT_CRC	4	/* bad segment or epilogue crc */
+#define KMSGR_REASON_GCM_TAG		5	/* secure mode: bad auth tag */
+#define KMSGR_REASON_UNKNOWN_TAG	6	/* unknown frame tag */
+#define KMSGR_REASON_ORDER		7	/* frame not valid in this state */
+#define KMSGR_REASON_OVERSIZE		8	/* a length above the limits */
+#define KMSGR_REASON_MALFORMED		9	/* malformed frame or payload */
+#define KMSGR_REASON_LATE_STATUS	10	/* bad epilogue late status */
+#define KMSGR_REASON_SIGNATURE		11	/* AUTH_SIGNATURE mismatch */
+#define KMSGR_REASON_AUTH		12	/* authentication refused */
+#define KMSGR_REASON_MISSING_FEATURES	13	/* required features missing */
+#define KMSGR_REASON_PEER		14	/* wrong peer type or address */
+#define KMSGR_REASON_SEQ		15	/* sequence gap, lossless */
+#define KMSGR_REASON_WAIT		16	/* peer said WAIT */
+#define KMSGR_REASON_TIMEOUT		17	/* handshake or keepalive timeout */
+#define KMSGR_REASON_EOF		18	/* connection closed by the peer */
+#define KMSGR_REASON_LOCAL		19	/* closed locally */
+#define KMSGR_REASON_NOMEM		20	/* out of memory */
+#define KMSGR_REASON_NONCE		21	/* secure mode: out of nonces */
+#define KMSGR_REASON_BUSY		22	/* no receive space */
+#define KMSGR_REASON_CONNECT		23	/* connect() failed (res: errno) */
+
 /* Commands; see "ioctl namespace" above for the reserved numbers. */
 #define KMSGR_IOC_INFO		_IOWR(KMSGR_IOC_MAGIC, 0x00, struct kmsgr_info)
+#define KMSGR_IOC_SETUP		_IOWR(KMSGR_IOC_MAGIC, 0x01, struct kmsgr_setup)
+#define KMSGR_IOC_ENTER		_IOWR(KMSGR_IOC_MAGIC, 0x02, struct kmsgr_enter)
+#define KMSGR_IOC_LISTEN	_IOWR(KMSGR_IOC_MAGIC, 0x03, struct kmsgr_listen)
+#define KMSGR_IOC_CONNECT	_IOWR(KMSGR_IOC_MAGIC, 0x04, struct kmsgr_connect)
+#define KMSGR_IOC_CLOSE		_IOW(KMSGR_IOC_MAGIC, 0x05, struct kmsgr_close)
 
 #endif /* _UAPI_LINUX_KMSGR_H */
