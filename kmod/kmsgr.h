@@ -20,6 +20,7 @@
 
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
+#include <linux/poll.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
