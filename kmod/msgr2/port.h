@@ -24,23 +24,29 @@
 #else
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <string.h>
-#include <sys/types.h>
 #include <errno.h>
+#include <sys/types.h>
+#include <linux/types.h>
 
-typedef uint8_t u8;
-typedef uint16_t u16;
-typedef uint32_t u32;
-typedef uint64_t u64;
-typedef int32_t s32;
-typedef int64_t s64;
+/* the kernel's short type names, from the uapi ones */
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __s32 s32;
+typedef __s64 s64;
 
 #ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #endif
 #ifndef min_t
-#define min_t(t, a, b) ((t)(a) < (t)(b) ? (t)(a) : (t)(b))
+/* like the kernel's: both operands converted to @type, each evaluated once */
+#define min_t(type, a, b) ({			\
+	type __min_a = (a);			\
+	type __min_b = (b);			\
+	__min_a < __min_b ? __min_a : __min_b;	\
+})
 #endif
 #ifndef fallthrough
 #define fallthrough __attribute__((__fallthrough__))

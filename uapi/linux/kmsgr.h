@@ -146,7 +146,7 @@ struct kmsgr_ring {
 };
 
 /* kmsgr_ring.flags */
-#define KMSGR_RING_F_CQ_PAUSED	(1U << 0)	/* CQ: full, delivery paused */
+#define KMSGR_RING_F_CQ_PAUSED	_BITUL(0)	/* CQ: full, delivery paused */
 
 /*
  * struct kmsgr_setup - argument of KMSGR_IOC_SETUP, once per instance.
@@ -206,8 +206,8 @@ struct kmsgr_listen {
 #define KMSGR_AUTH_CEPHX	2
 
 /* kmsgr_connect.flags / kmsgr_listen.flags */
-#define KMSGR_SESS_F_LOSSLESS	(1U << 0)	/* resend after reconnect */
-#define KMSGR_SESS_F_SECURE	(1U << 1)	/* secure mode (needs cephx) */
+#define KMSGR_SESS_F_LOSSLESS	_BITUL(0)	/* resend after reconnect */
+#define KMSGR_SESS_F_SECURE	_BITUL(1)	/* secure mode (needs cephx) */
 
 #define KMSGR_NAME_LEN		64
 
@@ -245,7 +245,7 @@ struct kmsgr_enter {
 	__u64 reserved[2];
 };
 
-#define KMSGR_ENTER_F_GETEVENTS	(1U << 0)
+#define KMSGR_ENTER_F_GETEVENTS	_BITUL(0)	/* wait for min_complete CQEs */
 
 /* ------------------------------------------------------------------------ */
 /* SQEs and CQEs (64 bytes each)                                            */
