@@ -81,6 +81,10 @@ check-vm: deps
 .PHONY: check-host-tap check-vm-tap
 check-host-tap: ksrc
 	@mkdir -p $(RESULTS)
+	@$(MAKE) --no-print-directory -C lib test_lib >/dev/null && \
+		lib/test_lib >$(RESULTS)/libkmsgr.tap 2>&1 || \
+		printf 'not ok 1 libkmsgr host tests did not build or run\n1..1\n' \
+			>$(RESULTS)/libkmsgr.tap
 	@$(MAKE) --no-print-directory -C selftests/msgr2 RESULTS=$(RESULTS) check || \
 		printf 'not ok 1 msgr2 host tests did not build or run\n1..1\n' \
 			>$(RESULTS)/msgr2-incomplete.tap
@@ -100,6 +104,9 @@ fuzz: deps ksrc
 
 bench: deps
 	@$(MAKE) --no-print-directory -C selftests/msgr2 bench
+	@$(MAKE) --no-print-directory all ksrc >$(BUILD).bench.log 2>&1 || \
+		{ cat $(BUILD).bench.log; exit 1; }
+	@tools/bench-tcp
 
 lint: ksrc module
 	$(KSRC)/scripts/checkpatch.pl --no-tree --strict --show-types -f \

@@ -9,9 +9,13 @@
  *                engine glue (one msgr2_conn per connection), reconnects
  *   xprt.h       the transport interface; xprt_tcp.c: kernel TCP sockets
  *
- * Locking, outermost first: inst->lock (control ioctls, SETUP, teardown) >
+ * Locking, outermost first: inst->lock (control ioctls: main.c holds it
+ * around SETUP, LISTEN, CONNECT and CLOSE) or inst->submit_lock (ENTER:
+ * SQ consumption, calls kmsgr_sess_send(); never nested with inst->lock) >
  * sess->lock (one session's engine state) > inst->cq_lock (CQ producer,
- * pool).  Nothing sleeps under cq_lock.
+ * pool).  Nothing sleeps under cq_lock.  Two sess->locks nest only as a
+ * fresh, unannounced server session > the established session of the
+ * same listener that its client resumes (session.c, attach).
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -38,6 +42,22 @@
 
 /* Receive-pool allocation unit (bytes). */
 #define KMSGR_POOL_GRAIN	512
+
+/*
+ * struct kmsgr_inst_stats - counters of one instance (for netlink later).
+ * @sqes and @sqe_errors are written under submit_lock, the rest under
+ * cq_lock; readers may read them racily.
+ */
+struct kmsgr_inst_stats {
+	u64 sqes;		/* SQEs consumed */
+	u64 sqe_errors;		/* of which completed with an error */
+	u64 cqes;		/* CQEs posted */
+	u64 cq_full;		/* posts refused or deferred: CQ full */
+	u64 cq_overflow;	/* events queued on the overflow list */
+	u64 cq_lost;		/* events lost: overflow list full, no memory */
+	u64 pool_bytes;		/* receive-pool bytes allocated now */
+	u64 pool_full;		/* pool allocations refused */
+};
 
 /* module parameters (main.c) */
 extern unsigned int kmsgr_max_sq_entries;
@@ -77,6 +97,15 @@ struct kmsgr_instance {
 	u32 cq_reserved;		/* slots promised to in-flight SQEs */
 	struct list_head cq_overflow;	/* events that found the CQ full */
 	wait_queue_head_t cq_wait;	/* ENTER waiters and poll() */
+	u32 sq_entries;			/* kernel copies of the ring sizes */
+	u32 cq_entries;
+	struct mutex submit_lock;	/* ENTER: SQ consumption, sq_head */
+	u32 cq_head;			/* last sane CQ head read (cq_lock) */
+	u32 cq_overflow_nr;		/* entries on cq_overflow (cq_lock) */
+	bool cq_paused;			/* a post found the CQ full (cq_lock) */
+	bool pool_starved;		/* an allocation failed (cq_lock) */
+	u32 pool_hint;			/* next grain to search (cq_lock) */
+	struct kmsgr_inst_stats stats;
 
 	/* ---- session.c: sessions and listeners ---- */
 	struct xarray objs;		/* id -> session or listener */
@@ -96,6 +125,8 @@ __poll_t kmsgr_inst_poll(struct kmsgr_instance *inst, struct file *file,
 			 poll_table *wait);
 /* free rings and buffer area; sessions are already gone */
 void kmsgr_inst_teardown(struct kmsgr_instance *inst);
+/* open(): initialise the instance.c fields (locks, lists, wait queue) */
+void kmsgr_inst_init(struct kmsgr_instance *inst);
 
 /*
  * Post a completion.  Returns 0, or -ENOSPC when the CQ (excluding slots
@@ -108,12 +139,16 @@ int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
 /* Post a session event; queued on the overflow list if the CQ is full. */
 void kmsgr_cq_post_event(struct kmsgr_instance *inst,
 			 const struct kmsgr_cqe *cqe);
-/* Free CQ slots now (not counting reservations). */
+/*
+ * Free CQ slots now (not counting reservations).  0 marks delivery paused:
+ * kmsgr_sess_resume() is called when ENTER or poll() finds room again.
+ */
 u32 kmsgr_cq_room(struct kmsgr_instance *inst);
 
 /*
  * Receive pool: allocate @len bytes (0 gives an empty slice at offset 0).
- * Returns 0 or -ENOSPC; never sleeps.
+ * Returns 0 or -ENOSPC; never sleeps.  After -ENOSPC the next RELEASE that
+ * frees space calls kmsgr_sess_resume().
  */
 int kmsgr_pool_alloc(struct kmsgr_instance *inst, u32 len, u32 *off);
 /* Give a slice back; -EINVAL when it is not exactly one live allocation. */
@@ -143,6 +178,9 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe);
 void kmsgr_sess_resume(struct kmsgr_instance *inst);
 /* close every session and listener and wait until they are gone */
 void kmsgr_sess_destroy_all(struct kmsgr_instance *inst);
+
+/* open(): initialise the session.c fields (objs, counters) */
+void kmsgr_sess_inst_init(struct kmsgr_instance *inst);
 
 int kmsgr_sess_init(void);	/* module init: workqueue */
 void kmsgr_sess_exit(void);

@@ -4,7 +4,12 @@
  *
  * Every open() of /dev/kmsgr creates a struct kmsgr_instance, freed by the
  * final release() of that file.  Control is by ioctl (see
- * uapi/linux/kmsgr.h); only KMSGR_IOC_INFO exists so far.
+ * uapi/linux/kmsgr.h): INFO here, SETUP and ENTER in instance.c, LISTEN,
+ * CONNECT and CLOSE in session.c; data by mmap'd rings (instance.c).
+ *
+ * The final release() comes only after every mapping of the file is gone
+ * (each VMA holds a reference to the file), and after every ioctl and
+ * poll() returned (they hold one too), so teardown never races with them.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -13,16 +18,35 @@
 #include <linux/atomic.h>
 #include <linux/build_bug.h>
 #include <linux/fs.h>
+#include <linux/kernel.h>
+#include <linux/log2.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
+#include <linux/sizes.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
 #include <linux/uaccess.h>
 
 #include "kmsgr.h"
+
+/*
+ * Hard bounds of the module parameters.  Entries are 64 bytes: 2 MiB of
+ * SQ, 4 MiB of CQ.  Slice offsets are 32-bit: at most 4 GiB of area.
+ */
+#define KMSGR_SQ_ENTRIES_LIMIT	32768U
+#define KMSGR_CQ_ENTRIES_LIMIT	65536U
+#define KMSGR_BUF_SIZE_LIMIT	SZ_4G
+#define KMSGR_SESSIONS_LIMIT	65536U
+
+/* Limits of SETUP and CONNECT/LISTEN; READ_ONCE() them, they may change. */
+unsigned int kmsgr_max_sq_entries = 4096;
+unsigned int kmsgr_max_cq_entries = 8192;
+unsigned long kmsgr_max_buf_size = SZ_256M;
+unsigned int kmsgr_max_sessions = 256;
 
 /* Live instances; must be zero when the module goes away. */
 static atomic_t kmsgr_instances = ATOMIC_INIT(0);
@@ -54,6 +78,103 @@ module_param_cb(instances, &kmsgr_param_instances_ops, NULL, 0444);
 MODULE_PARM_DESC(instances,
 		 "Open /dev/kmsgr instances (read-only; 0 when none is open)");
 
+/*
+ * Setters of the limit parameters: a value outside the bounds fails the
+ * write (or insmod) with -EINVAL.  Sizes take effect at the next SETUP.
+ */
+static int kmsgr_param_set_entries(const char *val,
+				   const struct kernel_param *kp,
+				   unsigned int limit)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (!n || n > limit || !is_power_of_2(n))
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, n);
+	return 0;
+}
+
+static int kmsgr_param_set_sq(const char *val, const struct kernel_param *kp)
+{
+	return kmsgr_param_set_entries(val, kp, KMSGR_SQ_ENTRIES_LIMIT);
+}
+
+static int kmsgr_param_set_cq(const char *val, const struct kernel_param *kp)
+{
+	return kmsgr_param_set_entries(val, kp, KMSGR_CQ_ENTRIES_LIMIT);
+}
+
+static int kmsgr_param_set_buf(const char *val, const struct kernel_param *kp)
+{
+	unsigned long n;
+	int ret;
+
+	ret = kstrtoul(val, 0, &n);
+	if (ret)
+		return ret;
+	if (n < PAGE_ALIGN(KMSGR_POOL_MIN) || n > KMSGR_BUF_SIZE_LIMIT ||
+	    !PAGE_ALIGNED(n))
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned long *)kp->arg, n);
+	return 0;
+}
+
+static int kmsgr_param_set_sessions(const char *val,
+				    const struct kernel_param *kp)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (!n || n > KMSGR_SESSIONS_LIMIT)
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, n);
+	return 0;
+}
+
+static const struct kernel_param_ops kmsgr_param_sq_ops = {
+	.set = kmsgr_param_set_sq,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops kmsgr_param_cq_ops = {
+	.set = kmsgr_param_set_cq,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops kmsgr_param_buf_ops = {
+	.set = kmsgr_param_set_buf,
+	.get = param_get_ulong,
+};
+
+static const struct kernel_param_ops kmsgr_param_sessions_ops = {
+	.set = kmsgr_param_set_sessions,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_sq_entries, &kmsgr_param_sq_ops, &kmsgr_max_sq_entries,
+		0644);
+MODULE_PARM_DESC(max_sq_entries,
+		 "Largest SQ of an instance, entries (power of two, 1-32768; default 4096)");
+module_param_cb(max_cq_entries, &kmsgr_param_cq_ops, &kmsgr_max_cq_entries,
+		0644);
+MODULE_PARM_DESC(max_cq_entries,
+		 "Largest CQ of an instance, entries (power of two, 1-65536; default 8192)");
+module_param_cb(max_buf_size, &kmsgr_param_buf_ops, &kmsgr_max_buf_size,
+		0644);
+MODULE_PARM_DESC(max_buf_size,
+		 "Largest buffer area of an instance, bytes (page multiple, 64 KiB-4 GiB; default 256 MiB)");
+module_param_cb(max_sessions, &kmsgr_param_sessions_ops, &kmsgr_max_sessions,
+		0644);
+MODULE_PARM_DESC(max_sessions,
+		 "Most sessions per instance (1-65536; default 256)");
+
 static struct kmsgr_instance *kmsgr_instance_alloc(void)
 {
 	struct kmsgr_instance *inst;
@@ -64,6 +185,8 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 
 	inst->id = atomic64_inc_return(&kmsgr_next_instance_id);
 	mutex_init(&inst->lock);
+	kmsgr_inst_init(inst);
+	kmsgr_sess_inst_init(inst);
 	atomic_inc(&kmsgr_instances);
 	pr_debug("instance %llu created\n", inst->id);
 	return inst;
@@ -95,6 +218,10 @@ static int kmsgr_ctrl_info(struct kmsgr_instance *inst,
 	memset(&info, 0, sizeof(info));
 	info.abi_version = KMSGR_ABI_VERSION;
 	info.features = KMSGR_FEAT_SUPPORTED;
+	info.max_sq_entries = READ_ONCE(kmsgr_max_sq_entries);
+	info.max_cq_entries = READ_ONCE(kmsgr_max_cq_entries);
+	info.max_buf_size = READ_ONCE(kmsgr_max_buf_size);
+	info.max_sessions = READ_ONCE(kmsgr_max_sessions);
 	strscpy(info.version, KMSGR_VERSION, sizeof(info.version));
 
 	if (copy_to_user(uinfo, &info, sizeof(info)))
@@ -120,10 +247,53 @@ static int kmsgr_ch_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/*
+ * The final close of the file: no mapping, ioctl or poll() is left (each
+ * holds a file reference).  Sessions go first: they post into the rings
+ * and the buffer area that kmsgr_inst_teardown() frees.
+ */
 static int kmsgr_ch_release(struct inode *inode, struct file *file)
 {
-	kmsgr_instance_free(file->private_data);
+	struct kmsgr_instance *inst = file->private_data;
+
+	kmsgr_sess_destroy_all(inst);
+	kmsgr_inst_teardown(inst);
+	kmsgr_instance_free(inst);
 	return 0;
+}
+
+static int kmsgr_ch_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return kmsgr_inst_mmap(file->private_data, vma);
+}
+
+static __poll_t kmsgr_ch_poll(struct file *file, poll_table *wait)
+{
+	return kmsgr_inst_poll(file->private_data, file, wait);
+}
+
+/*
+ * LISTEN and CONNECT need the rings (their events go to the CQ): -EINVAL
+ * before SETUP.  Called with inst->lock held, like every control ioctl.
+ */
+static long kmsgr_ctrl_session(struct kmsgr_instance *inst, unsigned int cmd,
+			       void __user *argp)
+	__must_hold(&inst->lock)
+{
+	switch (cmd) {
+	case KMSGR_IOC_LISTEN:
+		if (!inst->setup_done)
+			return -EINVAL;
+		return kmsgr_sess_listen(inst, argp);
+	case KMSGR_IOC_CONNECT:
+		if (!inst->setup_done)
+			return -EINVAL;
+		return kmsgr_sess_connect(inst, argp);
+	case KMSGR_IOC_CLOSE:
+		return kmsgr_sess_close(inst, argp);
+	default:
+		return -ENOTTY;
+	}
 }
 
 static long kmsgr_ch_ioctl(struct file *file, unsigned int cmd,
@@ -139,6 +309,22 @@ static long kmsgr_ch_ioctl(struct file *file, unsigned int cmd,
 		ret = kmsgr_ctrl_info(inst, argp);
 		mutex_unlock(&inst->lock);
 		break;
+	case KMSGR_IOC_SETUP:
+		mutex_lock(&inst->lock);
+		ret = kmsgr_inst_setup(inst, argp);
+		mutex_unlock(&inst->lock);
+		break;
+	case KMSGR_IOC_ENTER:
+		/* Not under inst->lock: it may wait; submit_lock inside. */
+		ret = kmsgr_inst_enter(inst, argp);
+		break;
+	case KMSGR_IOC_LISTEN:
+	case KMSGR_IOC_CONNECT:
+	case KMSGR_IOC_CLOSE:
+		mutex_lock(&inst->lock);
+		ret = kmsgr_ctrl_session(inst, cmd, argp);
+		mutex_unlock(&inst->lock);
+		break;
 	default:
 		ret = -ENOTTY;
 		break;
@@ -152,6 +338,8 @@ static const struct file_operations kmsgr_ch_fops = {
 	.release	= kmsgr_ch_release,
 	.unlocked_ioctl	= kmsgr_ch_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
+	.mmap		= kmsgr_ch_mmap,
+	.poll		= kmsgr_ch_poll,
 };
 
 static struct miscdevice kmsgr_misc = {
@@ -165,26 +353,43 @@ static int __init kmsgr_init(void)
 {
 	int ret;
 
-	/* The uapi structure is 128 bytes on every ABI, 32-bit included. */
+	/* The uapi structures have one size on every ABI, 32-bit included. */
 	BUILD_BUG_ON(sizeof(struct kmsgr_info) != 128);
 	BUILD_BUG_ON(sizeof(KMSGR_VERSION) > KMSGR_VERSION_LEN);
+	BUILD_BUG_ON(sizeof(struct kmsgr_ring) != 64);
+	BUILD_BUG_ON(sizeof(struct kmsgr_sqe) != 64);
+	BUILD_BUG_ON(sizeof(struct kmsgr_cqe) != 64);
+	BUILD_BUG_ON(sizeof(struct kmsgr_setup) != 96);
+	BUILD_BUG_ON(sizeof(struct kmsgr_enter) != 40);
+	BUILD_BUG_ON(sizeof(struct kmsgr_close) != 24);
+
+	ret = kmsgr_sess_init();
+	if (ret)
+		return ret;
 
 	ret = misc_register(&kmsgr_misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: error %d\n",
 		       KMSGR_DEV_NAME, ret);
-		return ret;
+		goto out_sess_exit;
 	}
 
-	pr_info("version %s, ABI %d, features 0x%llx, /dev/%s\n",
+	pr_info("version %s, ABI %d, features 0x%llx, /dev/%s, limits sq %u cq %u buf %lu sessions %u\n",
 		KMSGR_VERSION, KMSGR_ABI_VERSION,
-		(unsigned long long)KMSGR_FEAT_SUPPORTED, KMSGR_DEV_NAME);
+		(unsigned long long)KMSGR_FEAT_SUPPORTED, KMSGR_DEV_NAME,
+		kmsgr_max_sq_entries, kmsgr_max_cq_entries,
+		kmsgr_max_buf_size, kmsgr_max_sessions);
 	return 0;
+
+out_sess_exit:
+	kmsgr_sess_exit();
+	return ret;
 }
 
 static void __exit kmsgr_exit(void)
 {
 	misc_deregister(&kmsgr_misc);
+	kmsgr_sess_exit();
 	/* Each open file holds a module reference: nothing can be left. */
 	WARN_ON_ONCE(atomic_read(&kmsgr_instances));
 	pr_debug("unloaded\n");

@@ -4,24 +4,60 @@
  *
  * Copyright (C) 2025 The kmsgr authors
  */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libkmsgr.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Shared ring fields: the other side writes them concurrently. */
+#define load_acquire(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define store_release(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+/* One mmap'd region. */
+struct kmsgr_map {
+	void *addr;
+	size_t len;
+};
+
 struct kmsgr {
-	int fd;		/* the instance: an open file of /dev/kmsgr */
+	int fd;			/* the instance: an open file of /dev/kmsgr */
+
+	/* after kmsgr_setup() */
+	struct kmsgr_map sq_map;
+	struct kmsgr_map cq_map;
+	struct kmsgr_map buf_map;
+	struct kmsgr_ring *sq;
+	struct kmsgr_sqe *sqes;
+	struct kmsgr_ring *cq;
+	struct kmsgr_cqe *cqes;
+	__u32 sq_tail;		/* prepared, not necessarily published */
+	__u64 buf_size;
+	__u64 tx_size;
 };
 
 /* Names of the KMSGR_FEAT_* bits, indexed by bit number. */
 static const char *const kmsgr_feature_names[] = {
 	[0] = "info",		/* KMSGR_FEAT_INFO */
+	[1] = "rings",		/* KMSGR_FEAT_RINGS */
+	[2] = "tcp",		/* KMSGR_FEAT_TCP */
+	[3] = "cephx",		/* KMSGR_FEAT_CEPHX */
+	[4] = "secure",		/* KMSGR_FEAT_SECURE */
 };
 
 /* ioctl() returning 0 or a negative errno. */
@@ -67,10 +103,21 @@ out_free:
 	return ret;
 }
 
+static void kmsgr_unmap(struct kmsgr_map *m)
+{
+	if (m->addr)
+		munmap(m->addr, m->len);
+	m->addr = NULL;
+	m->len = 0;
+}
+
 void kmsgr_close(struct kmsgr *k)
 {
 	if (!k)
 		return;
+	kmsgr_unmap(&k->buf_map);
+	kmsgr_unmap(&k->cq_map);
+	kmsgr_unmap(&k->sq_map);
 	close(k->fd);
 	free(k);
 }
@@ -107,6 +154,10 @@ const char *kmsgr_strerror(int err)
 		return "kmsgr module ABI version differs from libkmsgr's";
 	case ENOTTY:
 		return "Command not supported by the loaded kmsgr module";
+	case ETIME:
+		return "Timed out waiting for a completion";
+	case EBADMSG:
+		return "Kernel ring layout is inconsistent";
 	default:
 		break;
 	}
@@ -119,4 +170,612 @@ const char *kmsgr_strerror(int err)
 const char *kmsgr_version(void)
 {
 	return LIBKMSGR_VERSION;
+}
+
+/* ---- rings and buffer area ---------------------------------------------- */
+
+static int kmsgr_map_region(struct kmsgr *k, struct kmsgr_map *m, __u64 off,
+			    __u64 len)
+{
+	void *addr;
+
+	if (!len || len > SIZE_MAX)
+		return -EBADMSG;
+	addr = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_POPULATE, k->fd, (off_t)off);
+	if (addr == MAP_FAILED)
+		return -errno;
+	m->addr = addr;
+	m->len = (size_t)len;
+	return 0;
+}
+
+/*
+ * Check a mapped ring head against what SETUP granted, so that a bad
+ * kernel answer cannot make us index outside the mapping.
+ */
+static int kmsgr_ring_check(const struct kmsgr_map *m, __u32 entries,
+			    size_t entry_size)
+{
+	const struct kmsgr_ring *r = m->addr;
+	__u64 end;
+
+	if (m->len < sizeof(*r) || r->entries != entries ||
+	    !entries || (entries & (entries - 1)) ||
+	    r->mask != entries - 1 || r->entries_off < sizeof(*r) ||
+	    r->entries_off % 8)
+		return -EBADMSG;
+	end = (__u64)r->entries_off + (__u64)entries * entry_size;
+	return end <= m->len ? 0 : -EBADMSG;
+}
+
+int kmsgr_setup(struct kmsgr *k, struct kmsgr_setup *setup)
+{
+	int ret;
+
+	if (k->sq_map.addr || k->cq_map.addr || k->buf_map.addr)
+		return -EBUSY;
+
+	ret = kmsgr_ioctl(k->fd, KMSGR_IOC_SETUP, setup);
+	if (ret)
+		return ret;
+	if (setup->rx_pool_size > setup->buf_size)
+		return -EBADMSG;
+
+	ret = kmsgr_map_region(k, &k->sq_map, KMSGR_OFF_SQ_RING,
+			       setup->sq_ring_size);
+	if (ret)
+		return ret;
+	ret = kmsgr_map_region(k, &k->cq_map, KMSGR_OFF_CQ_RING,
+			       setup->cq_ring_size);
+	if (ret)
+		goto out_unmap_sq;
+	ret = kmsgr_map_region(k, &k->buf_map, KMSGR_OFF_BUF, setup->buf_size);
+	if (ret)
+		goto out_unmap_cq;
+
+	ret = kmsgr_ring_check(&k->sq_map, setup->sq_entries,
+			       sizeof(struct kmsgr_sqe));
+	if (!ret)
+		ret = kmsgr_ring_check(&k->cq_map, setup->cq_entries,
+				       sizeof(struct kmsgr_cqe));
+	if (ret)
+		goto out_unmap_buf;
+
+	k->sq = k->sq_map.addr;
+	k->sqes = (void *)((char *)k->sq_map.addr + k->sq->entries_off);
+	k->cq = k->cq_map.addr;
+	k->cqes = (void *)((char *)k->cq_map.addr + k->cq->entries_off);
+	k->sq_tail = load_acquire(&k->sq->tail);
+	k->buf_size = setup->buf_size;
+	k->tx_size = setup->buf_size - setup->rx_pool_size;
+	return 0;
+
+out_unmap_buf:
+	kmsgr_unmap(&k->buf_map);
+out_unmap_cq:
+	kmsgr_unmap(&k->cq_map);
+out_unmap_sq:
+	kmsgr_unmap(&k->sq_map);
+	return ret;
+}
+
+void *kmsgr_buf(const struct kmsgr *k)
+{
+	return k->buf_map.addr;
+}
+
+__u64 kmsgr_buf_size(const struct kmsgr *k)
+{
+	return k->buf_size;
+}
+
+__u64 kmsgr_tx_size(const struct kmsgr *k)
+{
+	return k->tx_size;
+}
+
+struct kmsgr_sqe *kmsgr_get_sqe(struct kmsgr *k)
+{
+	struct kmsgr_sqe *sqe;
+	__u32 head;
+
+	if (!k->sq)
+		return NULL;
+	head = load_acquire(&k->sq->head);
+	if (k->sq_tail - head >= k->sq->entries)
+		return NULL;
+	sqe = &k->sqes[k->sq_tail & k->sq->mask];
+	memset(sqe, 0, sizeof(*sqe));
+	k->sq_tail++;
+	return sqe;
+}
+
+unsigned int kmsgr_sq_pending(const struct kmsgr *k)
+{
+	if (!k->sq)
+		return 0;
+	return k->sq_tail - load_acquire(&k->sq->head);
+}
+
+static __u64 kmsgr_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
+int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns)
+{
+	struct kmsgr_enter enter;
+	int ret;
+
+	if (!k->sq)
+		return -EINVAL;
+
+	/* Make the SQE contents visible before the new tail. */
+	store_release(&k->sq->tail, k->sq_tail);
+
+	memset(&enter, 0, sizeof(enter));
+	enter.to_submit = k->sq_tail - load_acquire(&k->sq->head);
+	if (wait_nr) {
+		enter.min_complete = wait_nr;
+		enter.flags = KMSGR_ENTER_F_GETEVENTS;
+		enter.timeout_ns = timeout_ns;
+	}
+	if (!enter.to_submit && !wait_nr)
+		return 0;
+
+	ret = kmsgr_ioctl(k->fd, KMSGR_IOC_ENTER, &enter);
+	if (ret == -ETIMEDOUT)
+		ret = -ETIME;
+	if (ret)
+		return ret;
+	return (int)enter.submitted;
+}
+
+struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k)
+{
+	__u32 head, tail;
+
+	if (!k->cq)
+		return NULL;
+	head = k->cq->head;	/* ours: only we write it */
+	tail = load_acquire(&k->cq->tail);
+	if (head == tail)
+		return NULL;
+	return &k->cqes[head & k->cq->mask];
+}
+
+void kmsgr_cqe_seen(struct kmsgr *k)
+{
+	store_release(&k->cq->head, k->cq->head + 1);
+}
+
+int kmsgr_wait_cqe(struct kmsgr *k, struct kmsgr_cqe **cqe, __u64 timeout_ns)
+{
+	__u64 deadline = 0, now, left = 0;
+	int ret;
+
+	if (!k->cq)
+		return -EINVAL;
+	if (timeout_ns)
+		deadline = kmsgr_now_ns() + timeout_ns;
+
+	for (;;) {
+		*cqe = kmsgr_peek_cqe(k);
+		if (*cqe) {
+			/* still publish what the caller prepared */
+			if (kmsgr_sq_pending(k)) {
+				ret = kmsgr_submit(k, 0, 0);
+				if (ret < 0 && ret != -EINTR)
+					return ret;
+			}
+			return 0;
+		}
+		if (timeout_ns) {
+			now = kmsgr_now_ns();
+			if (now >= deadline)
+				return -ETIME;
+			left = deadline - now;
+		}
+		ret = kmsgr_submit(k, 1, left);
+		if (ret == -ETIME)
+			continue;	/* re-check the ring, then the clock */
+		if (ret < 0)
+			return ret;
+	}
+}
+
+void kmsgr_prep_send(struct kmsgr_sqe *sqe, __u32 session, __u16 type,
+		     __u64 tid, struct kmsgr_slice front,
+		     struct kmsgr_slice middle, struct kmsgr_slice data,
+		     __u64 user_data)
+{
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = KMSGR_OP_SEND;
+	sqe->session = session;
+	sqe->type = type;
+	sqe->tid = tid;
+	sqe->seg[0] = front;
+	sqe->seg[1] = middle;
+	sqe->seg[2] = data;
+	sqe->user_data = user_data;
+}
+
+void kmsgr_prep_release(struct kmsgr_sqe *sqe, const struct kmsgr_cqe *recv)
+{
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = KMSGR_OP_RELEASE;
+	sqe->session = recv->session;
+	memcpy(sqe->seg, recv->seg, sizeof(sqe->seg));
+	sqe->user_data = recv->user_data;
+}
+
+void kmsgr_prep_nop(struct kmsgr_sqe *sqe, __u64 user_data)
+{
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = KMSGR_OP_NOP;
+	sqe->user_data = user_data;
+}
+
+/* ---- addresses ---------------------------------------------------------- */
+
+static int kmsgr_parse_uint(const char *s, size_t len, unsigned long max,
+			    unsigned long *val)
+{
+	unsigned long v = 0;
+	size_t i;
+
+	if (!len || len > 10)
+		return -EINVAL;
+	for (i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return -EINVAL;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	if (v > max)
+		return -EINVAL;
+	*val = v;
+	return 0;
+}
+
+int kmsgr_addr_parse(const char *str, struct kmsgr_addr *addr)
+{
+	char host[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+	const char *p = str, *hend, *port, *slash;
+	unsigned long portnum, nonce = 0, scope = 0;
+	size_t hlen;
+	char *pct;
+
+	if (!str)
+		return -EINVAL;
+	memset(addr, 0, sizeof(*addr));
+
+	/* Ceph's "v2:" prefix and "/nonce" suffix are accepted. */
+	if (!strncmp(p, "v2:", 3))
+		p += 3;
+	slash = strchr(p, '/');
+	if (slash && kmsgr_parse_uint(slash + 1, strlen(slash + 1),
+				      UINT32_MAX, &nonce))
+		return -EINVAL;
+	if (!slash)
+		slash = p + strlen(p);
+
+	if (*p == '[') {
+		p++;
+		hend = memchr(p, ']', (size_t)(slash - p));
+		if (!hend || hend[1] != ':')
+			return -EINVAL;
+		port = hend + 2;
+		addr->family = AF_INET6;
+	} else {
+		hend = NULL;
+		for (port = p; port < slash; port++)
+			if (*port == ':')
+				hend = port;
+		if (!hend)
+			return -EINVAL;
+		port = hend + 1;
+		addr->family = AF_INET;
+	}
+	hlen = (size_t)(hend - p);
+	if (!hlen || hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, p, hlen);
+	host[hlen] = '\0';
+
+	if (kmsgr_parse_uint(port, (size_t)(slash - port), 65535, &portnum))
+		return -EINVAL;
+
+	if (addr->family == AF_INET) {
+		if (inet_pton(AF_INET, host, addr->addr) != 1)
+			return -EINVAL;
+	} else {
+		pct = strchr(host, '%');
+		if (pct) {
+			*pct++ = '\0';
+			if (kmsgr_parse_uint(pct, strlen(pct), UINT32_MAX,
+					     &scope)) {
+				scope = if_nametoindex(pct);
+				if (!scope)
+					return -EINVAL;
+			}
+		}
+		if (inet_pton(AF_INET6, host, addr->addr) != 1)
+			return -EINVAL;
+		addr->scope_id = (__u32)scope;
+	}
+	addr->port = htons((uint16_t)portnum);
+	addr->nonce = (__u32)nonce;
+	return 0;
+}
+
+const char *kmsgr_addr_format(const struct kmsgr_addr *addr, char *buf,
+			      size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+	char scope[16] = "";
+	char nonce[16] = "";
+
+	if (!buf || !len)
+		return NULL;
+	if (addr->nonce)
+		snprintf(nonce, sizeof(nonce), "/%u", addr->nonce);
+
+	if (addr->family == AF_INET &&
+	    inet_ntop(AF_INET, addr->addr, host, sizeof(host))) {
+		snprintf(buf, len, "%s:%u%s", host, ntohs(addr->port), nonce);
+	} else if (addr->family == AF_INET6 &&
+		   inet_ntop(AF_INET6, addr->addr, host, sizeof(host))) {
+		if (addr->scope_id)
+			snprintf(scope, sizeof(scope), "%%%u", addr->scope_id);
+		snprintf(buf, len, "[%s%s]:%u%s", host, scope,
+			 ntohs(addr->port), nonce);
+	} else {
+		snprintf(buf, len, "(family %u)", addr->family);
+	}
+	return buf;
+}
+
+/* ---- keyrings ----------------------------------------------------------- */
+
+/* Layout of an encoded Ceph CryptoKey (AES). */
+#define CRYPTO_KEY_AES		1
+#define CRYPTO_KEY_BLOB_LEN	(2 + 8 + 2 + 16)
+#define KEYRING_LINE_MAX	4096
+
+static int b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/*
+ * Strict base64: length a multiple of 4, '=' only as the last one or two
+ * characters, and unused bits of the last group zero.  Returns the decoded
+ * length or -EINVAL.
+ */
+static int kmsgr_base64_decode(const char *in, size_t in_len, __u8 *out,
+			       size_t out_cap)
+{
+	size_t i, o = 0;
+	int v[4], pad, j;
+
+	if (in_len % 4)
+		return -EINVAL;
+	for (i = 0; i < in_len; i += 4) {
+		pad = 0;
+		for (j = 0; j < 4; j++) {
+			if (in[i + j] == '=' && i + 4 == in_len && j >= 2) {
+				v[j] = 0;
+				pad++;
+				continue;
+			}
+			if (pad)
+				return -EINVAL;	/* data after '=' */
+			v[j] = b64_value((unsigned char)in[i + j]);
+			if (v[j] < 0)
+				return -EINVAL;
+		}
+		if ((pad == 1 && (v[2] & 0x3)) || (pad == 2 && (v[1] & 0xf)))
+			return -EINVAL;	/* non-canonical trailing bits */
+		if (o + 3 - (size_t)pad > out_cap)
+			return -EINVAL;
+		out[o++] = (__u8)(v[0] << 2 | v[1] >> 4);
+		if (pad < 2)
+			out[o++] = (__u8)((v[1] & 0xf) << 4 | v[2] >> 2);
+		if (pad < 1)
+			out[o++] = (__u8)((v[2] & 0x3) << 6 | v[3]);
+	}
+	return (int)o;
+}
+
+int kmsgr_key_decode(const char *b64, __u8 key[16])
+{
+	__u8 blob[CRYPTO_KEY_BLOB_LEN + 3];
+	int len, ret = -EINVAL;
+
+	len = kmsgr_base64_decode(b64, strlen(b64), blob, sizeof(blob));
+	if (len != CRYPTO_KEY_BLOB_LEN)
+		goto out;
+	/* le16 type, 8 bytes created (utime), le16 length, the key */
+	if ((blob[0] | blob[1] << 8) != CRYPTO_KEY_AES)
+		goto out;
+	if ((blob[10] | blob[11] << 8) != 16)
+		goto out;
+	memcpy(key, blob + 12, 16);
+	ret = 0;
+out:
+	explicit_bzero(blob, sizeof(blob));
+	return ret;
+}
+
+static char *kmsgr_trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+/*
+ * One keyring line: 1 when it is "key = VALUE" inside the wanted section
+ * (then *@val points at VALUE), 0 otherwise, -EINVAL when malformed.
+ */
+static int kmsgr_keyring_line(char *line, const char *name, bool *in_sect,
+			      char **val)
+{
+	char *p = kmsgr_trim(line), *eq, *k;
+
+	if (!*p || *p == '#' || *p == ';')
+		return 0;
+	if (*p == '[') {
+		k = strchr(p, ']');
+		if (!k || k[1])
+			return -EINVAL;
+		*k = '\0';
+		*in_sect = !strcmp(kmsgr_trim(p + 1), name);
+		return 0;
+	}
+	eq = strchr(p, '=');
+	if (!eq)
+		return -EINVAL;
+	*eq = '\0';
+	k = kmsgr_trim(p);
+	if (!*in_sect || strcmp(k, "key"))
+		return 0;
+	*val = kmsgr_trim(eq + 1);
+	return 1;
+}
+
+int kmsgr_keyring_load(const char *path, const char *name, __u8 key[16])
+{
+	char *line, *val = NULL;
+	bool in_sect = false, seen = false;
+	FILE *f;
+	size_t n;
+	int ret;
+
+	if (!path || !name || !*name)
+		return -EINVAL;
+	line = malloc(KEYRING_LINE_MAX);
+	if (!line)
+		return -ENOMEM;
+	f = fopen(path, "re");
+	if (!f) {
+		ret = -errno;
+		goto out_free;
+	}
+
+	ret = -ENOENT;
+	while (fgets(line, KEYRING_LINE_MAX, f)) {
+		n = strlen(line);
+		if (n == KEYRING_LINE_MAX - 1 && line[n - 1] != '\n') {
+			ret = -EINVAL;	/* line too long */
+			break;
+		}
+		ret = kmsgr_keyring_line(line, name, &in_sect, &val);
+		if (ret < 0)
+			break;
+		if (in_sect)
+			seen = true;
+		if (ret == 1) {
+			ret = kmsgr_key_decode(val, key);
+			break;
+		}
+		ret = seen ? -ENOKEY : -ENOENT;
+	}
+	if (ferror(f))
+		ret = -EIO;
+	fclose(f);
+out_free:
+	explicit_bzero(line, KEYRING_LINE_MAX);
+	free(line);
+	return ret;
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+int kmsgr_listen(struct kmsgr *k, struct kmsgr_listen *l)
+{
+	return kmsgr_ioctl(k->fd, KMSGR_IOC_LISTEN, l);
+}
+
+int kmsgr_connect(struct kmsgr *k, struct kmsgr_connect *c)
+{
+	return kmsgr_ioctl(k->fd, KMSGR_IOC_CONNECT, c);
+}
+
+int kmsgr_close_id(struct kmsgr *k, __u32 id)
+{
+	struct kmsgr_close c;
+
+	memset(&c, 0, sizeof(c));
+	c.id = id;
+	return kmsgr_ioctl(k->fd, KMSGR_IOC_CLOSE, &c);
+}
+
+static const char *const kmsgr_reason_names[] = {
+	[KMSGR_REASON_NONE] = "closed by the application",
+	[KMSGR_REASON_BANNER] = "bad banner (not a msgr2 peer?)",
+	[KMSGR_REASON_BANNER_FEATURES] = "banner features incompatible",
+	[KMSGR_REASON_PREAMBLE_CRC] = "bad preamble crc",
+	[KMSGR_REASON_SEGMENT_CRC] = "bad segment or epilogue crc",
+	[KMSGR_REASON_GCM_TAG] = "secure mode: bad authentication tag",
+	[KMSGR_REASON_UNKNOWN_TAG] = "unknown frame tag",
+	[KMSGR_REASON_ORDER] = "frame not valid in this state",
+	[KMSGR_REASON_OVERSIZE] = "a length above the limits",
+	[KMSGR_REASON_MALFORMED] = "malformed frame or payload",
+	[KMSGR_REASON_LATE_STATUS] = "bad epilogue late status",
+	[KMSGR_REASON_SIGNATURE] = "AUTH_SIGNATURE mismatch",
+	[KMSGR_REASON_AUTH] = "authentication refused",
+	[KMSGR_REASON_MISSING_FEATURES] = "required features missing",
+	[KMSGR_REASON_PEER] = "wrong peer type or address",
+	[KMSGR_REASON_SEQ] = "sequence gap",
+	[KMSGR_REASON_WAIT] = "peer said WAIT",
+	[KMSGR_REASON_TIMEOUT] = "handshake or keepalive timeout",
+	[KMSGR_REASON_EOF] = "connection closed by the peer",
+	[KMSGR_REASON_LOCAL] = "closed locally",
+	[KMSGR_REASON_NOMEM] = "out of memory",
+	[KMSGR_REASON_NONCE] = "secure mode: out of nonces",
+	[KMSGR_REASON_BUSY] = "no receive space",
+	[KMSGR_REASON_CONNECT] = "connect failed",
+};
+
+const char *kmsgr_reason_str(unsigned int reason)
+{
+	if (reason < ARRAY_SIZE(kmsgr_reason_names) &&
+	    kmsgr_reason_names[reason])
+		return kmsgr_reason_names[reason];
+	return "unknown reason";
+}
+
+static const char *const kmsgr_event_names[] = {
+	[KMSGR_EV_ACCEPTED] = "accepted",
+	[KMSGR_EV_UP] = "up",
+	[KMSGR_EV_DOWN] = "down",
+	[KMSGR_EV_RESET] = "reset",
+	[KMSGR_EV_CLOSED] = "closed",
+};
+
+const char *kmsgr_event_str(unsigned int event)
+{
+	if (event < ARRAY_SIZE(kmsgr_event_names) && kmsgr_event_names[event])
+		return kmsgr_event_names[event];
+	return "unknown";
 }

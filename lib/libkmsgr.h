@@ -100,111 +100,258 @@ const char *kmsgr_version(void);
  *         other fields zero; out: what the kernel granted
  *
  * Calls KMSGR_IOC_SETUP and mmaps the SQ ring, the CQ ring and the buffer
- * area.  The application owns [0, buf_size - rx_pool_size) of the area for
- * its outgoing payloads; the rest is the kernel's receive pool.
+ * area (MAP_SHARED, read-write).  The application owns [0, buf_size -
+ * rx_pool_size) of the area for its outgoing payloads (the "tx part"); the
+ * rest is the kernel's receive pool.  The mappings live until
+ * kmsgr_close().  The ring heads are checked against the granted sizes.
  *
- * Return: 0, or a negative errno (-EINVAL bad sizes, -EBUSY already set up,
- * -ENOMEM / -EAGAIN over RLIMIT_MEMLOCK or the module's limits).
+ * If SETUP succeeds but a mapping fails the instance stays set up and
+ * unusable: close it.
+ *
+ * Return: 0, or a negative errno: -EINVAL bad sizes, -EBUSY already set
+ * up, -ENOMEM / -EAGAIN over RLIMIT_MEMLOCK or the module's limits,
+ * -EBADMSG when the kernel's ring layout does not match what it granted,
+ * or an error of mmap(2).
  */
 int kmsgr_setup(struct kmsgr *k, struct kmsgr_setup *setup);
 
-/** kmsgr_buf() - base address of the mapped buffer area (NULL before setup) */
+/**
+ * kmsgr_buf() - base address of the mapped buffer area
+ * @k: handle
+ *
+ * Return: the address, NULL before kmsgr_setup().
+ */
 void *kmsgr_buf(const struct kmsgr *k);
 
-/** kmsgr_buf_size() - its size in bytes */
+/**
+ * kmsgr_buf_size() - size of the buffer area
+ * @k: handle
+ *
+ * Return: bytes, 0 before kmsgr_setup().
+ */
 __u64 kmsgr_buf_size(const struct kmsgr *k);
 
-/** kmsgr_tx_size() - bytes at the start of the area that are the app's */
+/**
+ * kmsgr_tx_size() - size of the application's part of the buffer area
+ * @k: handle
+ *
+ * Return: bytes at the start of the area that are the application's
+ * (buf_size - rx_pool_size), 0 before kmsgr_setup().
+ */
 __u64 kmsgr_tx_size(const struct kmsgr *k);
 
 /**
  * kmsgr_get_sqe() - next free submission entry, zeroed
+ * @k: handle after kmsgr_setup()
  *
- * Return: the entry, or NULL when the SQ is full (submit first).  The entry
- * becomes visible to the kernel at the next kmsgr_submit().
+ * The entry becomes visible to the kernel at the next kmsgr_submit() (or
+ * kmsgr_wait_cqe()).  The kernel consumes an SQE only when the CQ has
+ * room for its completion, so a full SQ usually means "reap CQEs first".
+ *
+ * Return: the entry, or NULL when the SQ is full (or not set up).
  */
 struct kmsgr_sqe *kmsgr_get_sqe(struct kmsgr *k);
 
 /**
- * kmsgr_submit() - publish prepared SQEs and let the kernel consume them
- * @k:            handle
- * @wait_nr:      also wait until at least this many CQEs are ready (0: no)
- * @timeout_ns:   bound for the wait; 0 waits without a bound
+ * kmsgr_sq_pending() - SQEs prepared but not yet consumed by the kernel
+ * @k: handle
  *
- * Return: the number of SQEs consumed (>= 0), or a negative errno
- * (-ETIME when the wait timed out, -EINTR).
+ * Return: the count (published or not), 0 before kmsgr_setup().
+ */
+unsigned int kmsgr_sq_pending(const struct kmsgr *k);
+
+/**
+ * kmsgr_submit() - publish prepared SQEs and let the kernel consume them
+ * @k:          handle after kmsgr_setup()
+ * @wait_nr:    also wait until at least this many CQEs are ready (0: no)
+ * @timeout_ns: bound for the wait; 0 waits without a bound
+ *
+ * Stores the SQ tail with release semantics, then calls KMSGR_IOC_ENTER
+ * with to_submit = every unconsumed SQE and, when @wait_nr is non-zero,
+ * KMSGR_ENTER_F_GETEVENTS, min_complete = @wait_nr and @timeout_ns.
+ *
+ * Return: the number of SQEs consumed (>= 0; may be fewer than prepared
+ * when the CQ is short of room), or a negative errno: -ETIME when the
+ * wait timed out, -EINTR on a signal, -EINVAL before kmsgr_setup().
  */
 int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns);
 
 /**
- * kmsgr_peek_cqe() - oldest unconsumed completion, or NULL when none
+ * kmsgr_peek_cqe() - oldest unconsumed completion
+ * @k: handle
  *
- * The entry stays valid until kmsgr_cqe_seen().
+ * Loads the CQ tail with acquire semantics.  The entry stays valid until
+ * kmsgr_cqe_seen(); copy it if it must outlive that.
+ *
+ * Return: the entry, or NULL when the CQ is empty (or not set up).
  */
 struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k);
 
-/** kmsgr_cqe_seen() - consume the entry returned by kmsgr_peek_cqe() */
+/**
+ * kmsgr_cqe_seen() - consume the entry returned by kmsgr_peek_cqe()
+ * @k: handle
+ *
+ * Advances the CQ head with release semantics, giving the slot back to
+ * the kernel.  Receive-pool slices of a RECV entry stay the application's
+ * until it submits a KMSGR_OP_RELEASE for them.
+ */
 void kmsgr_cqe_seen(struct kmsgr *k);
 
 /**
  * kmsgr_wait_cqe() - wait for a completion
- * @timeout_ns: 0 waits without a bound
+ * @k:          handle after kmsgr_setup()
+ * @cqe:        out: the oldest completion (as kmsgr_peek_cqe())
+ * @timeout_ns: overall bound; 0 waits without a bound
  *
- * Submits pending SQEs too.  Return: 0 with *@cqe set, -ETIME, or -errno.
+ * Submits pending SQEs too, so that a RELEASE or SEND prepared before the
+ * wait reaches the kernel.
+ *
+ * Return: 0 with *@cqe set, -ETIME when @timeout_ns passed, -EINTR on a
+ * signal, or another negative errno from KMSGR_IOC_ENTER.
  */
 int kmsgr_wait_cqe(struct kmsgr *k, struct kmsgr_cqe **cqe, __u64 timeout_ns);
 
 /**
  * kmsgr_prep_send() - fill an SQE to send a message on @session
+ * @sqe:       from kmsgr_get_sqe()
+ * @session:   session id (kmsgr_connect() or an ACCEPTED event)
+ * @type:      message type (CEPH_MSG_*)
+ * @tid:       transaction id
+ * @front:     front segment, a slice of the buffer area (len 0: absent)
+ * @middle:    middle segment (len 0: absent)
+ * @data:      data segment (len 0: absent)
+ * @user_data: copied into the KMSGR_CQE_SEND completion
  *
- * Slices are offsets into the buffer area (len 0: segment absent).
+ * The header version, compat version and priority are left 0; set
+ * @sqe->version / ->compat_version / ->priority afterwards when the peer
+ * cares (Ceph decoders check the version of most message types).  The
+ * slices must stay untouched until the SEND completes.  Slices may lie in
+ * the tx part or be receive-pool slices still held by the application
+ * (echo without a copy; release them after the SEND completes).
  */
 void kmsgr_prep_send(struct kmsgr_sqe *sqe, __u32 session, __u16 type,
 		     __u64 tid, struct kmsgr_slice front,
 		     struct kmsgr_slice middle, struct kmsgr_slice data,
 		     __u64 user_data);
 
-/** kmsgr_prep_release() - fill an SQE that gives back a RECV's slices */
+/**
+ * kmsgr_prep_release() - fill an SQE that gives back a RECV's pool slices
+ * @sqe:  from kmsgr_get_sqe()
+ * @recv: the KMSGR_CQE_RECV entry (or a copy of it)
+ *
+ * Completes silently; a bad or double release yields a KMSGR_CQE_OP entry
+ * with res -EINVAL whose user_data is @recv->user_data.
+ */
 void kmsgr_prep_release(struct kmsgr_sqe *sqe, const struct kmsgr_cqe *recv);
+
+/**
+ * kmsgr_prep_nop() - fill an SQE that completes at once (KMSGR_CQE_OP)
+ * @sqe:       from kmsgr_get_sqe()
+ * @user_data: copied into the completion
+ */
+void kmsgr_prep_nop(struct kmsgr_sqe *sqe, __u64 user_data);
 
 /* ---- sessions ----------------------------------------------------------- */
 
 /**
- * kmsgr_addr_parse() - parse "IPv4:PORT" or "[IPv6]:PORT"
+ * kmsgr_addr_parse() - parse a peer or bind address
+ * @str:  "IPv4:PORT" or "[IPv6]:PORT" (IPv6 may carry "%SCOPE", a number
+ *        or an interface name); Ceph's "v2:" prefix and "/NONCE" suffix
+ *        are accepted too
+ * @addr: out: family, port (network order), address, scope, nonce
  *
- * Return: 0 or -EINVAL.
+ * Return: 0 or -EINVAL (@addr is then zeroed or partly filled).
  */
 int kmsgr_addr_parse(const char *str, struct kmsgr_addr *addr);
 
 /**
- * kmsgr_addr_format() - the reverse; @buf of at least 64 bytes
+ * kmsgr_addr_format() - the reverse of kmsgr_addr_parse()
+ * @addr: address
+ * @buf:  output, at least 64 bytes for every address to fit
+ * @len:  size of @buf
+ *
+ * Writes "IPv4:PORT" or "[IPv6%SCOPE]:PORT", plus "/NONCE" when the nonce
+ * is not zero; "(family N)" for another family.
+ *
+ * Return: @buf, or NULL when @buf is NULL or @len is 0.
  */
 const char *kmsgr_addr_format(const struct kmsgr_addr *addr, char *buf,
 			      size_t len);
 
 /**
- * kmsgr_keyring_load() - read an entity's key from a Ceph keyring file
- * @path: keyring (ini style, "[client.admin]" then "key = <base64>")
- * @name: entity, e.g. "client.admin"
- * @key:  out: the 16-byte AES key (decoded CryptoKey)
+ * kmsgr_key_decode() - decode a base64 Ceph secret into the raw AES key
+ * @b64: the "key = ..." value of a keyring, e.g. "AQD...=="
+ * @key: out: the 16-byte key
  *
- * Return: 0, -ENOENT (no such entity), -EINVAL (malformed), or -errno.
+ * Strict: canonical base64 of exactly 28 bytes, an encoded CryptoKey
+ * (le16 type 1 = AES, 8 bytes creation time, le16 length 16, the key).
+ *
+ * Return: 0 or -EINVAL.
+ */
+int kmsgr_key_decode(const char *b64, __u8 key[16]);
+
+/**
+ * kmsgr_keyring_load() - read an entity's key from a Ceph keyring file
+ * @path: keyring (ini style, "[client.admin]" then "key = <base64>";
+ *        "#" and ";" start comments, other settings are ignored)
+ * @name: entity, e.g. "client.admin"
+ * @key:  out: the 16-byte AES key (see kmsgr_key_decode())
+ *
+ * Return: 0, -ENOENT (no such file, or no section for @name), -ENOKEY
+ * (the section has no key), -EINVAL (malformed file or key), or another
+ * negative errno of fopen(3) / reading.
  */
 int kmsgr_keyring_load(const char *path, const char *name, __u8 key[16]);
 
-/** kmsgr_listen() - KMSGR_IOC_LISTEN; @l->id and @l->bound are filled */
+/**
+ * kmsgr_listen() - listen for msgr2 sessions (KMSGR_IOC_LISTEN)
+ * @k: handle after kmsgr_setup()
+ * @l: in: addr, transport, flags, user_data, the rest zero; out: id (for
+ *     kmsgr_close_id()) and bound (the address actually bound)
+ *
+ * Each accepted session is announced by a KMSGR_EV_ACCEPTED event.
+ *
+ * Return: 0 or a negative errno (-EADDRINUSE, -EINVAL, -EPROTONOSUPPORT
+ * for a transport the module lacks, ...).
+ */
 int kmsgr_listen(struct kmsgr *k, struct kmsgr_listen *l);
 
-/** kmsgr_connect() - KMSGR_IOC_CONNECT; @c->id is filled */
+/**
+ * kmsgr_connect() - open a session to a peer (KMSGR_IOC_CONNECT)
+ * @k: handle after kmsgr_setup()
+ * @c: in: addr, transport, flags, peer_type, my_type, auth, key, name,
+ *     user_data; out: id
+ *
+ * The connection is made asynchronously: KMSGR_EV_UP when the session is
+ * ready, KMSGR_EV_CLOSED (with a reason) when it fails.
+ *
+ * Return: 0 or a negative errno.
+ */
 int kmsgr_connect(struct kmsgr *k, struct kmsgr_connect *c);
 
-/** kmsgr_close_id() - KMSGR_IOC_CLOSE of a session or listener id */
+/**
+ * kmsgr_close_id() - close a session or a listener (KMSGR_IOC_CLOSE)
+ * @k:  handle
+ * @id: session or listener id
+ *
+ * Return: 0 or a negative errno (-ENOENT for an unknown id).
+ */
 int kmsgr_close_id(struct kmsgr *k, __u32 id);
 
-/** kmsgr_reason_str() - text of a KMSGR_REASON_* value */
+/**
+ * kmsgr_reason_str() - text of a KMSGR_REASON_* value
+ * @reason: the reason field of a DOWN or CLOSED event
+ *
+ * Return: a static lower-case phrase, "unknown reason" if out of range.
+ */
 const char *kmsgr_reason_str(unsigned int reason);
 
-/** kmsgr_event_str() - text of a KMSGR_EV_* value */
+/**
+ * kmsgr_event_str() - text of a KMSGR_EV_* value
+ * @event: the event field of a KMSGR_CQE_EVENT entry
+ *
+ * Return: a static lower-case word ("accepted", "up", ...), "unknown".
+ */
 const char *kmsgr_event_str(unsigned int event);
 
 #ifdef __cplusplus

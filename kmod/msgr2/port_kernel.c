@@ -182,7 +182,8 @@ static int msgr2_sg_count(const void *base, size_t len)
 {
 	if (!len)
 		return 0;
-	if (is_vmalloc_addr(base))
+	/* vmalloc and module memory (static data) are not linear-mapped */
+	if (!virt_addr_valid(base))
 		return (offset_in_page(base) + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
 	return 1;
 }
@@ -196,7 +197,7 @@ static int msgr2_sg_fill(struct scatterlist *sg, void *base, size_t len)
 
 	if (!len)
 		return 0;
-	if (!is_vmalloc_addr(base)) {
+	if (virt_addr_valid(base)) {
 		sg_set_buf(sg, base, len);	/* physically contiguous */
 		return 1;
 	}

@@ -12,12 +12,18 @@
 # Exit status 0 only if every test passed or skipped.
 #
 # Steps: insmod kmod/kmsgr.ko; modinfo fields; kmsgrctl; each harness
-# program; rmmod; CYCLES load/unload cycles (OPENS open/INFO/close in each)
-# with the live-instance counter, the device node, lsmod and the slab
-# counters checked; no kernel warnings.  If insmod fails, every later test
-# is "not ok": a module that cannot load fails the run.
+# program (no kernel warnings during each); rmmod; the leak phase (slab
+# snapshot, insmod, bad input, kill -9 of an application with sessions and
+# sends in flight, rmmod, slab compared); CYCLES load/unload cycles (OPENS
+# open/INFO/close in each) with the live-instance counter, the device
+# node, lsmod and the slab counters checked; no kernel warnings.  If
+# insmod fails, every later test is "not ok": a module that cannot load
+# fails the run.  Two Ceph clusters (auth none, cephx) start in the
+# background at the beginning for kmsgr_ceph_test.
 #
-# Environment: KMSGR_CYCLES (default 100), KMSGR_CYCLE_OPENS (default 100).
+# Environment: KMSGR_CYCLES (default 100), KMSGR_CYCLE_OPENS (default 100),
+# KMSGR_NO_CEPH=1 (kmsgr_ceph_test starts its own clusters, if any), and
+# the knobs of the harness programs (KMSGR_TCP_MSGS, ...; see their heads).
 
 set -u
 
@@ -41,8 +47,24 @@ failed=0	# of which failed
 loaded=0	# 1 once insmod succeeded
 need_module=0	# 1 after the insmod test: from there, no module = failure
 
+# Harness programs run in the leak phase instead of the main loop.
+LEAK_TESTS="kmsgr_badinput_test"
+# ... and the one that needs the Ceph clusters runs last there.
+LATE_TESTS="kmsgr_ceph_test"
+CEPH_CLUSTER=$TOP/selftests/msgr2/ceph_cluster.sh
+# Growth allowed over the leak phase (sessions, TCP, a few processes).
+LEAK_KMALLOC_TOL_BYTES=262144
+LEAK_SUNRECLAIM_TOL_KB=512
+
 tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
+ceph_stop() {
+	for auth in none cephx; do
+		[ -d "$tmp/ceph-$auth" ] &&
+			"$CEPH_CLUSTER" stop "$tmp/ceph-$auth" >/dev/null 2>&1
+	done
+}
+trap 'ceph_stop; rm -rf "$tmp"' EXIT
+export KMSGR_TOP="$TOP"
 
 # tap STATUS DESCRIPTION: report one test; STATUS 0 is a pass.  Once the
 # insmod test failed, every later test fails.
@@ -127,7 +149,7 @@ run_harness() {
 		return
 	fi
 	mark "$name"
-	timeout 300 "$prog" >"$tmp/out" 2>&1
+	timeout "${HARNESS_TIMEOUT:-300}" "$prog" >"$tmp/out" 2>&1
 	prc=$?
 
 	plan=0 seen=0 pfail=0 cur=""
@@ -173,6 +195,96 @@ run_harness() {
 	elif [ "$prc" -ne 0 ] && [ "$pfail" -eq 0 ]; then
 		tap 1 "$name: exit status $prc"
 	fi
+	kernel_quiet_since "$name"
+}
+
+# kernel_quiet_since NAME: one test, no kernel warning logged since the
+# marker NAME (mark) was written.
+kernel_quiet_since() {
+	dmesg | sed -n "/kmsgr-selftest: $1\$/,\$p" |
+		grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace' \
+		>"$tmp/kwarn"
+	comment "$tmp/kwarn"
+	[ ! -s "$tmp/kwarn" ]
+	tap $? "$1: no kernel warnings"
+}
+
+# in_list WORD LIST: is WORD one of the words of LIST?
+in_list() {
+	case " $2 " in
+	*" $1 "*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+# Start the Ceph clusters of kmsgr_ceph_test in the background (they take
+# a while under TCG); ceph_wait waits for them and exports their dirs.
+ceph_start() {
+	ceph_none="" ceph_cephx=""
+	[ "${KMSGR_NO_CEPH:-0}" = 1 ] && return
+	command -v ceph-mon >/dev/null 2>&1 || return
+	"$CEPH_CLUSTER" start none "$tmp/ceph-none" >"$tmp/ceph-none.log" 2>&1 &
+	ceph_none=$!
+	"$CEPH_CLUSTER" start cephx "$tmp/ceph-cephx" >"$tmp/ceph-cephx.log" 2>&1 &
+	ceph_cephx=$!
+}
+
+ceph_wait() {
+	if [ -n "$ceph_none" ]; then
+		if wait "$ceph_none"; then
+			export KMSGR_CEPH_NONE="$tmp/ceph-none"
+		else
+			echo "# ceph_cluster.sh start none failed:"
+			comment "$tmp/ceph-none.log"
+		fi
+	fi
+	if [ -n "$ceph_cephx" ]; then
+		if wait "$ceph_cephx"; then
+			export KMSGR_CEPH_CEPHX="$tmp/ceph-cephx"
+		else
+			echo "# ceph_cluster.sh start cephx failed:"
+			comment "$tmp/ceph-cephx.log"
+		fi
+	fi
+}
+
+# The session counter of the module, polled until it reads 0 (the
+# teardown of killed processes' instances may finish after their exit).
+instances_drain() {
+	i=0
+	while [ "$(cat "$SYSMOD/parameters/instances")" != 0 ]; do
+		i=$((i + 1))
+		if [ "$i" -gt 200 ]; then
+			echo "instances reads $(cat "$SYSMOD/parameters/instances") 20 s after the processes died"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# kill -9 of kmsgr_crash (two processes with lossless sessions, sends in
+# flight and full receive pools) once both said "ready".
+crash_test() {
+	"$BIN/kmsgr_crash" >"$tmp/crash" 2>&1 &
+	cpid=$!
+	i=0
+	while [ "$(grep -c '^ready ' "$tmp/crash")" -lt 2 ]; do
+		i=$((i + 1))
+		if [ "$i" -gt 600 ] || ! kill -0 "$cpid" 2>/dev/null; then
+			cat "$tmp/crash"
+			echo "kmsgr_crash did not get ready"
+			kill -9 "$cpid" 2>/dev/null
+			return 1
+		fi
+		sleep 0.1
+	done
+	cat "$tmp/crash"
+	echo "instances before the kill: $(cat "$SYSMOD/parameters/instances")"
+	sed -n 's/^ready //p' "$tmp/crash" | while read -r p; do
+		kill -9 "$p"
+	done
+	wait "$cpid" 2>/dev/null
+	instances_drain
 }
 
 # Bytes in kmalloc caches (active objects x object size).
@@ -228,6 +340,7 @@ cycles() {
 }
 
 echo "TAP version 13"
+ceph_start
 VERSION=$(header_define KMSGR_VERSION "$TOP/kmod/kmsgr.h")
 ABI=$(header_define KMSGR_ABI_VERSION "$TOP/uapi/linux/kmsgr.h")
 echo "# kmsgr $VERSION (ABI $ABI) selftests on $(uname -r), $(date -u)"
@@ -267,11 +380,45 @@ check "kmsgrctl -j info reports abi_version $ABI" kmsgrctl_json
 
 # --- harness programs ------------------------------------------------------------
 for prog in "$BIN"/*_test; do
-	run_harness "$prog"
+	name=${prog##*/}
+	in_list "$name" "$LEAK_TESTS $LATE_TESTS" || run_harness "$prog"
+done
+ceph_wait
+for name in $LATE_TESTS; do
+	run_harness "$BIN/$name"
 done
 
 check "rmmod kmsgr after the tests" rmmod kmsgr
 check "$DEV is gone after rmmod" test ! -e "$DEV"
+
+# --- leak phase: bad input and kill -9, then unload --------------------------------
+mark "leaks"
+ceph_stop
+sync
+sleep 1
+leak_k0=$(kmalloc_bytes)
+leak_s0=$(sunreclaim_kb)
+check "insmod for the leak phase" insmod "$KO"
+for name in $LEAK_TESTS; do
+	run_harness "$BIN/$name"
+done
+mark "crash"
+check "kill -9 of an application with sessions and sends in flight; instances drains to 0" crash_test
+kernel_quiet_since crash
+check "rmmod after bad input and kill -9" rmmod kmsgr
+check "$DEV is gone after the leak phase" test ! -e "$DEV"
+sync
+sleep 1
+leak_k1=$(kmalloc_bytes)
+leak_s1=$(sunreclaim_kb)
+dk=$((leak_k1 - leak_k0))
+echo "# leak phase: kmalloc active bytes $leak_k0 -> $leak_k1 (delta $dk, tolerance $LEAK_KMALLOC_TOL_BYTES)"
+[ "$dk" -le "$LEAK_KMALLOC_TOL_BYTES" ]
+tap $? "kmalloc slabs back to the baseline after the leak phase (delta $dk bytes)"
+ds=$((leak_s1 - leak_s0))
+echo "# leak phase: SUnreclaim $leak_s0 -> $leak_s1 kB (delta $ds, tolerance $LEAK_SUNRECLAIM_TOL_KB)"
+[ "$ds" -le "$LEAK_SUNRECLAIM_TOL_KB" ]
+tap $? "unreclaimable slab back to the baseline after the leak phase (delta $ds kB)"
 
 # --- load/unload cycles and leaks -------------------------------------------------
 mark "cycles"

@@ -17,23 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libkmsgr.h"
+#include "kmsgrctl.h"
 
-#define EXIT_USAGE 2
-
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-static const char *progname = "kmsgrctl";
+const char *progname = "kmsgrctl";
 
 /* Prefix of error messages. */
 #define ERR_PREFIX "kmsgr: "
 
-/* Command-line options shared by every command. */
-static struct {
-	bool json;		/* -j: JSON output */
-	bool pretty;		/* -p: indent JSON output */
-	const char *device;	/* -d: device node, NULL for the default */
-} opt;
+struct ctl_opt opt;
 
 /* ---- output ------------------------------------------------------------ */
 
@@ -87,7 +78,7 @@ static void jw_member(const char *key)
 	jw.need_comma = true;
 }
 
-static void jw_open(const char *key, char bracket)
+void jw_open(const char *key, char bracket)
 {
 	jw_member(key);
 	putchar(bracket);
@@ -95,7 +86,7 @@ static void jw_open(const char *key, char bracket)
 	jw.need_comma = false;
 }
 
-static void jw_close(char bracket)
+void jw_close(char bracket)
 {
 	bool empty = !jw.need_comma;
 
@@ -104,23 +95,44 @@ static void jw_close(char bracket)
 		jw_newline();
 	putchar(bracket);
 	jw.need_comma = true;
-	if (jw.depth == 0)
+	if (jw.depth == 0) {
+		/* a top-level value ends a line; the next one stands alone */
 		putchar('\n');
+		jw.need_comma = false;
+	}
 }
 
-static void jw_string(const char *key, const char *val)
+void jw_string(const char *key, const char *val)
 {
 	jw_member(key);
 	jw_string_value(val);
 }
 
-static void jw_u64(const char *key, uint64_t val)
+void jw_u64(const char *key, __u64 val)
 {
 	jw_member(key);
 	printf("%llu", (unsigned long long)val);
 }
 
-static void error(const char *fmt, ...)
+void jw_double(const char *key, double val)
+{
+	jw_member(key);
+	printf("%.3f", val);
+}
+
+void jw_bool(const char *key, bool val)
+{
+	jw_member(key);
+	fputs(val ? "true" : "false", stdout);
+}
+
+void jw_raw(const char *key, const char *json)
+{
+	jw_member(key);
+	fputs(json, stdout);
+}
+
+void error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -138,29 +150,7 @@ static const char *device_path(void)
 	return opt.device ? opt.device : KMSGR_DEV_PATH;
 }
 
-static int open_instance(struct kmsgr **kp)
-{
-	int ret;
-
-	ret = kmsgr_open(opt.device, kp);
-	if (!ret)
-		return 0;
-
-	if (ret == -ENOENT)
-		error("cannot open %s: %s (is the module loaded?)",
-		      device_path(), kmsgr_strerror(ret));
-	else if (ret == -ENODEV || ret == -ENXIO)
-		error("cannot open %s: %s (not a kmsgr device?)",
-		      device_path(), kmsgr_strerror(ret));
-	else if (ret == -EACCES || ret == -EPERM)
-		error("cannot open %s: %s (kmsgr needs root)",
-		      device_path(), kmsgr_strerror(ret));
-	else
-		error("cannot open %s: %s", device_path(), kmsgr_strerror(ret));
-	return ret;
-}
-
-static void print_features(uint64_t features)
+static void print_features(__u64 features)
 {
 	char unknown[16];
 	unsigned int bit;
@@ -209,7 +199,7 @@ static int cmd_info(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
-	if (open_instance(&k))
+	if (ctl_open(&k))
 		return EXIT_FAILURE;
 	ret = kmsgr_info(k, &info);
 	kmsgr_close(k);
@@ -276,14 +266,20 @@ static int cmd_version(int argc, char **argv)
 static void print_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s [OPTIONS] OBJECT [VERB]\n"
-		"where  OBJECT := { info | version | help }\n"
+		"Usage: %s [OPTIONS] OBJECT [VERB [ARGS]]\n"
+		"where  OBJECT := { info | session | mon | bench | version | help }\n"
 		"       OPTIONS := { -j[son] | -p[retty] | -d[evice] PATH |\n"
 		"                    -V[ersion] | -h[elp] }\n"
 		"\n"
-		"  info [show]   module version, ABI version, features, limits\n"
-		"  version       versions of kmsgrctl, libkmsgr and the ABI\n"
-		"  help          this text\n"
+		"  info [show]                   module version, ABI, features, limits\n"
+		"  session listen [OPTS] ADDR    serve msgr2 sessions (--echo: answer each message)\n"
+		"  session connect [OPTS] ADDR   open a session, optionally send messages\n"
+		"  mon ping|version|map ADDR     ask a Ceph monitor (MPing, MMonGetVersion, MMonGetMap)\n"
+		"  bench [OPTS] ADDR             throughput and latency against \"session listen\"\n"
+		"  version                       versions of kmsgrctl, libkmsgr and the ABI\n"
+		"  help                          this text; OBJECT help for each object\n"
+		"\n"
+		"ADDR is IPv4:PORT or [IPv6]:PORT (Ceph's v2: prefix is accepted).\n"
 		"\n"
 		"  -j, --json        JSON output\n"
 		"  -p, --pretty      indented JSON (with -j)\n"
@@ -306,6 +302,9 @@ static const struct command {
 	int (*fn)(int argc, char **argv);
 } commands[] = {
 	{ "info",	cmd_info },
+	{ "session",	cmd_session },
+	{ "mon",	cmd_mon },
+	{ "bench",	cmd_bench },
 	{ "version",	cmd_version },
 	{ "help",	cmd_help },
 };
@@ -341,6 +340,7 @@ int main(int argc, char **argv)
 	const struct command *cmd;
 	int c, ret;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((c = getopt_long(argc, argv, "+jpd:Vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':

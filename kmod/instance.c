@@ -1,0 +1,1007 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr - an instance's rings and buffer area: SETUP, mmap, ENTER, poll, the
+ * CQ producer and the receive pool.
+ *
+ * Memory.  SETUP allocates three regions with vmalloc_user() (zeroed,
+ * VM_USERMAP): the SQ region (a struct kmsgr_ring, then the SQEs), the CQ
+ * region (a struct kmsgr_ring, then the CQEs) and the buffer area, whose
+ * last rx_pool_size bytes are the receive pool.  All their pages are charged
+ * to RLIMIT_MEMLOCK of the mm that called SETUP (account_locked_vm(), which
+ * lets CAP_IPC_LOCK exceed the limit) and uncharged from that same mm when
+ * the instance is torn down; mmgrab() keeps the mm_struct alive until then.
+ *
+ * Lifetime.  The regions are freed only by kmsgr_inst_teardown(), which
+ * main.c calls from the final release() of the file.  A mapping holds a
+ * reference to the file (vma->vm_file), so that release() cannot run while
+ * any VMA still maps a region: close() with live mappings leaves the
+ * instance alive until the last munmap() (or exit).  Every SQE, ENTER and
+ * poll caller holds the file too, so teardown never races with them.
+ *
+ * Shared memory is hostile.  The kernel keeps its own copy of every ring
+ * index and size (sq_head, cq_tail, cq_head, the entry counts) and never
+ * reads back the ring headers it wrote.  From user memory it reads only the
+ * SQ tail (acquire; the number of new SQEs is bounded by the SQ size), each
+ * SQE (copied once into a local snapshot, then checked) and the CQ head
+ * (acquire; used only if it lies between the last head seen and the tail,
+ * so a corrupt head at worst makes the CQ look full).
+ *
+ * CQ slots.  Invariant under cq_lock: (cq_tail - cq_head) + cq_reserved <=
+ * cq_entries.  ENTER reserves a slot before it consumes each SQE, so the
+ * completion of every consumed SQE has a place; sessions post RECV entries
+ * only into unreserved room and get -ENOSPC otherwise (backpressure);
+ * events that find the CQ full wait on a bounded overflow list.
+ *
+ * Locking: submit_lock serialises SQ consumption (ENTER).  cq_lock (irqsave,
+ * callable from any context, never held while sleeping) protects the CQ
+ * producer state, the reservations, the overflow list, the receive pool
+ * bitmaps and the counters in inst->stats.  inst->lock serialises SETUP
+ * against the other control ioctls.  Nothing here takes a session lock;
+ * kmsgr_sess_send() and kmsgr_sess_resume() are called under submit_lock
+ * only, never under cq_lock.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bitmap.h>
+#include <linux/build_bug.h>
+#include <linux/capability.h>
+#include <linux/hrtimer.h>
+#include <linux/ktime.h>
+#include <linux/list.h>
+#include <linux/log2.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "kmsgr.h"
+
+/*
+ * Most events kept on one instance's overflow list.  Events are rare (a
+ * few per session state change, at most max_sessions sessions); reaching
+ * this means the application stopped reading its CQ for a long time while
+ * sessions kept changing state.  Beyond it events are counted and lost.
+ */
+#define KMSGR_CQ_OVERFLOW_MAX	4096
+
+/* SQEs consumed between two cond_resched() calls in ENTER. */
+#define KMSGR_ENTER_BATCH	64
+
+/* An event waiting for CQ room. */
+struct kmsgr_cq_ovf {
+	struct list_head node;
+	struct kmsgr_cqe cqe;
+};
+
+void kmsgr_inst_init(struct kmsgr_instance *inst)
+{
+	mutex_init(&inst->submit_lock);
+	spin_lock_init(&inst->cq_lock);
+	INIT_LIST_HEAD(&inst->cq_overflow);
+	init_waitqueue_head(&inst->cq_wait);
+}
+
+/* true once SETUP has published the rings (pairs with its store-release) */
+static bool kmsgr_inst_ready(struct kmsgr_instance *inst)
+{
+	/* Pairs with SETUP's store-release: the rings are seen complete. */
+	return smp_load_acquire(&inst->setup_done);
+}
+
+/* ---- SETUP -------------------------------------------------------------- */
+
+/* Bytes of a ring region: the header, then @entries of @size, page-rounded. */
+static size_t kmsgr_ring_bytes(u32 entries, size_t size)
+{
+	return PAGE_ALIGN(sizeof(struct kmsgr_ring) + (size_t)entries * size);
+}
+
+static void kmsgr_ring_init(struct kmsgr_ring *ring, u32 entries)
+{
+	ring->mask = entries - 1;
+	ring->entries = entries;
+	ring->entries_off = sizeof(*ring);
+}
+
+/*
+ * Check the sizes asked for and round them up in place: ring entries to a
+ * power of two, the buffer area to pages, the pool to grains.
+ */
+static int kmsgr_setup_sizes(struct kmsgr_setup *p)
+{
+	u32 max_sq = READ_ONCE(kmsgr_max_sq_entries);
+	u32 max_cq = READ_ONCE(kmsgr_max_cq_entries);
+	u64 max_buf = READ_ONCE(kmsgr_max_buf_size);
+
+	if (!p->sq_entries || p->sq_entries > max_sq)
+		return -EINVAL;
+	p->sq_entries = roundup_pow_of_two(p->sq_entries);
+	if (!p->cq_entries)
+		p->cq_entries = min_t(u32, 2 * p->sq_entries, max_cq);
+	if (p->cq_entries > max_cq)
+		return -EINVAL;
+	p->cq_entries = roundup_pow_of_two(p->cq_entries);
+	/* The limits are powers of two (main.c), rounding stays inside. */
+	if (p->sq_entries > max_sq || p->cq_entries > max_cq)
+		return -EINVAL;
+
+	if (!p->buf_size || p->buf_size > max_buf)
+		return -EINVAL;
+	p->buf_size = PAGE_ALIGN(p->buf_size);
+	if (p->buf_size > max_buf)
+		return -EINVAL;
+
+	if (p->rx_pool_size < KMSGR_POOL_MIN || p->rx_pool_size > p->buf_size)
+		return -EINVAL;
+	/* buf_size is a multiple of pages, hence of grains: no overflow. */
+	p->rx_pool_size = round_up(p->rx_pool_size, KMSGR_POOL_GRAIN);
+	return 0;
+}
+
+/* Free what kmsgr_inst_alloc() set up; also the teardown of a live one. */
+static void kmsgr_inst_free(struct kmsgr_instance *inst)
+{
+	kvfree(inst->pool_start);
+	kvfree(inst->pool_used);
+	vfree(inst->buf);
+	vfree(inst->cq);
+	vfree(inst->sq);
+	inst->pool_start = NULL;
+	inst->pool_used = NULL;
+	inst->buf = NULL;
+	inst->cq = NULL;
+	inst->sq = NULL;
+}
+
+static int kmsgr_inst_alloc(struct kmsgr_instance *inst,
+			    const struct kmsgr_setup *p)
+{
+	u32 grains = p->rx_pool_size / KMSGR_POOL_GRAIN;
+
+	inst->sq = vmalloc_user(p->sq_ring_size);
+	inst->cq = vmalloc_user(p->cq_ring_size);
+	inst->buf = vmalloc_user(p->buf_size);
+	inst->pool_used = kvcalloc(BITS_TO_LONGS(grains), sizeof(long),
+				   GFP_KERNEL);
+	inst->pool_start = kvcalloc(BITS_TO_LONGS(grains), sizeof(long),
+				    GFP_KERNEL);
+	if (!inst->sq || !inst->cq || !inst->buf || !inst->pool_used ||
+	    !inst->pool_start) {
+		kmsgr_inst_free(inst);
+		return -ENOMEM;
+	}
+
+	inst->sq_size = p->sq_ring_size;
+	inst->sq_entries = p->sq_entries;
+	inst->sqes = (void *)inst->sq + sizeof(struct kmsgr_ring);
+	kmsgr_ring_init(inst->sq, p->sq_entries);
+
+	inst->cq_size = p->cq_ring_size;
+	inst->cq_entries = p->cq_entries;
+	inst->cqes = (void *)inst->cq + sizeof(struct kmsgr_ring);
+	kmsgr_ring_init(inst->cq, p->cq_entries);
+
+	inst->buf_size = p->buf_size;
+	inst->pool_off = p->buf_size - p->rx_pool_size;
+	inst->pool_grains = grains;
+	return 0;
+}
+
+/**
+ * kmsgr_inst_setup() - KMSGR_IOC_SETUP: size and allocate the rings and the
+ * buffer area, charge them to RLIMIT_MEMLOCK
+ * @inst: the instance
+ * @uarg: struct kmsgr_setup in user memory
+ *
+ * Once per instance; a failed SETUP leaves nothing behind and may be
+ * retried.
+ *
+ * Return: 0; -EBUSY when already set up; -EINVAL for a bad size, flag or
+ * reserved field; -ENOMEM when out of memory or over RLIMIT_MEMLOCK (and
+ * not CAP_IPC_LOCK); -EFAULT.
+ */
+int kmsgr_inst_setup(struct kmsgr_instance *inst,
+		     struct kmsgr_setup __user *uarg)
+	__must_hold(&inst->lock)
+{
+	struct mm_struct *mm = current->mm;
+	struct kmsgr_setup p;
+	unsigned long pages;
+	int ret;
+
+	lockdep_assert_held(&inst->lock);
+
+	if (copy_from_user(&p, uarg, sizeof(p)))
+		return -EFAULT;
+	if (inst->setup_done)
+		return -EBUSY;
+	if (p.flags || p.reserved0 || memchr_inv(p.reserved, 0,
+						 sizeof(p.reserved)))
+		return -EINVAL;
+	ret = kmsgr_setup_sizes(&p);
+	if (ret)
+		return ret;
+	if (!mm)
+		return -EINVAL;
+
+	p.sq_ring_size = kmsgr_ring_bytes(p.sq_entries,
+					  sizeof(struct kmsgr_sqe));
+	p.cq_ring_size = kmsgr_ring_bytes(p.cq_entries,
+					  sizeof(struct kmsgr_cqe));
+	pages = (p.sq_ring_size + p.cq_ring_size + p.buf_size) >> PAGE_SHIFT;
+
+	/* Charge first: over the limit fails before any allocation. */
+	ret = account_locked_vm(mm, pages, true);
+	if (ret)
+		return ret;
+
+	ret = kmsgr_inst_alloc(inst, &p);
+	if (ret)
+		goto out_uncharge;
+
+	if (copy_to_user(uarg, &p, sizeof(p))) {
+		ret = -EFAULT;
+		goto out_free;
+	}
+
+	mmgrab(mm);
+	inst->mm = mm;
+	inst->locked_pages = pages;
+	/* Publish the rings: ENTER, mmap and poll read setup_done locklessly. */
+	smp_store_release(&inst->setup_done, true);
+	pr_debug("instance %llu: sq %u cq %u buf %llu pool %llu\n", inst->id,
+		 p.sq_entries, p.cq_entries, p.buf_size, p.rx_pool_size);
+	return 0;
+
+out_free:
+	kmsgr_inst_free(inst);
+out_uncharge:
+	account_locked_vm(mm, pages, false);
+	return ret;
+}
+
+/**
+ * kmsgr_inst_teardown() - free the rings, the buffer area and the pool
+ * @inst: the instance, at its final release: no mapping, no ioctl, no
+ *        session is left
+ */
+void kmsgr_inst_teardown(struct kmsgr_instance *inst)
+{
+	struct kmsgr_cq_ovf *ovf, *tmp;
+
+	list_for_each_entry_safe(ovf, tmp, &inst->cq_overflow, node) {
+		list_del(&ovf->node);
+		kfree(ovf);
+	}
+	inst->cq_overflow_nr = 0;
+
+	if (inst->setup_done) {
+		kmsgr_inst_free(inst);
+		account_locked_vm(inst->mm, inst->locked_pages, false);
+		mmdrop(inst->mm);
+		inst->mm = NULL;
+		inst->locked_pages = 0;
+		inst->setup_done = false;
+	}
+	if (inst->stats.cq_lost)
+		pr_warn("instance %llu lost %llu events\n", inst->id,
+			inst->stats.cq_lost);
+	mutex_destroy(&inst->submit_lock);
+}
+
+/* ---- mmap --------------------------------------------------------------- */
+
+/**
+ * kmsgr_inst_mmap() - map the SQ region, the CQ region or the buffer area
+ * @inst: the instance
+ * @vma:  the mapping: offset exactly KMSGR_OFF_*, length at most the
+ *        region's, MAP_SHARED
+ *
+ * Return: 0; -EINVAL before SETUP, for another offset, a longer or private
+ * mapping; an error of remap_vmalloc_range().
+ */
+int kmsgr_inst_mmap(struct kmsgr_instance *inst, struct vm_area_struct *vma)
+{
+	u64 off = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	unsigned long len = vma->vm_end - vma->vm_start;
+	size_t size;
+	void *mem;
+
+	BUILD_BUG_ON(sizeof(struct kmsgr_ring) != 64);
+	BUILD_BUG_ON(sizeof(struct kmsgr_sqe) != 64);
+	BUILD_BUG_ON(sizeof(struct kmsgr_cqe) != 64);
+	BUILD_BUG_ON(KMSGR_OFF_CQ_RING & ~PAGE_MASK);
+	BUILD_BUG_ON(KMSGR_OFF_BUF & ~PAGE_MASK);
+
+	if (!kmsgr_inst_ready(inst))
+		return -EINVAL;
+	/* A private mapping would copy the pages on write: never shared. */
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+
+	switch (off) {
+	case KMSGR_OFF_SQ_RING:
+		mem = inst->sq;
+		size = inst->sq_size;
+		break;
+	case KMSGR_OFF_CQ_RING:
+		mem = inst->cq;
+		size = inst->cq_size;
+		break;
+	case KMSGR_OFF_BUF:
+		mem = inst->buf;
+		size = inst->buf_size;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (len > size)
+		return -EINVAL;
+
+	/* Sets VM_DONTEXPAND | VM_DONTDUMP; the VMA pins the file. */
+	return remap_vmalloc_range(vma, mem, 0);
+}
+
+/* ---- CQ ----------------------------------------------------------------- */
+
+/*
+ * Read the CQ head the application wrote and adopt it if it is sane: at or
+ * after the last head seen and not beyond the tail.  Anything else (a head
+ * that went back, or ahead of the tail) is ignored, so the kernel never
+ * overwrites an entry it has not seen consumed.
+ */
+static void kmsgr_cq_sync_head(struct kmsgr_instance *inst)
+	__must_hold(&inst->cq_lock)
+{
+	u32 head;
+
+	lockdep_assert_held(&inst->cq_lock);
+	/* Pairs with the application's store-release after reading CQEs. */
+	head = smp_load_acquire(&inst->cq->head);
+	if (head - inst->cq_head <= inst->cq_tail - inst->cq_head)
+		inst->cq_head = head;
+}
+
+/* Unreserved free slots. */
+static u32 kmsgr_cq_free(struct kmsgr_instance *inst)
+	__must_hold(&inst->cq_lock)
+{
+	u32 used = inst->cq_tail - inst->cq_head + inst->cq_reserved;
+
+	return used < inst->cq_entries ? inst->cq_entries - used : 0;
+}
+
+static void kmsgr_cq_write(struct kmsgr_instance *inst,
+			   const struct kmsgr_cqe *cqe)
+	__must_hold(&inst->cq_lock)
+{
+	memcpy(&inst->cqes[inst->cq_tail & (inst->cq_entries - 1)], cqe,
+	       sizeof(*cqe));
+	inst->cq_tail++;
+	/* The entry is visible before the tail that covers it. */
+	smp_store_release(&inst->cq->tail, inst->cq_tail);
+	inst->stats.cqes++;
+}
+
+/* Delivery was refused for lack of room: tell the application. */
+static void kmsgr_cq_set_paused(struct kmsgr_instance *inst)
+	__must_hold(&inst->cq_lock)
+{
+	if (!inst->cq_paused) {
+		inst->cq_paused = true;
+		WRITE_ONCE(inst->cq->flags, KMSGR_RING_F_CQ_PAUSED);
+	}
+	inst->stats.cq_full++;
+}
+
+/* Move overflowed events into the CQ while there is room; true if any. */
+static bool kmsgr_cq_flush(struct kmsgr_instance *inst)
+	__must_hold(&inst->cq_lock)
+{
+	struct kmsgr_cq_ovf *ovf;
+	bool moved = false;
+
+	while (!list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst)) {
+		ovf = list_first_entry(&inst->cq_overflow, struct kmsgr_cq_ovf,
+				       node);
+		list_del(&ovf->node);
+		inst->cq_overflow_nr--;
+		kmsgr_cq_write(inst, &ovf->cqe);
+		kfree(ovf);
+		moved = true;
+	}
+	return moved;
+}
+
+static void kmsgr_cq_wake(struct kmsgr_instance *inst)
+{
+	/* wq_has_sleeper() orders the tail store before the check. */
+	if (wq_has_sleeper(&inst->cq_wait))
+		wake_up_all(&inst->cq_wait);
+}
+
+/*
+ * Resync with the application's head, flush the overflow list and, if
+ * delivery was paused and room has appeared, unpause and restart the
+ * sessions.  Returns the number of CQEs ready for the application.
+ */
+static u32 kmsgr_cq_refresh(struct kmsgr_instance *inst)
+{
+	bool resume = false, moved;
+	unsigned long flags;
+	u32 ready;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	kmsgr_cq_sync_head(inst);
+	moved = kmsgr_cq_flush(inst);
+	if (inst->cq_paused && list_empty(&inst->cq_overflow) &&
+	    kmsgr_cq_free(inst)) {
+		inst->cq_paused = false;
+		WRITE_ONCE(inst->cq->flags, 0);
+		resume = true;
+	}
+	ready = inst->cq_tail - inst->cq_head;
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+
+	if (moved)
+		kmsgr_cq_wake(inst);
+	if (resume)
+		kmsgr_sess_resume(inst);
+	return ready;
+}
+
+/* CQEs ready, for the ENTER wait condition (no side effects but the head). */
+static u32 kmsgr_cq_ready(struct kmsgr_instance *inst)
+{
+	unsigned long flags;
+	u32 ready;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	kmsgr_cq_sync_head(inst);
+	ready = inst->cq_tail - inst->cq_head;
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	return ready;
+}
+
+/* Reserve a slot for the completion of one SQE; false when none is free. */
+static bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
+{
+	unsigned long flags;
+	bool ok = false;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	kmsgr_cq_sync_head(inst);
+	kmsgr_cq_flush(inst);
+	if (list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst)) {
+		inst->cq_reserved++;
+		ok = true;
+	}
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	return ok;
+}
+
+/* Give back a reservation that no completion will use. */
+static void kmsgr_cq_unreserve(struct kmsgr_instance *inst)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	if (!WARN_ON_ONCE(!inst->cq_reserved))
+		inst->cq_reserved--;
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+}
+
+/**
+ * kmsgr_cq_post() - post a completion
+ * @inst:     the instance (set up)
+ * @cqe:      the entry, copied
+ * @reserved: use a slot reserved by ENTER (completion of a consumed SQE)
+ *
+ * Without @reserved, the entry goes in only if the CQ has unreserved room
+ * and no older event waits on the overflow list (order is kept); else
+ * delivery is marked paused (KMSGR_RING_F_CQ_PAUSED) and the caller must
+ * hold the entry back until kmsgr_sess_resume().  Callable from any
+ * context.
+ *
+ * Return: 0, or -ENOSPC (never with @reserved).
+ */
+int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
+		  bool reserved)
+{
+	unsigned long flags;
+	int ret = 0;
+
+	if (WARN_ON_ONCE(!kmsgr_inst_ready(inst)))
+		return -ENOSPC;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	kmsgr_cq_sync_head(inst);
+	kmsgr_cq_flush(inst);
+	if (reserved && !WARN_ON_ONCE(!inst->cq_reserved)) {
+		/* The slot was counted in the invariant: it is free. */
+		inst->cq_reserved--;
+	} else if (!list_empty(&inst->cq_overflow) || !kmsgr_cq_free(inst)) {
+		kmsgr_cq_set_paused(inst);
+		ret = -ENOSPC;
+		goto out_unlock;
+	}
+	kmsgr_cq_write(inst, cqe);
+out_unlock:
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	if (!ret)
+		kmsgr_cq_wake(inst);
+	return ret;
+}
+
+/**
+ * kmsgr_cq_post_event() - post a session event, never refused
+ * @inst: the instance (set up)
+ * @cqe:  the event, copied
+ *
+ * When the CQ is full the event waits on the overflow list (in order) and
+ * is moved into the CQ when room appears.  That list is bounded; an event
+ * beyond the bound, or when GFP_ATOMIC fails, is counted in
+ * inst->stats.cq_lost and logged.  Callable from any context.
+ */
+void kmsgr_cq_post_event(struct kmsgr_instance *inst,
+			 const struct kmsgr_cqe *cqe)
+{
+	struct kmsgr_cq_ovf *ovf;
+	unsigned long flags;
+	bool posted = false;
+	u64 lost = 0;
+
+	if (WARN_ON_ONCE(!kmsgr_inst_ready(inst)))
+		return;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	kmsgr_cq_sync_head(inst);
+	kmsgr_cq_flush(inst);
+	if (list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst)) {
+		kmsgr_cq_write(inst, cqe);
+		posted = true;
+		goto out_unlock;
+	}
+
+	kmsgr_cq_set_paused(inst);
+	ovf = NULL;
+	if (inst->cq_overflow_nr < KMSGR_CQ_OVERFLOW_MAX)
+		ovf = kmalloc(sizeof(*ovf), GFP_ATOMIC | __GFP_NOWARN);
+	if (!ovf) {
+		lost = ++inst->stats.cq_lost;
+		goto out_unlock;
+	}
+	ovf->cqe = *cqe;
+	list_add_tail(&ovf->node, &inst->cq_overflow);
+	inst->cq_overflow_nr++;
+	inst->stats.cq_overflow++;
+out_unlock:
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+
+	if (posted)
+		kmsgr_cq_wake(inst);
+	if (lost)
+		pr_warn_ratelimited("instance %llu: CQ overflow list full, event %u of session %u lost (%llu lost)\n",
+				    inst->id, cqe->event, cqe->session, lost);
+}
+
+/**
+ * kmsgr_cq_room() - unreserved free CQ slots
+ * @inst: the instance
+ *
+ * A caller that finds no room holds its delivery back: 0 marks the CQ
+ * paused (KMSGR_RING_F_CQ_PAUSED), so that kmsgr_sess_resume() is called
+ * when ENTER or poll() finds room again.
+ *
+ * Return: slots a kmsgr_cq_post() without reservation could fill now; 0
+ * before SETUP, when full, or while events wait on the overflow list.
+ */
+u32 kmsgr_cq_room(struct kmsgr_instance *inst)
+{
+	unsigned long flags;
+	u32 room = 0;
+
+	if (!kmsgr_inst_ready(inst))
+		return 0;
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	kmsgr_cq_sync_head(inst);
+	kmsgr_cq_flush(inst);
+	if (list_empty(&inst->cq_overflow))
+		room = kmsgr_cq_free(inst);
+	if (!room)
+		kmsgr_cq_set_paused(inst);
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	return room;
+}
+
+/* ---- receive pool ------------------------------------------------------- */
+
+/**
+ * kmsgr_pool_alloc() - allocate receive-pool space
+ * @inst: the instance
+ * @len:  bytes (rounded up to KMSGR_POOL_GRAIN); 0 gives an empty slice
+ * @off:  out: its offset in the buffer area
+ *
+ * First fit from a rotating hint.  Never sleeps; callable from any context.
+ *
+ * Return: 0, or -ENOSPC (pool full, too fragmented, smaller than @len, or
+ * no SETUP yet).
+ */
+int kmsgr_pool_alloc(struct kmsgr_instance *inst, u32 len, u32 *off)
+{
+	u32 n = DIV_ROUND_UP(len, KMSGR_POOL_GRAIN);
+	unsigned long flags, first;
+	int ret = 0;
+
+	if (!len) {
+		*off = 0;
+		return 0;
+	}
+	if (!kmsgr_inst_ready(inst) || n > inst->pool_grains)
+		return -ENOSPC;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	first = bitmap_find_next_zero_area(inst->pool_used, inst->pool_grains,
+					   inst->pool_hint, n, 0);
+	if (first + n > inst->pool_grains)
+		first = bitmap_find_next_zero_area(inst->pool_used,
+						   inst->pool_grains, 0, n, 0);
+	if (first + n > inst->pool_grains) {
+		inst->pool_starved = true;
+		inst->stats.pool_full++;
+		ret = -ENOSPC;
+		goto out_unlock;
+	}
+	bitmap_set(inst->pool_used, first, n);
+	__set_bit(first, inst->pool_start);
+	inst->pool_hint = first + n < inst->pool_grains ? first + n : 0;
+	inst->stats.pool_bytes += (u64)n * KMSGR_POOL_GRAIN;
+	*off = inst->pool_off + (u64)first * KMSGR_POOL_GRAIN;
+out_unlock:
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	return ret;
+}
+
+/*
+ * true if grains [first, first + n) are exactly one live allocation: all
+ * used, a start at @first, no other start inside, and the allocation does
+ * not go on past the end.
+ */
+static bool kmsgr_pool_is_alloc(struct kmsgr_instance *inst, u32 first,
+				u32 n)
+	__must_hold(&inst->cq_lock)
+{
+	u32 end = first + n;
+
+	if (!test_bit(first, inst->pool_start))
+		return false;
+	if (find_next_zero_bit(inst->pool_used, end, first) < end)
+		return false;
+	if (find_next_bit(inst->pool_start, end, first + 1) < end)
+		return false;
+	return end == inst->pool_grains || !test_bit(end, inst->pool_used) ||
+	       test_bit(end, inst->pool_start);
+}
+
+/**
+ * kmsgr_pool_free() - give back receive-pool space
+ * @inst: the instance
+ * @off:  offset in the buffer area, as kmsgr_pool_alloc() returned it
+ * @len:  bytes, as allocated (the same number of grains); 0 is a no-op
+ *
+ * Callable from any context.
+ *
+ * Return: 0, or -EINVAL when [@off, @off + @len) is not exactly one live
+ * allocation (outside the pool, misaligned, free already, part of one or
+ * spanning several).
+ */
+int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len)
+{
+	u32 n = DIV_ROUND_UP(len, KMSGR_POOL_GRAIN);
+	unsigned long flags;
+	u64 rel, first;
+	int ret = 0;
+
+	if (!len)
+		return 0;
+	if (!kmsgr_inst_ready(inst) || off < inst->pool_off)
+		return -EINVAL;
+	rel = off - inst->pool_off;
+	if (rel % KMSGR_POOL_GRAIN)
+		return -EINVAL;
+	first = rel / KMSGR_POOL_GRAIN;
+	if (first >= inst->pool_grains || n > inst->pool_grains - first)
+		return -EINVAL;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	if (!kmsgr_pool_is_alloc(inst, first, n)) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	bitmap_clear(inst->pool_used, first, n);
+	__clear_bit(first, inst->pool_start);
+	inst->stats.pool_bytes -= (u64)n * KMSGR_POOL_GRAIN;
+out_unlock:
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	return ret;
+}
+
+/**
+ * kmsgr_buf_ptr() - kernel address of buffer-area bytes
+ * @inst: the instance
+ * @off:  offset in the area
+ * @len:  length
+ *
+ * Return: the address of [@off, @off + @len), or NULL when that range is
+ * not inside the area or the instance is not set up.
+ */
+void *kmsgr_buf_ptr(struct kmsgr_instance *inst, u64 off, u64 len)
+{
+	if (!kmsgr_inst_ready(inst))
+		return NULL;
+	if (off > inst->buf_size || len > inst->buf_size - off)
+		return NULL;
+	return inst->buf + off;
+}
+
+/* ---- ENTER -------------------------------------------------------------- */
+
+/* Post the completion of a consumed SQE into its reserved slot. */
+static void kmsgr_sqe_complete(struct kmsgr_instance *inst,
+			       const struct kmsgr_sqe *sqe, u8 kind, int res)
+{
+	struct kmsgr_cqe cqe = {
+		.user_data = sqe->user_data,
+		.res = res,
+		.kind = kind,
+	};
+
+	if (kind == KMSGR_CQE_SEND)
+		cqe.session = sqe->session;
+	if (res)
+		inst->stats.sqe_errors++;
+	kmsgr_cq_post(inst, &cqe, true);
+}
+
+/* Slices of a SEND or RELEASE must lie inside the buffer area. */
+static bool kmsgr_sqe_slices_ok(struct kmsgr_instance *inst,
+				const struct kmsgr_sqe *sqe)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(sqe->seg); i++)
+		if ((u64)sqe->seg[i].off + sqe->seg[i].len > inst->buf_size)
+			return false;
+	return true;
+}
+
+/* Check the fields every opcode shares; 0 or -EINVAL. */
+static int kmsgr_sqe_check(struct kmsgr_instance *inst,
+			   const struct kmsgr_sqe *sqe)
+{
+	if (sqe->flags || sqe->reserved0 || sqe->reserved1)
+		return -EINVAL;
+	switch (sqe->opcode) {
+	case KMSGR_OP_NOP:
+		return 0;
+	case KMSGR_OP_SEND:
+	case KMSGR_OP_RELEASE:
+		return kmsgr_sqe_slices_ok(inst, sqe) ? 0 : -EINVAL;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* RELEASE: free each non-empty slice; -EINVAL if any was not a live one. */
+static int kmsgr_sqe_release(struct kmsgr_instance *inst,
+			     const struct kmsgr_sqe *sqe)
+{
+	unsigned long flags;
+	bool freed = false, resume = false;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < ARRAY_SIZE(sqe->seg); i++) {
+		if (!sqe->seg[i].len)
+			continue;
+		if (kmsgr_pool_free(inst, sqe->seg[i].off, sqe->seg[i].len))
+			ret = -EINVAL;
+		else
+			freed = true;
+	}
+
+	if (freed) {
+		spin_lock_irqsave(&inst->cq_lock, flags);
+		resume = inst->pool_starved;
+		inst->pool_starved = false;
+		spin_unlock_irqrestore(&inst->cq_lock, flags);
+	}
+	if (resume)
+		kmsgr_sess_resume(inst);
+	return ret;
+}
+
+/* Execute one consumed SQE (a snapshot); its CQ slot is reserved. */
+static void kmsgr_sqe_exec(struct kmsgr_instance *inst,
+			   const struct kmsgr_sqe *sqe)
+	__must_hold(&inst->submit_lock)
+{
+	int ret;
+
+	ret = kmsgr_sqe_check(inst, sqe);
+	if (ret) {
+		pr_debug_ratelimited("instance %llu: bad SQE opcode %u\n",
+				     inst->id, sqe->opcode);
+		kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, ret);
+		return;
+	}
+
+	switch (sqe->opcode) {
+	case KMSGR_OP_NOP:
+		kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, 0);
+		break;
+	case KMSGR_OP_RELEASE:
+		ret = kmsgr_sqe_release(inst, sqe);
+		if (ret)
+			kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, ret);
+		else
+			kmsgr_cq_unreserve(inst);	/* silent success */
+		break;
+	case KMSGR_OP_SEND:
+		/* On success the session posts the SEND CQE later. */
+		ret = kmsgr_sess_send(inst, sqe);
+		if (ret)
+			kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_SEND, ret);
+		break;
+	}
+}
+
+/*
+ * Consume up to @max SQEs, each only after reserving its CQ slot.  Sets
+ * *@cq_full when it stopped for lack of CQ room.  Returns the count.
+ */
+static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
+			    bool *cq_full)
+	__must_hold(&inst->submit_lock)
+{
+	u32 tail, avail, done = 0;
+	struct kmsgr_sqe sqe;
+
+	lockdep_assert_held(&inst->submit_lock);
+
+	/* Pairs with the application's store-release of the tail. */
+	tail = smp_load_acquire(&inst->sq->tail);
+	avail = min(tail - inst->sq_head, inst->sq_entries);
+	max = min(max, avail);
+
+	while (done < max) {
+		if (!kmsgr_cq_reserve(inst)) {
+			*cq_full = true;
+			break;
+		}
+		/* One copy; only the snapshot is looked at from here on. */
+		memcpy(&sqe, &inst->sqes[inst->sq_head & (inst->sq_entries - 1)],
+		       sizeof(sqe));
+		inst->sq_head++;
+		done++;
+		inst->stats.sqes++;
+		kmsgr_sqe_exec(inst, &sqe);
+
+		if (!(done % KMSGR_ENTER_BATCH)) {
+			/* Let the application refill the consumed slots. */
+			smp_store_release(&inst->sq->head, inst->sq_head);
+			cond_resched();
+		}
+	}
+	/* The slots are free once the new head is visible. */
+	smp_store_release(&inst->sq->head, inst->sq_head);
+	return done;
+}
+
+/* Wait until @want CQEs are ready; 0, -ETIME or -EINTR. */
+static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
+			 u64 timeout_ns)
+{
+	wait_queue_head_t *wq = &inst->cq_wait;
+	ktime_t tmo;
+	long ret;
+
+	want = min(want, inst->cq_entries);
+	if (!timeout_ns) {
+		ret = wait_event_interruptible(*wq,
+					       kmsgr_cq_ready(inst) >= want);
+	} else {
+		tmo = ns_to_ktime(min_t(u64, timeout_ns, KTIME_MAX));
+		ret = wait_event_interruptible_hrtimeout(*wq,
+							 kmsgr_cq_ready(inst) >= want,
+							 tmo);
+	}
+	if (ret == -ERESTARTSYS)
+		return -EINTR;	/* a restart would start the timeout anew */
+	return ret;
+}
+
+/**
+ * kmsgr_inst_enter() - KMSGR_IOC_ENTER: consume SQEs, optionally wait
+ * @inst: the instance
+ * @uarg: struct kmsgr_enter in user memory
+ *
+ * Consumes up to to_submit SQEs (never more than the SQ holds), each only
+ * when its completion has a reserved CQ slot.  Every consumed SQE gets
+ * exactly one CQE: an error KMSGR_CQE_OP when it is invalid, else that of
+ * its opcode (none for a successful RELEASE).  Then flushes waiting events,
+ * restarts delivery paused by a full CQ if room has appeared, and with
+ * KMSGR_ENTER_F_GETEVENTS waits until min_complete CQEs (at most the CQ
+ * size) are ready.  Also call it (to_submit 0) after consuming CQEs while
+ * the CQ ring has KMSGR_RING_F_CQ_PAUSED set; poll() does the same.
+ *
+ * Return: the number of SQEs consumed, also written to submitted; if none
+ * was: 0; -EBUSY (without GETEVENTS) when SQEs were waiting but the CQ had
+ * no room for their completions (reap CQEs first); -ETIME when the wait
+ * timed out, -EINTR on a signal.  -EINVAL before SETUP or for a bad flag or reserved field;
+ * -EFAULT.
+ */
+int kmsgr_inst_enter(struct kmsgr_instance *inst,
+		     struct kmsgr_enter __user *uarg)
+{
+	struct kmsgr_enter e;
+	bool cq_full = false;
+	u32 done = 0;
+	int ret = 0;
+
+	if (copy_from_user(&e, uarg, sizeof(e)))
+		return -EFAULT;
+	if (e.flags & ~KMSGR_ENTER_F_GETEVENTS ||
+	    memchr_inv(e.reserved, 0, sizeof(e.reserved)))
+		return -EINVAL;
+	if (!kmsgr_inst_ready(inst))
+		return -EINVAL;
+
+	if (e.to_submit) {
+		mutex_lock(&inst->submit_lock);
+		done = kmsgr_sq_consume(inst, e.to_submit, &cq_full);
+		mutex_unlock(&inst->submit_lock);
+	}
+	kmsgr_cq_refresh(inst);
+
+	/*
+	 * With GETEVENTS a CQ without room is no error: the slots are either
+	 * unread (the wait ends at once) or reserved by SENDs in flight (their
+	 * completions end it).
+	 */
+	if (e.flags & KMSGR_ENTER_F_GETEVENTS && e.min_complete)
+		ret = kmsgr_cq_wait(inst, e.min_complete, e.timeout_ns);
+	else if (!done && cq_full)
+		ret = -EBUSY;
+
+	if (put_user(done, &uarg->submitted) && !done)
+		return -EFAULT;
+	return done ? done : ret;
+}
+
+/* ---- poll --------------------------------------------------------------- */
+
+/**
+ * kmsgr_inst_poll() - EPOLLIN | EPOLLRDNORM while the CQ is not empty
+ * @inst: the instance
+ * @file: its file
+ * @wait: poll table
+ *
+ * Also flushes waiting events and restarts paused delivery, like ENTER.
+ *
+ * Return: the mask; 0 before SETUP.
+ */
+__poll_t kmsgr_inst_poll(struct kmsgr_instance *inst, struct file *file,
+			 poll_table *wait)
+{
+	poll_wait(file, &inst->cq_wait, wait);
+	if (!kmsgr_inst_ready(inst))
+		return 0;
+	return kmsgr_cq_refresh(inst) ? EPOLLIN | EPOLLRDNORM : 0;
+}

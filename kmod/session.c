@@ -1,0 +1,1529 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr - sessions and listeners: LISTEN, CONNECT, CLOSE, SEND, and the
+ * glue between the msgr2 engine and a transport.
+ *
+ * Objects.  A listener owns a listening transport and an accept work item.
+ * A session owns a struct msgr2_session (what survives reconnects) and at
+ * most one struct kmsgr_conn: a transport connection plus its msgr2_conn.
+ * Both live in inst->objs under an id; CLOSE (or the final close of the
+ * file) takes them out and tears them down.
+ *
+ * One delayed work item per session drives everything: transport connect
+ * completion, receive (msgr2_rx_want/rx_done straight into receive-pool
+ * slices), send (msgr2_tx_iov straight from the SQE's buffer-area slices
+ * in crc mode), msgr2_tick(), reconnect backoff.  Socket callbacks only
+ * queue it.  Each run handles at most KMSGR_SESS_BUDGET receive rounds.
+ *
+ * Events (KMSGR_CQE_EVENT, user_data of the session or of its listener):
+ *   client    UP at each READY; lossless: DOWN (reason) once per outage,
+ *             then reconnects with backoff (new socket, new msgr2_conn,
+ *             same msgr2_session) until UP; lossy: CLOSED (reason), dead.
+ *   server    ACCEPTED then UP at the first READY (no event before: a
+ *             connection that fails its handshake vanishes); lossless:
+ *             DOWN (reason) when the connection is lost, UP when the client
+ *             resumes the session on a new connection; lossy: CLOSED.
+ *   both      RESET when the peer reset the session; CLOSED (reason NONE)
+ *             as the last CQE of a session after CLOSE, unless CLOSED was
+ *             posted already.
+ * A dead session keeps its id (SENDs fail with -EPIPE) until CLOSE.
+ *
+ * Locking (see also kmsgr.h): inst->lock is held by main.c around
+ * CONNECT/LISTEN/CLOSE; submit_lock around kmsgr_sess_send/resume.
+ * sess->lock serialises every engine call of the session.  The only
+ * nesting of two session locks is a fresh, never announced server session
+ * (its work) taking an established one of the same listener while the
+ * client resumes it (attach); the reverse never happens.  Work items never
+ * take inst->lock.  Objects are found under RCU with a reference
+ * (kref_get_unless_zero); teardown removes them from inst->objs, waits for
+ * an RCU grace period (socket callbacks and kmsgr_sess_resume() run inside
+ * one), then cancels the work.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/jiffies.h>
+#include <linux/kref.h>
+#include <linux/ktime.h>
+#include <linux/list.h>
+#include <linux/math64.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/random.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include "kmsgr.h"
+#include "xprt.h"
+#include "msgr2/msgr2.h"
+#include "msgr2/auth_cephx.h"
+
+#define KMSGR_SESS_BUDGET		64	/* receive rounds per work run */
+#define KMSGR_SESS_TX_ROUNDS		64	/* send calls per flush */
+#define KMSGR_SESS_TICK_MS		1000	/* msgr2_tick() period */
+#define KMSGR_SESS_PAUSED_MS		20	/* re-check while paused */
+#define KMSGR_SESS_KEEPALIVE_MS		10000
+#define KMSGR_SESS_BACKOFF_MIN_MS	100
+#define KMSGR_SESS_BACKOFF_MAX_MS	15000
+#define KMSGR_SESS_ACCEPT_BUDGET	16
+/* secure mode: largest message sent; the tx scratch holds one tail */
+#define KMSGR_SESS_SECURE_MSG_MAX	(4U << 20)
+#define KMSGR_SESS_SCRATCH_LEN		(KMSGR_SESS_SECURE_MSG_MAX + 4096)
+
+enum kmsgr_obj_kind {
+	KMSGR_OBJ_SESS = 1,
+	KMSGR_OBJ_LISTENER,
+};
+
+/* What inst->objs holds: the head of a session or a listener. */
+struct kmsgr_obj {
+	struct kref ref;
+	u32 kind;			/* KMSGR_OBJ_* */
+	u32 id;
+	struct kmsgr_instance *inst;
+	u64 user_data;
+	struct list_head teardown;	/* kmsgr_sess_destroy_all() */
+};
+
+enum kmsgr_sess_state {
+	KMSGR_SESS_CONNECTING,		/* transport connect in progress */
+	KMSGR_SESS_HANDSHAKE,		/* msgr2 banner .. READY */
+	KMSGR_SESS_UP,
+	KMSGR_SESS_BACKOFF,		/* lossless client: waits to redial */
+	KMSGR_SESS_WAITING,		/* lossless server: client may resume */
+	KMSGR_SESS_DEAD,		/* CLOSED posted; waits for CLOSE */
+	KMSGR_SESS_CLOSED,		/* torn down */
+};
+
+/* One SEND: the engine's message and the SQE's user_data. */
+struct kmsgr_tx {
+	struct msgr2_msg m;
+	u64 user_data;
+};
+
+struct kmsgr_sess;
+
+/* One transport connection and its engine state. */
+struct kmsgr_conn {
+	struct kmsgr_sess *sess;	/* owner; read by the kick (RCU) */
+	struct kmsgr_sess *adopt;	/* server: session being resumed */
+	struct kmsgr_xprt *xprt;
+	struct msgr2_conn *mc;		/* kvzalloc(msgr2_conn_size()) */
+	u32 rx_off[MSGR2_NSEG];		/* pool slices of the inbound message */
+	bool engine;			/* msgr2_conn_init() succeeded */
+	bool connected;			/* transport connect finished */
+};
+
+struct kmsgr_listener {
+	struct kmsgr_obj obj;
+	struct kmsgr_xprt *xprt;
+	u32 flags;			/* KMSGR_SESS_F_* of accepted sessions */
+	u32 nonce;			/* of our entity_addr_t */
+	bool closing;
+	struct work_struct accept_work;
+};
+
+struct kmsgr_sess {
+	struct kmsgr_obj obj;
+	struct mutex lock;		/* everything below */
+	enum kmsgr_sess_state state;
+	bool server;
+	bool announced;			/* server: ACCEPTED posted */
+	bool down_posted;		/* DOWN posted since the last UP */
+	bool no_cq;			/* teardown of the instance: no CQEs */
+	bool paused;			/* rx waits for CQ/pool room (R/W once) */
+	bool rx_held;			/* @rx_cqe found the CQ full */
+	struct kmsgr_cqe rx_cqe;
+	u32 listener_id;		/* server */
+	u32 backoff_ms;
+	unsigned long retry_at;		/* jiffies, BACKOFF */
+	const struct kmsgr_xprt_type *xtype;
+	struct sockaddr_storage peer;	/* client: where to dial */
+	struct kmsgr_conn *conn;
+	struct msgr2_session ms;
+	struct msgr2_config cfg;
+	struct msgr2_auth_none anone;
+	struct msgr2_auth_cephx *cephx;	/* holds the key: kfree_sensitive */
+	struct delayed_work work;
+	struct work_struct reap_work;	/* failed fresh server sessions */
+};
+
+static struct workqueue_struct *kmsgr_wq;
+static struct kmem_cache *kmsgr_tx_cache;
+/* global_seq values of our connections, and server-assigned global ids */
+static atomic64_t kmsgr_global_seq = ATOMIC64_INIT(0);
+static atomic64_t kmsgr_global_id = ATOMIC64_INIT(4096);
+
+static const struct msgr2_ops kmsgr_sess_client_ops;
+static const struct msgr2_ops kmsgr_sess_server_ops;
+static void kmsgr_sess_reap(struct work_struct *work);
+static void kmsgr_conn_free(struct kmsgr_conn *kc);
+
+/* ---- objects ------------------------------------------------------------ */
+
+static void kmsgr_obj_release(struct kref *ref)
+{
+	struct kmsgr_obj *obj = container_of(ref, struct kmsgr_obj, ref);
+
+	if (obj->kind == KMSGR_OBJ_SESS) {
+		struct kmsgr_sess *s = container_of(obj, struct kmsgr_sess, obj);
+
+		mutex_destroy(&s->lock);
+		kfree(s);
+	} else {
+		kfree(container_of(obj, struct kmsgr_listener, obj));
+	}
+}
+
+static void kmsgr_obj_put(struct kmsgr_obj *obj)
+{
+	kref_put(&obj->ref, kmsgr_obj_release);
+}
+
+static struct kmsgr_obj *kmsgr_obj_get(struct kmsgr_instance *inst, u32 id)
+{
+	struct kmsgr_obj *obj;
+
+	rcu_read_lock();
+	obj = xa_load(&inst->objs, id);
+	if (obj && !kref_get_unless_zero(&obj->ref))
+		obj = NULL;
+	rcu_read_unlock();
+	return obj;
+}
+
+/* Publish @obj under a new id (cyclic from 1). */
+static int kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj)
+{
+	int ret;
+
+	ret = xa_alloc_cyclic(&inst->objs, &obj->id, obj, xa_limit_31b,
+			      &inst->next_id, GFP_KERNEL);
+	return ret < 0 ? ret : 0;
+}
+
+/* Count a session against kmsgr_max_sessions. */
+static int kmsgr_sess_charge(struct kmsgr_instance *inst)
+{
+	if (atomic_inc_return(&inst->nr_sessions) >
+	    (int)READ_ONCE(kmsgr_max_sessions)) {
+		atomic_dec(&inst->nr_sessions);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* ---- CQEs --------------------------------------------------------------- */
+
+static void kmsgr_sess_event(struct kmsgr_sess *s, u8 ev, u16 reason, int res)
+{
+	struct kmsgr_cqe cqe = {
+		.user_data = s->obj.user_data,
+		.res = res,
+		.kind = KMSGR_CQE_EVENT,
+		.event = ev,
+		.reason = reason,
+		.session = s->obj.id,
+	};
+
+	if (!s->no_cq)
+		kmsgr_cq_post_event(s->obj.inst, &cqe);
+}
+
+/* A SEND is finished: its reserved CQ slot gets the result. */
+static void kmsgr_sess_tx_complete(struct kmsgr_sess *s, struct msgr2_msg *m,
+				   int status)
+{
+	struct kmsgr_tx *tx = container_of(m, struct kmsgr_tx, m);
+	struct kmsgr_cqe cqe = {
+		.user_data = tx->user_data,
+		.res = status,
+		.kind = KMSGR_CQE_SEND,
+		.session = s->obj.id,
+	};
+
+	if (!s->no_cq)
+		kmsgr_cq_post(s->obj.inst, &cqe, true);
+	kmem_cache_free(kmsgr_tx_cache, tx);
+}
+
+static void kmsgr_sess_drain_done(void *priv, struct msgr2_msg *m, int status)
+{
+	kmsgr_sess_tx_complete(priv, m, status);
+}
+
+static void kmsgr_sess_free_slices(struct kmsgr_instance *inst,
+				   const struct kmsgr_slice *seg)
+{
+	int i;
+
+	for (i = 0; i < MSGR2_NSEG; i++)
+		if (seg[i].len)
+			kmsgr_pool_free(inst, seg[i].off, seg[i].len);
+}
+
+/* Try to post a held RECV; true when none is held any more. */
+static bool kmsgr_sess_flush_held(struct kmsgr_sess *s)
+{
+	if (!s->rx_held)
+		return true;
+	if (s->no_cq || s->state == KMSGR_SESS_CLOSED) {
+		kmsgr_sess_free_slices(s->obj.inst, s->rx_cqe.seg);
+		s->rx_held = false;
+		return true;
+	}
+	if (kmsgr_cq_post(s->obj.inst, &s->rx_cqe, false))
+		return false;
+	s->rx_held = false;
+	return true;
+}
+
+/* ---- engine callbacks (all under the owner's lock) ----------------------- */
+
+/*
+ * The session a connection's callbacks belong to: its owner, or the
+ * session it is taking over while a client resumes it (attach).
+ */
+static struct kmsgr_sess *kmsgr_conn_owner(struct kmsgr_conn *kc)
+{
+	if (kc->adopt && msgr2_conn_session(kc->mc) == &kc->adopt->ms)
+		return kc->adopt;
+	return kc->sess;
+}
+
+static void kmsgr_sess_set_paused(struct kmsgr_sess *s, bool paused)
+{
+	WRITE_ONCE(s->paused, paused);
+	/* pairs with kmsgr_sess_resume(): room made before it looks */
+	smp_mb();
+}
+
+static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
+{
+	struct kmsgr_conn *kc = priv;
+	struct kmsgr_sess *s = kmsgr_conn_owner(kc);
+	struct kmsgr_instance *inst = s->obj.inst;
+	u64 pool = inst->buf_size - inst->pool_off;
+	int i, ret;
+
+	for (i = 0; i < MSGR2_NSEG; i++) {
+		m->buf[i] = NULL;
+		kc->rx_off[i] = 0;
+		if (m->len[i] > pool)	/* could never fit */
+			return -EMSGSIZE;
+	}
+	kmsgr_sess_set_paused(s, true);
+	if (s->rx_held || !kmsgr_cq_room(inst))
+		return -EAGAIN;
+	for (i = 0; i < MSGR2_NSEG; i++) {
+		if (!m->len[i])
+			continue;
+		ret = kmsgr_pool_alloc(inst, m->len[i], &kc->rx_off[i]);
+		if (ret)
+			goto out_free;
+		m->buf[i] = kmsgr_buf_ptr(inst, kc->rx_off[i], m->len[i]);
+	}
+	kmsgr_sess_set_paused(s, false);
+	return 0;
+
+out_free:
+	while (--i >= 0) {
+		if (m->buf[i])
+			kmsgr_pool_free(inst, kc->rx_off[i], m->len[i]);
+		m->buf[i] = NULL;
+	}
+	return -EAGAIN;
+}
+
+static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
+{
+	struct kmsgr_conn *kc = priv;
+	struct kmsgr_sess *s = kmsgr_conn_owner(kc);
+	struct kmsgr_cqe *cqe = &s->rx_cqe;
+	int i;
+
+	memset(cqe, 0, sizeof(*cqe));
+	for (i = 0; i < MSGR2_NSEG; i++) {
+		if (!m->buf[i])
+			continue;
+		cqe->seg[i].off = kc->rx_off[i];
+		cqe->seg[i].len = m->len[i];
+		m->buf[i] = NULL;
+	}
+	if (status || s->no_cq) {
+		kmsgr_sess_free_slices(s->obj.inst, cqe->seg);
+		return;
+	}
+	cqe->user_data = s->obj.user_data;
+	cqe->kind = KMSGR_CQE_RECV;
+	cqe->session = s->obj.id;
+	cqe->type = m->hdr.type;
+	cqe->version = m->hdr.version;
+	cqe->seq = m->hdr.seq;
+	cqe->tid = m->hdr.tid;
+	/* room was checked in rx_alloc; if another session took it, hold */
+	s->rx_held = true;
+	kmsgr_sess_flush_held(s);
+}
+
+static void kmsgr_conn_tx_done(void *priv, struct msgr2_msg *m, int status)
+{
+	struct kmsgr_conn *kc = priv;
+
+	kmsgr_sess_tx_complete(kmsgr_conn_owner(kc), m, status);
+}
+
+static void kmsgr_conn_event(void *priv, enum msgr2_event ev, u64 arg)
+{
+	struct kmsgr_conn *kc = priv;
+	struct kmsgr_sess *s = kmsgr_conn_owner(kc);
+
+	switch (ev) {
+	case MSGR2_EV_READY:
+		s->state = KMSGR_SESS_UP;
+		s->backoff_ms = 0;
+		s->down_posted = false;
+		if (s->server && !s->announced) {
+			WRITE_ONCE(s->announced, true);
+			kmsgr_sess_event(s, KMSGR_EV_ACCEPTED, 0, 0);
+		}
+		kmsgr_sess_event(s, KMSGR_EV_UP, 0, 0);
+		break;
+	case MSGR2_EV_SESSION_RESET:
+		if (s->announced || !s->server)
+			kmsgr_sess_event(s, KMSGR_EV_RESET, 0, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+static u64 kmsgr_next_global_seq(void *priv, u64 at_least)
+{
+	s64 cur = atomic64_read(&kmsgr_global_seq);
+
+	/* raise the counter to @at_least, then take the next value */
+	while (cur < (s64)at_least &&
+	       !atomic64_try_cmpxchg(&kmsgr_global_seq, &cur, (s64)at_least))
+		;
+	return (u64)atomic64_inc_return(&kmsgr_global_seq);
+}
+
+/*
+ * Server: a client resumes a session (SESSION_RECONNECT).  Look for an
+ * established session of the same listener with that client cookie and
+ * lock it: it stays locked, with a reference, until kmsgr_conn_settle()
+ * after this msgr2_rx_done() returns (nesting: see the header comment).
+ */
+static struct msgr2_session *kmsgr_conn_attach(void *priv,
+					       struct msgr2_conn *c,
+					       const struct msgr2_addrvec *addrs,
+					       u64 client_cookie,
+					       bool reconnect)
+{
+	struct kmsgr_conn *kc = priv;
+	struct kmsgr_sess *self = kc->sess, *x = NULL, *cand;
+	struct kmsgr_instance *inst = self->obj.inst;
+	struct kmsgr_obj *obj;
+	unsigned long idx;
+
+	if (!reconnect || !client_cookie)
+		return NULL;
+	if (kc->adopt)		/* a retry on this connection */
+		return &kc->adopt->ms;
+
+	rcu_read_lock();
+	xa_for_each(&inst->objs, idx, obj) {
+		if (obj->kind != KMSGR_OBJ_SESS || obj == &self->obj)
+			continue;
+		cand = container_of(obj, struct kmsgr_sess, obj);
+		/*
+		 * Only announced sessions: they never attach themselves, so
+		 * the lock order fresh > announced holds (announced is set
+		 * once, under the lock, and never cleared).
+		 */
+		if (!cand->server || cand->listener_id != self->listener_id ||
+		    !READ_ONCE(cand->announced) ||
+		    READ_ONCE(cand->ms.client_cookie) != client_cookie)
+			continue;
+		if (kref_get_unless_zero(&obj->ref)) {
+			x = cand;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	if (!x)
+		return NULL;
+
+	mutex_lock_nested(&x->lock, SINGLE_DEPTH_NESTING);
+	if ((x->state != KMSGR_SESS_UP && x->state != KMSGR_SESS_WAITING) ||
+	    !x->announced || x->ms.lossy || !x->ms.established ||
+	    x->ms.client_cookie != client_cookie) {
+		mutex_unlock(&x->lock);
+		kmsgr_obj_put(&x->obj);
+		return NULL;
+	}
+	/*
+	 * The client gave its old connection up: end ours too (DOWN before
+	 * the UP of the resumed session); its unacked messages go back to
+	 * the out-queue for the new connection.
+	 */
+	if (x->conn) {
+		struct kmsgr_conn *old = x->conn;
+
+		x->conn = NULL;
+		kmsgr_conn_free(old);
+		x->state = KMSGR_SESS_WAITING;
+		if (!x->down_posted) {
+			x->down_posted = true;
+			kmsgr_sess_event(x, KMSGR_EV_DOWN, KMSGR_REASON_LOCAL,
+					 -ECONNRESET);
+		}
+	}
+	kc->adopt = x;
+	return &x->ms;
+}
+
+static const struct msgr2_ops kmsgr_sess_client_ops = {
+	.rx_alloc	= kmsgr_conn_rx_alloc,
+	.rx_msg		= kmsgr_conn_rx_msg,
+	.tx_done	= kmsgr_conn_tx_done,
+	.event		= kmsgr_conn_event,
+	.next_global_seq = kmsgr_next_global_seq,
+};
+
+static const struct msgr2_ops kmsgr_sess_server_ops = {
+	.rx_alloc	= kmsgr_conn_rx_alloc,
+	.rx_msg		= kmsgr_conn_rx_msg,
+	.tx_done	= kmsgr_conn_tx_done,
+	.event		= kmsgr_conn_event,
+	.attach		= kmsgr_conn_attach,
+};
+
+/* ---- connections -------------------------------------------------------- */
+
+/* Socket callback context: queue the owner's work, nothing else. */
+static void kmsgr_conn_kick(void *priv, unsigned int why)
+{
+	struct kmsgr_conn *kc = priv;
+
+	mod_delayed_work(kmsgr_wq, &READ_ONCE(kc->sess)->work, 0);
+}
+
+static struct kmsgr_conn *kmsgr_conn_alloc(struct kmsgr_sess *s)
+{
+	struct kmsgr_conn *kc;
+
+	kc = kzalloc(sizeof(*kc), GFP_KERNEL);
+	if (!kc)
+		return NULL;
+	kc->mc = kvzalloc(msgr2_conn_size(), GFP_KERNEL);
+	if (!kc->mc) {
+		kfree(kc);
+		return NULL;
+	}
+	kc->sess = s;
+	return kc;
+}
+
+/* Close the transport (no kick after this), then release the engine. */
+static void kmsgr_conn_free(struct kmsgr_conn *kc)
+{
+	if (kc->xprt)
+		kc->xprt->ops->close(kc->xprt);
+	if (kc->engine)
+		msgr2_conn_release(kc->mc);
+	kvfree(kc->mc);
+	kfree(kc);
+}
+
+static void kmsgr_sess_arm(struct kmsgr_sess *s, unsigned long delay)
+{
+	/* a pending run (kick or earlier timer) is kept as it is */
+	queue_delayed_work(kmsgr_wq, &s->work, delay);
+}
+
+static u16 kmsgr_reason(enum msgr2_reason r)
+{
+	BUILD_BUG_ON(KMSGR_REASON_BUSY != MSGR2_R_BUSY);
+	BUILD_BUG_ON(KMSGR_REASON_EOF != MSGR2_R_EOF);
+	BUILD_BUG_ON(KMSGR_REASON_CONNECT != MSGR2_R__MAX);
+	return r < MSGR2_R__MAX ? (u16)r : KMSGR_REASON_MALFORMED;
+}
+
+/*
+ * The connection is gone (or could not be made): free it and apply the
+ * session's policy.
+ */
+static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
+	__must_hold(&s->lock)
+{
+	struct kmsgr_conn *kc = s->conn;
+
+	s->conn = NULL;
+	if (kc)
+		kmsgr_conn_free(kc);
+	if (s->state == KMSGR_SESS_CLOSED || s->state == KMSGR_SESS_DEAD)
+		return;
+
+	if (!s->ms.lossy && (!s->server || s->announced)) {
+		if (!s->down_posted) {
+			s->down_posted = true;
+			kmsgr_sess_event(s, KMSGR_EV_DOWN, reason, res);
+		}
+		if (s->server) {
+			s->state = KMSGR_SESS_WAITING;
+			return;
+		}
+		s->backoff_ms = clamp(s->backoff_ms * 2,
+				      (u32)KMSGR_SESS_BACKOFF_MIN_MS,
+				      (u32)KMSGR_SESS_BACKOFF_MAX_MS);
+		s->retry_at = jiffies + msecs_to_jiffies(s->backoff_ms);
+		s->state = KMSGR_SESS_BACKOFF;
+		mod_delayed_work(kmsgr_wq, &s->work,
+				 msecs_to_jiffies(s->backoff_ms));
+		return;
+	}
+
+	s->state = KMSGR_SESS_DEAD;
+	msgr2_session_drain(&s->ms, kmsgr_sess_drain_done, s, -ECONNRESET);
+	if (s->server && !s->announced)
+		queue_work(kmsgr_wq, &s->reap_work);	/* nobody knows it */
+	else
+		kmsgr_sess_event(s, KMSGR_EV_CLOSED, reason, res);
+}
+
+static void kmsgr_sess_fail(struct kmsgr_sess *s, int err)
+	__must_hold(&s->lock)
+{
+	enum msgr2_reason r = msgr2_conn_reason(s->conn->mc);
+	u16 reason = r == MSGR2_R_NONE ? KMSGR_REASON_EOF : kmsgr_reason(r);
+
+	if (r != MSGR2_R_NONE && r != MSGR2_R_EOF && r != MSGR2_R_LOCAL)
+		pr_warn_ratelimited("instance %llu session %u: connection failed: %s (%d)\n",
+				    s->obj.inst->id, s->obj.id,
+				    msgr2_reason_str(r), err);
+	else
+		pr_debug("instance %llu session %u: connection closed (%d)\n",
+			 s->obj.inst->id, s->obj.id, err);
+	kmsgr_sess_conn_lost(s, reason, err);
+}
+
+/* Client: dial the peer with a new connection on the same msgr2 session. */
+static int kmsgr_sess_dial(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	struct kmsgr_conn *kc;
+	int ret;
+
+	kc = kmsgr_conn_alloc(s);
+	if (!kc)
+		return -ENOMEM;
+	s->cfg.priv = kc;
+	s->cfg.global_seq = kmsgr_next_global_seq(NULL, 0);
+	ret = msgr2_conn_init(kc->mc, &s->cfg, &s->ms);
+	if (ret)
+		goto out_free;
+	kc->engine = true;
+	s->conn = kc;
+	s->state = KMSGR_SESS_CONNECTING;
+	/* the kick may run at once: it queues this work, which waits */
+	ret = s->xtype->connect(&s->peer, kmsgr_conn_kick, kc, &kc->xprt);
+	if (ret) {
+		s->conn = NULL;
+		goto out_free;
+	}
+	return 0;
+
+out_free:
+	kmsgr_conn_free(kc);
+	return ret;
+}
+
+/*
+ * Send what the engine has queued.  Returns 0 when all is sent, 1 when
+ * the transport is full (write space will kick), 2 when the round budget
+ * ran out, or the engine's -errno.
+ */
+static int kmsgr_conn_flush(struct kmsgr_conn *kc)
+{
+	struct msgr2_iov iov[KMSGR_XPRT_MAX_IOV];
+	ssize_t sent;
+	int i, n, ret;
+
+	for (i = 0; i < KMSGR_SESS_TX_ROUNDS; i++) {
+		n = msgr2_tx_iov(kc->mc, iov, ARRAY_SIZE(iov));
+		if (n <= 0)
+			return n;
+		sent = kc->xprt->ops->send(kc->xprt, iov, n);
+		if (sent == -EAGAIN)
+			return 1;
+		if (sent < 0) {
+			ret = msgr2_rx_eof(kc->mc);
+			return ret < 0 ? ret : (int)sent;
+		}
+		ret = msgr2_tx_done(kc->mc, sent);
+		if (ret < 0)
+			return ret;
+	}
+	return 2;
+}
+
+/*
+ * Server: after msgr2_rx_done() with a session being resumed.  When the
+ * engine switched to it, move this connection there: the fresh session
+ * that accepted it is never announced and goes away.  Returns true when
+ * the connection moved (the caller must not touch it any more).
+ */
+static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
+	__must_hold(&self->lock)
+{
+	struct kmsgr_sess *x = kc->adopt;
+	struct kmsgr_conn *old;
+
+	/* not resumed (RETRY, RESET or a failure): a retry looks again */
+	if (msgr2_conn_session(kc->mc) != &x->ms) {
+		kc->adopt = NULL;
+		mutex_unlock(&x->lock);
+		kmsgr_obj_put(&x->obj);
+		return false;
+	}
+	old = x->conn;
+	x->conn = NULL;
+	if (old)
+		kmsgr_conn_free(old);	/* the stale connection */
+	kc->adopt = NULL;
+	WRITE_ONCE(kc->sess, x);
+	x->conn = kc;
+	self->conn = NULL;
+	self->state = KMSGR_SESS_DEAD;
+	mod_delayed_work(kmsgr_wq, &x->work, 0);
+	mutex_unlock(&x->lock);
+	kmsgr_obj_put(&x->obj);
+	queue_work(kmsgr_wq, &self->reap_work);
+	return true;
+}
+
+/* Run the connection: connect completion, receive, send, tick. */
+static void kmsgr_sess_run(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	struct kmsgr_conn *kc = s->conn;
+	bool more = false;
+	ssize_t n, got;
+	int budget, ret;
+	void *buf;
+	u64 now;
+
+	if (!kc)
+		return;
+	if (!kc->connected) {
+		ret = kc->xprt->ops->state(kc->xprt);
+		if (ret == -EINPROGRESS)
+			goto tick;
+		if (ret) {
+			kmsgr_sess_conn_lost(s, KMSGR_REASON_CONNECT, ret);
+			return;
+		}
+		kc->connected = true;
+		s->state = KMSGR_SESS_HANDSHAKE;
+	}
+
+	if (!kmsgr_sess_flush_held(s))
+		kmsgr_sess_set_paused(s, true);
+	for (budget = KMSGR_SESS_BUDGET; budget; budget--) {
+		ret = kmsgr_conn_flush(kc);
+		if (ret < 0)
+			goto fail;
+		if (s->rx_held)
+			break;
+		n = msgr2_rx_want(kc->mc, &buf);
+		if (n < 0) {
+			ret = n;
+			goto fail;
+		}
+		if (!n)
+			break;
+		got = kc->xprt->ops->recv(kc->xprt, buf, n);
+		if (got == -EAGAIN)
+			break;
+		if (got <= 0) {
+			ret = msgr2_rx_eof(kc->mc);
+			if (ret >= 0)
+				ret = got ? (int)got : -ECONNRESET;
+			goto fail;
+		}
+		ret = msgr2_rx_done(kc->mc, got);
+		if (kc->adopt && kmsgr_conn_settle(s, kc))
+			return;
+		if (ret < 0)
+			goto fail;
+	}
+	more = !budget;
+	ret = kmsgr_conn_flush(kc);
+	if (ret < 0)
+		goto fail;
+	more |= ret == 2;
+
+tick:
+	now = div_u64(ktime_get_ns(), NSEC_PER_MSEC);
+	ret = msgr2_tick(kc->mc, now);
+	if (ret < 0)
+		goto fail;
+	if (kc->connected) {
+		ret = kmsgr_conn_flush(kc);	/* a keepalive, maybe */
+		if (ret < 0)
+			goto fail;
+	}
+	if (more)
+		mod_delayed_work(kmsgr_wq, &s->work, 0);
+	else if (READ_ONCE(s->paused))
+		kmsgr_sess_arm(s, msecs_to_jiffies(KMSGR_SESS_PAUSED_MS));
+	else
+		kmsgr_sess_arm(s, msecs_to_jiffies(KMSGR_SESS_TICK_MS));
+	return;
+
+fail:
+	if (kc->adopt) {	/* failed while resuming: let go */
+		mutex_unlock(&kc->adopt->lock);
+		kmsgr_obj_put(&kc->adopt->obj);
+		kc->adopt = NULL;
+	}
+	kmsgr_sess_fail(s, ret);
+}
+
+static void kmsgr_sess_work(struct work_struct *work)
+{
+	struct kmsgr_sess *s = container_of(to_delayed_work(work),
+					    struct kmsgr_sess, work);
+	int ret;
+
+	mutex_lock(&s->lock);
+	switch (s->state) {
+	case KMSGR_SESS_BACKOFF:
+		kmsgr_sess_flush_held(s);
+		if (time_before(jiffies, s->retry_at)) {
+			kmsgr_sess_arm(s, s->retry_at - jiffies);
+			break;
+		}
+		ret = kmsgr_sess_dial(s);
+		if (ret)
+			kmsgr_sess_conn_lost(s, KMSGR_REASON_CONNECT, ret);
+		break;
+	case KMSGR_SESS_CONNECTING:
+	case KMSGR_SESS_HANDSHAKE:
+	case KMSGR_SESS_UP:
+		kmsgr_sess_run(s);
+		break;
+	case KMSGR_SESS_WAITING:
+	case KMSGR_SESS_DEAD:
+		kmsgr_sess_flush_held(s);
+		break;
+	default:
+		break;
+	}
+	mutex_unlock(&s->lock);
+}
+
+/* ---- session life cycle ------------------------------------------------- */
+
+static struct kmsgr_sess *kmsgr_sess_alloc(struct kmsgr_instance *inst)
+{
+	struct kmsgr_sess *s;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return NULL;
+	kref_init(&s->obj.ref);
+	s->obj.kind = KMSGR_OBJ_SESS;
+	s->obj.inst = inst;
+	INIT_LIST_HEAD(&s->obj.teardown);
+	mutex_init(&s->lock);
+	INIT_DELAYED_WORK(&s->work, kmsgr_sess_work);
+	INIT_WORK(&s->reap_work, kmsgr_sess_reap);
+	return s;
+}
+
+/* Free what a never-published (or torn-down) session holds. */
+static void kmsgr_sess_free_mem(struct kmsgr_sess *s)
+{
+	kfree_sensitive(s->cephx);	/* the key: wiped */
+	s->cephx = NULL;
+	kvfree(s->cfg.tx_scratch);
+	s->cfg.tx_scratch = NULL;
+}
+
+/*
+ * Tear a session down: already out of inst->objs and past an RCU grace
+ * period.  With @post, queued SENDs complete with -ECONNRESET and CLOSED
+ * (reason NONE) is the session's last CQE; without, nothing is posted
+ * (the instance is going away).  Drops the objs reference.
+ */
+static void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post,
+				bool from_reaper)
+{
+	struct kmsgr_conn *kc;
+	bool was_dead;
+
+	mutex_lock(&s->lock);
+	was_dead = s->state == KMSGR_SESS_DEAD;
+	s->state = KMSGR_SESS_CLOSED;
+	if (!post)
+		s->no_cq = true;
+	kc = s->conn;
+	s->conn = NULL;
+	if (kc)
+		kmsgr_conn_free(kc);
+	kmsgr_sess_flush_held(s);
+	msgr2_session_drain(&s->ms, kmsgr_sess_drain_done, s, -ECONNRESET);
+	if (!was_dead && (s->announced || !s->server))
+		kmsgr_sess_event(s, KMSGR_EV_CLOSED, KMSGR_REASON_NONE, 0);
+	mutex_unlock(&s->lock);
+
+	/* the work sees CLOSED and does nothing: no requeue after this */
+	cancel_delayed_work_sync(&s->work);
+	if (!from_reaper)
+		cancel_work_sync(&s->reap_work);
+	kmsgr_sess_free_mem(s);
+	atomic_dec(&s->obj.inst->nr_sessions);
+	kmsgr_obj_put(&s->obj);
+}
+
+/* A fresh server session failed or handed its connection over: drop it. */
+static void kmsgr_sess_reap(struct work_struct *work)
+{
+	struct kmsgr_sess *s = container_of(work, struct kmsgr_sess,
+					    reap_work);
+
+	/* whoever takes it out of objs tears it down */
+	if (xa_cmpxchg(&s->obj.inst->objs, s->obj.id, &s->obj, NULL,
+		       GFP_KERNEL) != &s->obj)
+		return;
+	synchronize_rcu();
+	kmsgr_sess_teardown(s, false, true);
+}
+
+/* ---- uapi helpers --------------------------------------------------------- */
+
+static int kmsgr_addr_to_ss(const struct kmsgr_addr *a,
+			    struct sockaddr_storage *ss)
+{
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (a->reserved)
+		return -EINVAL;
+	switch (a->family) {
+	case AF_INET:
+		if (a->scope_id || memchr_inv(a->addr + 4, 0, 12))
+			return -EINVAL;
+		sin->sin_family = AF_INET;
+		sin->sin_port = a->port;
+		memcpy(&sin->sin_addr, a->addr, 4);
+		return 0;
+	case AF_INET6:
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = a->port;
+		sin6->sin6_scope_id = a->scope_id;
+		memcpy(&sin6->sin6_addr, a->addr, 16);
+		return 0;
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+static void kmsgr_ss_to_addr(const struct sockaddr_storage *ss,
+			     struct kmsgr_addr *a)
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+	memset(a, 0, sizeof(*a));
+	a->family = ss->ss_family;
+	if (ss->ss_family == AF_INET) {
+		a->port = sin->sin_port;
+		memcpy(a->addr, &sin->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		a->port = sin6->sin6_port;
+		a->scope_id = sin6->sin6_scope_id;
+		memcpy(a->addr, &sin6->sin6_addr, 16);
+	}
+}
+
+/* entity_addr_t as msgr2 sends it (ADDR2 sockaddr: le16 family, be16 port) */
+static void kmsgr_ss_to_msgr2(const struct sockaddr_storage *ss, u32 type,
+			      u32 nonce, struct msgr2_addr *out)
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+	if (ss->ss_family == AF_INET6) {
+		memset(out, 0, sizeof(*out));
+		out->type = type;
+		out->nonce = nonce;
+		out->len = 28;
+		msgr2_put_le16(out->sa, AF_INET6);
+		memcpy(out->sa + 2, &sin6->sin6_port, 2);
+		memcpy(out->sa + 8, &sin6->sin6_addr, 16);
+		msgr2_put_le32(out->sa + 24, sin6->sin6_scope_id);
+		return;
+	}
+	msgr2_addr_ipv4(out, type, nonce, (const u8 *)&sin->sin_addr,
+			ntohs(sin->sin_port));
+}
+
+static bool kmsgr_entity_type_ok(u8 t)
+{
+	return t == MSGR2_ENTITY_MON || t == MSGR2_ENTITY_MDS ||
+	       t == MSGR2_ENTITY_OSD || t == MSGR2_ENTITY_CLIENT ||
+	       t == MSGR2_ENTITY_MGR;
+}
+
+static const struct kmsgr_xprt_type *kmsgr_xprt_find(u32 id)
+{
+	return id == KMSGR_XPRT_TCP ? &kmsgr_xprt_tcp : NULL;
+}
+
+static int kmsgr_connect_check(const struct kmsgr_connect *c)
+{
+	if (c->reserved0 || memchr_inv(c->reserved, 0, sizeof(c->reserved)))
+		return -EINVAL;
+	if (c->flags & ~(KMSGR_SESS_F_LOSSLESS | KMSGR_SESS_F_SECURE))
+		return -EINVAL;
+	if (!kmsgr_xprt_find(c->transport))
+		return -EOPNOTSUPP;
+	if (c->addr.family == AF_INET || c->addr.family == AF_INET6) {
+		if (!c->addr.port)
+			return -EINVAL;
+	}
+	if (c->peer_type && !kmsgr_entity_type_ok(c->peer_type))
+		return -EINVAL;
+	if (c->my_type && !kmsgr_entity_type_ok(c->my_type))
+		return -EINVAL;
+	if (strnlen(c->name, sizeof(c->name)) >= sizeof(c->name))
+		return -EINVAL;
+	switch (c->auth) {
+	case KMSGR_AUTH_NONE:
+		if (c->key_len || c->key || (c->flags & KMSGR_SESS_F_SECURE))
+			return -EINVAL;
+		return 0;
+	case KMSGR_AUTH_CEPHX:
+		if (c->key_len != MSGR2_CEPHX_KEY_LEN || !c->key || !c->name[0])
+			return -EINVAL;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* Engine configuration shared by both roles. */
+static void kmsgr_sess_cfg_common(struct kmsgr_sess *s)
+{
+	struct msgr2_config *cfg = &s->cfg;
+
+	cfg->features_supported = MSGR2_FEATURES_DEFAULT;
+	cfg->keepalive_ms = KMSGR_SESS_KEEPALIVE_MS;
+}
+
+/* ---- CONNECT -------------------------------------------------------------- */
+
+static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
+				   const struct kmsgr_connect *c)
+{
+	static const u8 zero_ip[4];
+	struct msgr2_config *cfg = &s->cfg;
+	u8 my_type = c->my_type ? c->my_type : MSGR2_ENTITY_CLIENT;
+	u32 nonce;
+	int ret;
+
+	ret = kmsgr_addr_to_ss(&c->addr, &s->peer);
+	if (ret)
+		return ret;
+	s->xtype = kmsgr_xprt_find(c->transport);
+	s->obj.user_data = c->user_data;
+	msgr2_session_init(&s->ms, !(c->flags & KMSGR_SESS_F_LOSSLESS));
+
+	kmsgr_sess_cfg_common(s);
+	cfg->role = MSGR2_CLIENT;
+	cfg->my_type = my_type;
+	cfg->peer_type = c->peer_type;
+	do {
+		get_random_bytes(&nonce, sizeof(nonce));
+	} while (!nonce);
+	/* a blank IP: the engine takes the one the server's HELLO reports */
+	msgr2_addr_ipv4(&cfg->my_addrs.a[0], MSGR2_ADDR_ANY, nonce, zero_ip, 0);
+	cfg->my_addrs.n = 1;
+	kmsgr_ss_to_msgr2(&s->peer, MSGR2_ADDR_MSGR2, c->addr.nonce,
+			  &cfg->target);
+	cfg->n_modes = 1;
+	cfg->modes[0] = (c->flags & KMSGR_SESS_F_SECURE) ? MSGR2_MODE_SECURE :
+							   MSGR2_MODE_CRC;
+	cfg->ops = &kmsgr_sess_client_ops;
+	cfg->n_auth = 1;
+
+	if (c->auth == KMSGR_AUTH_NONE) {
+		s->anone.entity_type = my_type;
+		s->anone.peer_type = c->peer_type;
+		strscpy(s->anone.name, c->name[0] ? c->name : "admin",
+			sizeof(s->anone.name));
+		cfg->auth[0] = &msgr2_auth_none_ops;
+		cfg->auth_priv[0] = &s->anone;
+		return 0;
+	}
+
+	s->cephx = kzalloc(sizeof(*s->cephx), GFP_KERNEL);
+	if (!s->cephx)
+		return -ENOMEM;
+	s->cephx->entity_type = my_type;
+	strscpy(s->cephx->name, c->name, sizeof(s->cephx->name));
+	if (copy_from_user(s->cephx->key, u64_to_user_ptr(c->key),
+			   MSGR2_CEPHX_KEY_LEN))
+		return -EFAULT;
+	cfg->auth[0] = &msgr2_auth_cephx_ops;
+	cfg->auth_priv[0] = s->cephx;
+	if (c->flags & KMSGR_SESS_F_SECURE) {
+		cfg->tx_scratch = kvmalloc(KMSGR_SESS_SCRATCH_LEN, GFP_KERNEL);
+		if (!cfg->tx_scratch)
+			return -ENOMEM;
+		cfg->tx_scratch_len = KMSGR_SESS_SCRATCH_LEN;
+	}
+	return 0;
+}
+
+int kmsgr_sess_connect(struct kmsgr_instance *inst,
+		       struct kmsgr_connect __user *uarg)
+{
+	struct kmsgr_connect c;
+	struct kmsgr_sess *s;
+	int ret;
+
+	if (copy_from_user(&c, uarg, sizeof(c)))
+		return -EFAULT;
+	ret = kmsgr_connect_check(&c);
+	if (ret)
+		return ret;
+
+	s = kmsgr_sess_alloc(inst);
+	if (!s)
+		return -ENOMEM;
+	ret = kmsgr_sess_setup_client(s, &c);
+	if (ret)
+		goto out_free;
+	ret = kmsgr_sess_charge(inst);
+	if (ret)
+		goto out_free;
+	ret = kmsgr_obj_publish(inst, &s->obj);
+	if (ret)
+		goto out_uncharge;
+	if (put_user(s->obj.id, &uarg->id)) {
+		ret = -EFAULT;
+		goto out_unpublish;
+	}
+
+	mutex_lock(&s->lock);
+	ret = kmsgr_sess_dial(s);
+	mutex_unlock(&s->lock);
+	if (ret)
+		goto out_unpublish;
+	return 0;
+
+out_unpublish:
+	xa_erase(&inst->objs, s->obj.id);
+	synchronize_rcu();
+	cancel_delayed_work_sync(&s->work);
+out_uncharge:
+	atomic_dec(&inst->nr_sessions);
+out_free:
+	kmsgr_sess_free_mem(s);
+	kmsgr_obj_put(&s->obj);
+	return ret;
+}
+
+/* ---- LISTEN / accept ---------------------------------------------------- */
+
+/* Set up a server session on the accepted transport @x and start it. */
+static int kmsgr_listener_new_sess(struct kmsgr_listener *l,
+				   struct kmsgr_xprt *x)
+{
+	struct kmsgr_instance *inst = l->obj.inst;
+	struct sockaddr_storage peer, local;
+	struct msgr2_config *cfg;
+	struct kmsgr_conn *kc;
+	struct kmsgr_sess *s;
+	int ret;
+
+	ret = x->ops->getname(x, &peer, true);
+	if (!ret)
+		ret = x->ops->getname(x, &local, false);
+	if (ret)
+		return ret;
+	s = kmsgr_sess_alloc(inst);
+	if (!s)
+		return -ENOMEM;
+	s->server = true;
+	s->listener_id = l->obj.id;
+	s->obj.user_data = l->obj.user_data;
+	s->xtype = kmsgr_xprt_find(KMSGR_XPRT_TCP);
+	msgr2_session_init(&s->ms, !(l->flags & KMSGR_SESS_F_LOSSLESS));
+
+	cfg = &s->cfg;
+	kmsgr_sess_cfg_common(s);
+	cfg->role = MSGR2_SERVER;
+	cfg->my_type = MSGR2_ENTITY_CLIENT;
+	cfg->my_gid = (s64)inst->id;
+	/* the address the client dialled: it must find it in SERVER_IDENT */
+	kmsgr_ss_to_msgr2(&local, MSGR2_ADDR_MSGR2, l->nonce,
+			  &cfg->my_addrs.a[0]);
+	cfg->my_addrs.n = 1;
+	kmsgr_ss_to_msgr2(&peer, MSGR2_ADDR_MSGR2, 0, &cfg->target);
+	cfg->global_seq = kmsgr_next_global_seq(NULL, 0);
+	cfg->n_modes = 1;
+	cfg->modes[0] = MSGR2_MODE_CRC;
+	s->anone.next_global_id = (u64)atomic64_add_return(1, &kmsgr_global_id);
+	cfg->n_auth = 1;
+	cfg->auth[0] = &msgr2_auth_none_ops;
+	cfg->auth_priv[0] = &s->anone;
+	cfg->ops = &kmsgr_sess_server_ops;
+
+	kc = kmsgr_conn_alloc(s);
+	if (!kc) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	cfg->priv = kc;
+	ret = msgr2_conn_init(kc->mc, cfg, &s->ms);
+	if (ret)
+		goto out_free_conn;
+	kc->engine = true;
+	ret = kmsgr_sess_charge(inst);
+	if (ret)
+		goto out_free_conn;
+	ret = kmsgr_obj_publish(inst, &s->obj);
+	if (ret)
+		goto out_uncharge;
+
+	mutex_lock(&s->lock);
+	kc->xprt = x;
+	kc->connected = true;
+	s->conn = kc;
+	s->state = KMSGR_SESS_HANDSHAKE;
+	x->ops->start(x, kmsgr_conn_kick, kc);
+	mutex_unlock(&s->lock);
+	return 0;
+
+out_uncharge:
+	atomic_dec(&inst->nr_sessions);
+out_free_conn:
+	kmsgr_conn_free(kc);		/* kc->xprt is NULL: @x is the caller's */
+out_free:
+	kmsgr_sess_free_mem(s);
+	kmsgr_obj_put(&s->obj);
+	return ret;
+}
+
+static void kmsgr_listener_accept(struct work_struct *work)
+{
+	struct kmsgr_listener *l = container_of(work, struct kmsgr_listener,
+						accept_work);
+	struct kmsgr_xprt *x;
+	int i, ret;
+
+	for (i = 0; i < KMSGR_SESS_ACCEPT_BUDGET; i++) {
+		if (READ_ONCE(l->closing))
+			return;
+		ret = l->xprt->ops->accept(l->xprt, &x);
+		if (ret == -EAGAIN)
+			return;
+		if (ret) {
+			pr_warn_ratelimited("instance %llu listener %u: accept failed: %d\n",
+					    l->obj.inst->id, l->obj.id, ret);
+			return;
+		}
+		ret = kmsgr_listener_new_sess(l, x);
+		if (ret) {
+			pr_warn_ratelimited("instance %llu listener %u: connection refused: %d\n",
+					    l->obj.inst->id, l->obj.id, ret);
+			x->ops->close(x);
+		}
+	}
+	queue_work(kmsgr_wq, &l->accept_work);	/* more may wait */
+}
+
+static void kmsgr_listener_kick(void *priv, unsigned int why)
+{
+	struct kmsgr_listener *l = priv;
+
+	queue_work(kmsgr_wq, &l->accept_work);
+}
+
+static void kmsgr_listener_teardown(struct kmsgr_listener *l)
+{
+	WRITE_ONCE(l->closing, true);
+	cancel_work_sync(&l->accept_work);
+	l->xprt->ops->close(l->xprt);	/* no kick after this */
+	cancel_work_sync(&l->accept_work);
+	atomic_dec(&l->obj.inst->nr_sessions);
+	kmsgr_obj_put(&l->obj);
+}
+
+int kmsgr_sess_listen(struct kmsgr_instance *inst,
+		      struct kmsgr_listen __user *uarg)
+{
+	struct sockaddr_storage ss;
+	struct kmsgr_listener *l;
+	struct kmsgr_listen la;
+	const struct kmsgr_xprt_type *xt;
+	int ret;
+
+	if (copy_from_user(&la, uarg, sizeof(la)))
+		return -EFAULT;
+	/* id and bound are output fields: ignored on input */
+	if (la.reserved0 || memchr_inv(la.reserved, 0, sizeof(la.reserved)))
+		return -EINVAL;
+	if (la.flags & ~(KMSGR_SESS_F_LOSSLESS | KMSGR_SESS_F_SECURE))
+		return -EINVAL;
+	if (la.flags & KMSGR_SESS_F_SECURE)	/* needs a cephx server */
+		return -EOPNOTSUPP;
+	xt = kmsgr_xprt_find(la.transport);
+	if (!xt)
+		return -EOPNOTSUPP;
+	ret = kmsgr_addr_to_ss(&la.addr, &ss);
+	if (ret)
+		return ret;
+
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l)
+		return -ENOMEM;
+	kref_init(&l->obj.ref);
+	l->obj.kind = KMSGR_OBJ_LISTENER;
+	l->obj.inst = inst;
+	l->obj.user_data = la.user_data;
+	INIT_LIST_HEAD(&l->obj.teardown);
+	l->flags = la.flags;
+	l->nonce = la.addr.nonce;
+	INIT_WORK(&l->accept_work, kmsgr_listener_accept);
+
+	ret = kmsgr_sess_charge(inst);	/* listeners count as sessions */
+	if (ret)
+		goto out_free;
+	ret = kmsgr_obj_publish(inst, &l->obj);
+	if (ret)
+		goto out_uncharge;
+	ret = xt->listen(&ss, kmsgr_listener_kick, l, &l->xprt);
+	if (ret)
+		goto out_unpublish;
+	ret = l->xprt->ops->getname(l->xprt, &ss, false);
+	if (ret)
+		goto out_close;
+	kmsgr_ss_to_addr(&ss, &la.bound);
+	la.id = l->obj.id;
+	if (copy_to_user(uarg, &la, sizeof(la))) {
+		ret = -EFAULT;
+		goto out_close;
+	}
+	return 0;
+
+out_close:
+	xa_erase(&inst->objs, l->obj.id);
+	synchronize_rcu();
+	kmsgr_listener_teardown(l);
+	return ret;
+out_unpublish:
+	xa_erase(&inst->objs, l->obj.id);
+	synchronize_rcu();
+out_uncharge:
+	atomic_dec(&inst->nr_sessions);
+out_free:
+	kmsgr_obj_put(&l->obj);
+	return ret;
+}
+
+/* ---- CLOSE, SEND, resume, teardown --------------------------------------- */
+
+int kmsgr_sess_close(struct kmsgr_instance *inst,
+		     struct kmsgr_close __user *uarg)
+{
+	struct kmsgr_close c;
+	struct kmsgr_obj *obj;
+
+	if (copy_from_user(&c, uarg, sizeof(c)))
+		return -EFAULT;
+	if (c.flags || memchr_inv(c.reserved, 0, sizeof(c.reserved)))
+		return -EINVAL;
+	if (!c.id)
+		return -ENOENT;
+	/* whoever takes it out of objs tears it down: CLOSE is idempotent */
+	obj = xa_erase(&inst->objs, c.id);
+	if (!obj)
+		return -ENOENT;
+	/* no kick or resume still looks at it after this */
+	synchronize_rcu();
+	if (obj->kind == KMSGR_OBJ_SESS)
+		kmsgr_sess_teardown(container_of(obj, struct kmsgr_sess, obj),
+				    true, false);
+	else
+		kmsgr_listener_teardown(container_of(obj,
+						     struct kmsgr_listener,
+						     obj));
+	return 0;
+}
+
+int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe)
+{
+	struct kmsgr_obj *obj;
+	struct kmsgr_sess *s;
+	struct kmsgr_tx *tx;
+	u64 total = 0;
+	int i, ret;
+
+	obj = kmsgr_obj_get(inst, sqe->session);
+	if (!obj)
+		return -ENOENT;
+	if (obj->kind != KMSGR_OBJ_SESS) {
+		ret = -ENOENT;
+		goto out_put;
+	}
+	s = container_of(obj, struct kmsgr_sess, obj);
+
+	tx = kmem_cache_zalloc(kmsgr_tx_cache, GFP_KERNEL);
+	if (!tx) {
+		ret = -ENOMEM;
+		goto out_put;
+	}
+	tx->user_data = sqe->user_data;
+	tx->m.hdr.type = sqe->type;
+	tx->m.hdr.version = sqe->version;
+	tx->m.hdr.compat_version = sqe->compat_version;
+	tx->m.hdr.priority = sqe->priority ? sqe->priority : 127;
+	tx->m.hdr.tid = sqe->tid;
+	for (i = 0; i < MSGR2_NSEG; i++) {
+		u32 off = sqe->seg[i].off, len = sqe->seg[i].len;
+
+		if (!len)
+			continue;
+		tx->m.seg[i].base = kmsgr_buf_ptr(inst, off, len);
+		if (!tx->m.seg[i].base) {
+			ret = -EINVAL;
+			goto out_free;
+		}
+		tx->m.seg[i].len = len;
+		total += len;
+	}
+
+	mutex_lock(&s->lock);
+	if (s->state == KMSGR_SESS_DEAD || s->state == KMSGR_SESS_CLOSED) {
+		ret = -EPIPE;
+	} else if (s->cfg.tx_scratch && total > KMSGR_SESS_SECURE_MSG_MAX) {
+		ret = -EMSGSIZE;
+	} else {
+		ret = msgr2_send(&s->ms, &tx->m);
+		if (!ret && s->conn)
+			mod_delayed_work(kmsgr_wq, &s->work, 0);
+	}
+	mutex_unlock(&s->lock);
+	if (ret)
+		goto out_free;
+	kmsgr_obj_put(obj);
+	return 0;
+
+out_free:
+	kmem_cache_free(kmsgr_tx_cache, tx);
+out_put:
+	kmsgr_obj_put(obj);
+	return ret;
+}
+
+void kmsgr_sess_resume(struct kmsgr_instance *inst)
+{
+	struct kmsgr_obj *obj;
+	struct kmsgr_sess *s;
+	unsigned long idx;
+
+	/* pairs with kmsgr_sess_set_paused(): see the room we were told of */
+	smp_mb();
+	rcu_read_lock();
+	xa_for_each(&inst->objs, idx, obj) {
+		if (obj->kind != KMSGR_OBJ_SESS)
+			continue;
+		s = container_of(obj, struct kmsgr_sess, obj);
+		if (READ_ONCE(s->paused))
+			mod_delayed_work(kmsgr_wq, &s->work, 0);
+	}
+	rcu_read_unlock();
+}
+
+void kmsgr_sess_destroy_all(struct kmsgr_instance *inst)
+{
+	struct kmsgr_obj *obj, *tmp;
+	unsigned long idx;
+	LIST_HEAD(sessions);
+	LIST_HEAD(listeners);
+
+	/* take everything out; what a reaper took out already is its own */
+	xa_for_each(&inst->objs, idx, obj) {
+		if (xa_cmpxchg(&inst->objs, idx, obj, NULL, GFP_KERNEL) != obj)
+			continue;
+		list_add_tail(&obj->teardown,
+			      obj->kind == KMSGR_OBJ_SESS ? &sessions :
+							    &listeners);
+	}
+	synchronize_rcu();
+	/* listeners first: no new sessions after this */
+	list_for_each_entry_safe(obj, tmp, &listeners, teardown) {
+		list_del_init(&obj->teardown);
+		kmsgr_listener_teardown(container_of(obj,
+						     struct kmsgr_listener,
+						     obj));
+	}
+	/* sessions accepted meanwhile */
+	xa_for_each(&inst->objs, idx, obj) {
+		if (xa_cmpxchg(&inst->objs, idx, obj, NULL, GFP_KERNEL) == obj)
+			list_add_tail(&obj->teardown, &sessions);
+	}
+	synchronize_rcu();
+	list_for_each_entry_safe(obj, tmp, &sessions, teardown) {
+		list_del_init(&obj->teardown);
+		kmsgr_sess_teardown(container_of(obj, struct kmsgr_sess, obj),
+				    false, false);
+	}
+	/* reapers that took their session out before us */
+	flush_workqueue(kmsgr_wq);
+	WARN_ON_ONCE(!xa_empty(&inst->objs));
+	WARN_ON_ONCE(atomic_read(&inst->nr_sessions));
+	xa_destroy(&inst->objs);
+}
+
+void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
+{
+	xa_init_flags(&inst->objs, XA_FLAGS_ALLOC1);
+	atomic_set(&inst->nr_sessions, 0);
+	init_waitqueue_head(&inst->objs_wait);
+}
+
+int kmsgr_sess_init(void)
+{
+	kmsgr_tx_cache = KMEM_CACHE(kmsgr_tx, 0);
+	if (!kmsgr_tx_cache)
+		return -ENOMEM;
+	kmsgr_wq = alloc_workqueue("kmsgr", WQ_UNBOUND, 0);
+	if (!kmsgr_wq) {
+		kmem_cache_destroy(kmsgr_tx_cache);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void kmsgr_sess_exit(void)
+{
+	destroy_workqueue(kmsgr_wq);
+	kmem_cache_destroy(kmsgr_tx_cache);
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kmsgr - the transport interface.
+ *
+ * A transport moves the bytes of one msgr2 connection; the session layer
+ * (session.c) does not know which one it runs on.  Every operation is
+ * non-blocking: an operation that cannot make progress returns -EAGAIN and
+ * the transport calls the owner's kick function later, when it can.  Kick
+ * functions run in softirq context with the transport's callback lock held
+ * for reading: they may only queue work.
+ *
+ * Life cycle:
+ *
+ *   type->connect()   start connecting; kicks when connected or failed
+ *   type->listen()    bind and listen; kicks when a connection waits
+ *   ops->accept()     take one waiting connection (not started yet)
+ *   ops->start()      install the kick function (accepted connections)
+ *   ops->state()      0 connected, -EINPROGRESS, or -errno
+ *   ops->recv/send()  move bytes
+ *   ops->close()      stop kicks (none runs or starts after it returns),
+ *                     close and free
+ *
+ * The caller serialises all operations on one transport object; only the
+ * kick callbacks run concurrently with them.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#ifndef KMSGR_XPRT_H
+#define KMSGR_XPRT_H
+
+#include <linux/bits.h>
+#include <linux/socket.h>
+#include <linux/types.h>
+
+#include "msgr2/port.h"
+
+/* kmsgr_xprt.caps */
+#define KMSGR_XPRT_CAP_STREAM	BIT(0)	/* byte stream: msgr2 frames as is */
+#define KMSGR_XPRT_CAP_RDMA	BIT(1)	/* later: receiver-driven RDMA READ */
+
+/* why a kick happened (a hint; the owner re-checks everything) */
+#define KMSGR_XPRT_KICK_RX	BIT(0)	/* readable, or a connection waits */
+#define KMSGR_XPRT_KICK_TX	BIT(1)	/* writable again */
+#define KMSGR_XPRT_KICK_STATE	BIT(2)	/* connected, closed or failed */
+
+/* most iovec entries one send() takes */
+#define KMSGR_XPRT_MAX_IOV	16
+
+typedef void (*kmsgr_xprt_kick_t)(void *priv, unsigned int why);
+
+struct kmsgr_xprt;
+
+struct kmsgr_xprt_ops {
+	/* Install @kick (an accepted connection) and kick once. */
+	void (*start)(struct kmsgr_xprt *x, kmsgr_xprt_kick_t kick, void *priv);
+	/* Listener: one waiting connection, not started; -EAGAIN if none. */
+	int (*accept)(struct kmsgr_xprt *lx, struct kmsgr_xprt **out);
+	/* 0 when connected, -EINPROGRESS while connecting, else -errno. */
+	int (*state)(struct kmsgr_xprt *x);
+	/* Up to @len bytes into @buf: count, 0 at EOF, -EAGAIN or -errno. */
+	ssize_t (*recv)(struct kmsgr_xprt *x, void *buf, size_t len);
+	/*
+	 * Send from @n (<= KMSGR_XPRT_MAX_IOV) pieces; they may be vmalloc
+	 * memory.  Returns the bytes taken (possibly fewer than offered),
+	 * -EAGAIN or -errno.
+	 */
+	ssize_t (*send)(struct kmsgr_xprt *x, const struct msgr2_iov *iov,
+			int n);
+	/* Local (@peer false) or peer address. */
+	int (*getname)(struct kmsgr_xprt *x, struct sockaddr_storage *ss,
+		       bool peer);
+	/* Stop kicks, close the connection or listener, free @x. */
+	void (*close)(struct kmsgr_xprt *x);
+};
+
+/* A transport object; each transport embeds it in its own state. */
+struct kmsgr_xprt {
+	const struct kmsgr_xprt_ops *ops;
+	u32 caps;			/* KMSGR_XPRT_CAP_* */
+};
+
+/* A transport kind (KMSGR_XPRT_* of the uapi). */
+struct kmsgr_xprt_type {
+	u32 id;
+	const char *name;
+	/* Start connecting to @ss; @kick fires when that ends. */
+	int (*connect)(const struct sockaddr_storage *ss, kmsgr_xprt_kick_t kick,
+		       void *priv, struct kmsgr_xprt **out);
+	/* Listen on @ss (port 0: any); @kick fires when accept() may work. */
+	int (*listen)(const struct sockaddr_storage *ss, kmsgr_xprt_kick_t kick,
+		      void *priv, struct kmsgr_xprt **out);
+};
+
+extern const struct kmsgr_xprt_type kmsgr_xprt_tcp;
+
+#endif /* KMSGR_XPRT_H */

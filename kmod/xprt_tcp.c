@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr - TCP transport: non-blocking kernel sockets in init_net.
+ *
+ * The socket callbacks (sk_data_ready, sk_write_space, sk_state_change)
+ * are replaced under sk_callback_lock by hooks that only kick the owner,
+ * which queues work; the originals are put back before the socket is
+ * released.  Data moves with kernel_recvmsg()/kernel_sendmsg() on kvecs
+ * that point straight at the caller's buffers (buffer-area memory is
+ * vmalloc memory, which kvec iterators handle), MSG_DONTWAIT | MSG_NOSIGNAL.
+ *
+ * A listening socket only hooks sk_data_ready.  Accepted sockets are
+ * clones of the listener and inherit that hook (and its sk_user_data); the
+ * hook ignores any socket that is not listening, and an accepted socket
+ * gets the listener's original sk_data_ready back when it is closed.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <linux/tcp.h>
+#include <linux/uio.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include <linux/kmsgr.h>
+
+#include "xprt.h"
+
+#define KMSGR_TCP_BACKLOG	128
+
+struct kmsgr_tcp {
+	struct kmsgr_xprt x;
+	struct socket *sock;
+	bool started;			/* our callbacks are installed */
+	kmsgr_xprt_kick_t kick;
+	void *priv;
+	/* the socket's own callbacks, restored by close() */
+	void (*orig_data_ready)(struct sock *sk);
+	void (*orig_write_space)(struct sock *sk);
+	void (*orig_state_change)(struct sock *sk);
+};
+
+static const struct kmsgr_xprt_ops kmsgr_tcp_ops;
+static const struct kmsgr_xprt_ops kmsgr_tcp_listen_ops;
+
+static struct kmsgr_tcp *to_tcp(struct kmsgr_xprt *x)
+{
+	return container_of(x, struct kmsgr_tcp, x);
+}
+
+/* ---- socket callbacks (softirq): kick the owner, nothing else ---- */
+
+static void kmsgr_tcp_kick(struct sock *sk, unsigned int why)
+{
+	struct kmsgr_tcp *t;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	t = sk->sk_user_data;
+	if (t)
+		t->kick(t->priv, why);
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void kmsgr_tcp_data_ready(struct sock *sk)
+{
+	kmsgr_tcp_kick(sk, KMSGR_XPRT_KICK_RX);
+}
+
+static void kmsgr_tcp_write_space(struct sock *sk)
+{
+	struct kmsgr_tcp *t;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	t = sk->sk_user_data;
+	if (t && sk_stream_is_writeable(sk)) {
+		/* no more write_space calls until the next -EAGAIN */
+		if (sk->sk_socket)
+			clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+		t->kick(t->priv, KMSGR_XPRT_KICK_TX);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void kmsgr_tcp_state_change(struct sock *sk)
+{
+	kmsgr_tcp_kick(sk, KMSGR_XPRT_KICK_STATE);
+}
+
+/*
+ * Listening sockets.  Sockets accepted from it start as clones carrying
+ * this hook and the listener's sk_user_data: look at the latter only while
+ * the socket is really listening.
+ */
+static void kmsgr_tcp_listen_data_ready(struct sock *sk)
+{
+	struct kmsgr_tcp *t;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	if (sk->sk_state == TCP_LISTEN) {
+		t = sk->sk_user_data;
+		if (t)
+			t->kick(t->priv, KMSGR_XPRT_KICK_RX);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* ---- helpers ---- */
+
+static int kmsgr_tcp_sa_len(const struct sockaddr_storage *ss)
+{
+	switch (ss->ss_family) {
+	case AF_INET:
+		return sizeof(struct sockaddr_in);
+	case AF_INET6:
+		return sizeof(struct sockaddr_in6);
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+static struct kmsgr_tcp *kmsgr_tcp_alloc(struct socket *sock,
+					 const struct kmsgr_xprt_ops *ops)
+{
+	struct kmsgr_tcp *t;
+
+	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	if (!t)
+		return NULL;
+	t->x.ops = ops;
+	t->x.caps = KMSGR_XPRT_CAP_STREAM;
+	t->sock = sock;
+	return t;
+}
+
+static int kmsgr_tcp_create(int family, struct socket **sockp)
+{
+	struct socket *sock;
+	int ret;
+
+	ret = sock_create_kern(&init_net, family, SOCK_STREAM, IPPROTO_TCP,
+			       &sock);
+	if (ret)
+		return ret;
+	/* work items call in from any task: no memory-allocation surprises */
+	sock->sk->sk_allocation = GFP_KERNEL;
+	*sockp = sock;
+	return 0;
+}
+
+/* Hook the callbacks; @data_ready is the original one to restore later. */
+static void kmsgr_tcp_hook(struct kmsgr_tcp *t, kmsgr_xprt_kick_t kick,
+			   void *priv, bool listener)
+{
+	struct sock *sk = t->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	t->kick = kick;
+	t->priv = priv;
+	if (!t->orig_data_ready)
+		t->orig_data_ready = sk->sk_data_ready;
+	t->orig_write_space = sk->sk_write_space;
+	t->orig_state_change = sk->sk_state_change;
+	sk->sk_user_data = t;
+	if (listener) {
+		sk->sk_data_ready = kmsgr_tcp_listen_data_ready;
+	} else {
+		sk->sk_data_ready = kmsgr_tcp_data_ready;
+		sk->sk_write_space = kmsgr_tcp_write_space;
+		sk->sk_state_change = kmsgr_tcp_state_change;
+	}
+	t->started = true;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* After this returns no hook runs or will run with @t. */
+static void kmsgr_tcp_unhook(struct kmsgr_tcp *t)
+{
+	struct sock *sk = t->sock->sk;
+
+	if (!t->started)
+		return;
+	write_lock_bh(&sk->sk_callback_lock);
+	sk->sk_user_data = NULL;
+	sk->sk_data_ready = t->orig_data_ready;
+	sk->sk_write_space = t->orig_write_space;
+	sk->sk_state_change = t->orig_state_change;
+	t->started = false;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* ---- connections ---- */
+
+static void kmsgr_tcp_start(struct kmsgr_xprt *x, kmsgr_xprt_kick_t kick,
+			    void *priv)
+{
+	struct kmsgr_tcp *t = to_tcp(x);
+
+	kmsgr_tcp_hook(t, kick, priv, false);
+	/* bytes may have arrived before the hooks: look once */
+	kick(priv, KMSGR_XPRT_KICK_RX | KMSGR_XPRT_KICK_TX);
+}
+
+static int kmsgr_tcp_state(struct kmsgr_xprt *x)
+{
+	struct sock *sk = to_tcp(x)->sock->sk;
+	int err;
+
+	switch (READ_ONCE(sk->sk_state)) {
+	case TCP_ESTABLISHED:
+	case TCP_CLOSE_WAIT:
+		return 0;
+	case TCP_SYN_SENT:
+	case TCP_SYN_RECV:
+		return -EINPROGRESS;
+	default:
+		err = sock_error(sk);
+		return err ? err : -ENOTCONN;
+	}
+}
+
+static ssize_t kmsgr_tcp_recv(struct kmsgr_xprt *x, void *buf, size_t len)
+{
+	struct kmsgr_tcp *t = to_tcp(x);
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct kvec kv = { .iov_base = buf, .iov_len = len };
+
+	return kernel_recvmsg(t->sock, &msg, &kv, 1, len, msg.msg_flags);
+}
+
+static ssize_t kmsgr_tcp_send(struct kmsgr_xprt *x,
+			      const struct msgr2_iov *iov, int n)
+{
+	struct kmsgr_tcp *t = to_tcp(x);
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct kvec kv[KMSGR_XPRT_MAX_IOV];
+	size_t total = 0;
+	int i;
+
+	if (n <= 0 || n > KMSGR_XPRT_MAX_IOV)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		kv[i].iov_base = iov[i].base;
+		kv[i].iov_len = iov[i].len;
+		total += iov[i].len;
+	}
+	/* more frames follow while the engine still has bytes queued */
+	return kernel_sendmsg(t->sock, &msg, kv, n, total);
+}
+
+static int kmsgr_tcp_getname(struct kmsgr_xprt *x,
+			     struct sockaddr_storage *ss, bool peer)
+{
+	struct kmsgr_tcp *t = to_tcp(x);
+	int ret;
+
+	memset(ss, 0, sizeof(*ss));
+	if (peer)
+		ret = kernel_getpeername(t->sock, (struct sockaddr *)ss);
+	else
+		ret = kernel_getsockname(t->sock, (struct sockaddr *)ss);
+	return ret < 0 ? ret : 0;
+}
+
+static void kmsgr_tcp_close(struct kmsgr_xprt *x)
+{
+	struct kmsgr_tcp *t = to_tcp(x);
+
+	kmsgr_tcp_unhook(t);
+	sock_release(t->sock);
+	kfree(t);
+}
+
+static int kmsgr_tcp_connect(const struct sockaddr_storage *ss,
+			     kmsgr_xprt_kick_t kick, void *priv,
+			     struct kmsgr_xprt **out)
+{
+	struct socket *sock;
+	struct kmsgr_tcp *t;
+	int len, ret;
+
+	len = kmsgr_tcp_sa_len(ss);
+	if (len < 0)
+		return len;
+	ret = kmsgr_tcp_create(ss->ss_family, &sock);
+	if (ret)
+		return ret;
+	tcp_sock_set_nodelay(sock->sk);
+	t = kmsgr_tcp_alloc(sock, &kmsgr_tcp_ops);
+	if (!t) {
+		ret = -ENOMEM;
+		goto out_release;
+	}
+	kmsgr_tcp_hook(t, kick, priv, false);
+	ret = kernel_connect(sock, (struct sockaddr *)ss, len, O_NONBLOCK);
+	if (ret && ret != -EINPROGRESS)
+		goto out_unhook;
+	/* connected at once (or state already known): look now */
+	kick(priv, KMSGR_XPRT_KICK_STATE);
+	*out = &t->x;
+	return 0;
+
+out_unhook:
+	kmsgr_tcp_unhook(t);
+	kfree(t);
+out_release:
+	sock_release(sock);
+	return ret;
+}
+
+static const struct kmsgr_xprt_ops kmsgr_tcp_ops = {
+	.start		= kmsgr_tcp_start,
+	.state		= kmsgr_tcp_state,
+	.recv		= kmsgr_tcp_recv,
+	.send		= kmsgr_tcp_send,
+	.getname	= kmsgr_tcp_getname,
+	.close		= kmsgr_tcp_close,
+};
+
+/* ---- listeners ---- */
+
+static int kmsgr_tcp_accept(struct kmsgr_xprt *lx, struct kmsgr_xprt **out)
+{
+	struct kmsgr_tcp *l = to_tcp(lx);
+	struct socket *sock;
+	struct kmsgr_tcp *t;
+	int ret;
+
+	ret = kernel_accept(l->sock, &sock, O_NONBLOCK);
+	if (ret)
+		return ret;
+	tcp_sock_set_nodelay(sock->sk);
+	sock->sk->sk_allocation = GFP_KERNEL;
+	t = kmsgr_tcp_alloc(sock, &kmsgr_tcp_ops);
+	if (!t) {
+		sock_release(sock);
+		return -ENOMEM;
+	}
+	/* the clone carries our listen hook; its real one is the listener's */
+	t->orig_data_ready = l->orig_data_ready;
+	*out = &t->x;
+	return 0;
+}
+
+static int kmsgr_tcp_listen(const struct sockaddr_storage *ss,
+			    kmsgr_xprt_kick_t kick, void *priv,
+			    struct kmsgr_xprt **out)
+{
+	struct socket *sock;
+	struct kmsgr_tcp *t;
+	int len, ret;
+
+	len = kmsgr_tcp_sa_len(ss);
+	if (len < 0)
+		return len;
+	ret = kmsgr_tcp_create(ss->ss_family, &sock);
+	if (ret)
+		return ret;
+	sock_set_reuseaddr(sock->sk);
+	ret = kernel_bind(sock, (struct sockaddr *)ss, len);
+	if (ret)
+		goto out_release;
+	t = kmsgr_tcp_alloc(sock, &kmsgr_tcp_listen_ops);
+	if (!t) {
+		ret = -ENOMEM;
+		goto out_release;
+	}
+	kmsgr_tcp_hook(t, kick, priv, true);
+	ret = kernel_listen(sock, KMSGR_TCP_BACKLOG);
+	if (ret)
+		goto out_unhook;
+	*out = &t->x;
+	return 0;
+
+out_unhook:
+	kmsgr_tcp_unhook(t);
+	kfree(t);
+out_release:
+	sock_release(sock);
+	return ret;
+}
+
+static const struct kmsgr_xprt_ops kmsgr_tcp_listen_ops = {
+	.accept		= kmsgr_tcp_accept,
+	.getname	= kmsgr_tcp_getname,
+	.close		= kmsgr_tcp_close,
+};
+
+const struct kmsgr_xprt_type kmsgr_xprt_tcp = {
+	.id		= KMSGR_XPRT_TCP,
+	.name		= "tcp",
+	.connect	= kmsgr_tcp_connect,
+	.listen		= kmsgr_tcp_listen,
+};

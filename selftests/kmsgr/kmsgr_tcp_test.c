@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr selftests - kmsgr to kmsgr over kernel TCP, in one process with two
+ * instances: a listener instance and a client instance, one lossless msgr2
+ * session (crc mode, auth none) between them.
+ *
+ *  stream_mixed      KMSGR_TCP_MSGS (10^4) messages client -> server and a
+ *                    tenth as many back: segment sizes log-uniform from 0 B
+ *                    to 4 MiB, every combination of front, middle and data;
+ *                    each arrives once, in order, with the type, version,
+ *                    lengths and content hash it was sent with.
+ *  survives_tcp_kill the same with smaller messages while `ss -K` kills the
+ *                    TCP connection three times (client side, server side,
+ *                    client side): the session reconnects and nothing is
+ *                    lost, duplicated or reordered.
+ *
+ * Variants: 127.0.0.1, and the guest's own NIC address (KMSGR_VM_IP, set
+ * by tools/vm/run --rxe; SKIP without it).  After each test the kernel log
+ * must show no warning.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "kmsgr_selftest.h"
+#include "kmsgr_ring_util.h"
+
+#define TX_AREA		(8ULL << 20)	/* >= the largest segment */
+#define RX_POOL		(32ULL << 20)	/* > 3 x the largest segment */
+#define SQ_ENTRIES	256
+#define SETUP_MS	20000
+
+FIXTURE(tcp) {
+	const char *why;	/* set: SKIP with this reason */
+	char whybuf[128];
+	const char *ip;
+	struct kt_inst cli, srv;
+	struct kt_loop lp;
+	struct kmsgr_listen l;
+	uint32_t cli_id, srv_id;
+	int kmsg;
+};
+
+FIXTURE_VARIANT(tcp) {
+	const char *ip_env;	/* NULL: 127.0.0.1 */
+};
+
+FIXTURE_VARIANT_ADD(tcp, loopback) {
+	.ip_env = NULL,
+};
+
+FIXTURE_VARIANT_ADD(tcp, vm_ip) {
+	.ip_env = "KMSGR_VM_IP",
+};
+
+/* the module must do rings and TCP sessions */
+static const char *tcp_missing(struct kmsgr_info *info)
+{
+	struct kmsgr *k;
+	int ret;
+
+	ret = kmsgr_open(NULL, &k);
+	if (ret)
+		return NULL;	/* the setup reports it */
+	ret = kmsgr_info(k, info);
+	kmsgr_close(k);
+	if (ret)
+		return NULL;
+	if (!(info->features & KMSGR_FEAT_RINGS))
+		return "module without rings (KMSGR_FEAT_RINGS)";
+	if (!(info->features & KMSGR_FEAT_TCP))
+		return "module without TCP sessions (KMSGR_FEAT_TCP)";
+	return NULL;
+}
+
+FIXTURE_SETUP(tcp)
+{
+	struct kmsgr_info info;
+	int ret;
+
+	self->kmsg = -1;
+	self->why = kmsgr_missing(1);
+	if (self->why)
+		return;
+	self->why = tcp_missing(&info);
+	if (self->why)
+		return;
+	self->ip = "127.0.0.1";
+	if (variant->ip_env) {
+		self->ip = getenv(variant->ip_env);
+		if (!self->ip || !*self->ip) {
+			snprintf(self->whybuf, sizeof(self->whybuf),
+				 "%s not set (run in the guest with --rxe)",
+				 variant->ip_env);
+			self->why = self->whybuf;
+			return;
+		}
+	}
+	self->kmsg = kt_kmsg_open();
+	kt_loop_init(&self->lp);
+	ASSERT_EQ(0, kt_inst_open(&self->srv, "server", SQ_ENTRIES, TX_AREA,
+				  RX_POOL, 11));
+	ASSERT_EQ(0, kt_inst_open(&self->cli, "client", SQ_ENTRIES, TX_AREA,
+				  RX_POOL, 22));
+	kt_loop_add(&self->lp, &self->srv);
+	kt_loop_add(&self->lp, &self->cli);
+
+	ASSERT_EQ(0, kt_listen(&self->srv, self->ip, KMSGR_SESS_F_LOSSLESS,
+			       0x5e77, &self->l));
+	ASSERT_NE(0, self->l.bound.port);
+	ASSERT_EQ(0, kt_connect(&self->cli, &self->l.bound,
+				KMSGR_SESS_F_LOSSLESS, KT_PEER_ANY, 0xc11,
+				&self->cli_id));
+	ret = kt_wait_pair(&self->lp, &self->cli, self->cli_id, &self->srv,
+			   &self->srv_id, SETUP_MS);
+	ASSERT_EQ(0, ret) TH_LOG("session %s:%u not up: %s", self->ip,
+				 ntohs(self->l.bound.port),
+				 kmsgr_strerror(ret));
+}
+
+FIXTURE_TEARDOWN(tcp)
+{
+	char line[512];
+
+	if (self->cli.k)
+		kt_inst_close(&self->cli);
+	if (self->srv.k)
+		kt_inst_close(&self->srv);
+	if (self->kmsg >= 0) {
+		/* Give deferred teardown a moment to complain, if it will. */
+		usleep(200000);
+		EXPECT_EQ(0, kt_kmsg_check(self->kmsg, line, sizeof(line)))
+			TH_LOG("kernel log: %s", line);
+		close(self->kmsg);
+	}
+}
+
+/* count events @ev of @session on @ti */
+static unsigned int count_events(const struct kt_loop *lp,
+				 const struct kt_inst *ti, uint32_t session,
+				 uint8_t ev)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < lp->nr_ev; i++)
+		if (lp->ev[i].inst == ti && lp->ev[i].session == session &&
+		    lp->ev[i].event == ev)
+			n++;
+	return n;
+}
+
+static void report(struct __test_metadata *_metadata, const char *what,
+		   const struct kt_stream *st, uint64_t ms)
+{
+	TH_LOG("%s: %u/%u messages, %u sends completed, %llu bytes in %llu ms (%.1f MB/s)",
+	       what, st->received, st->total, st->completed,
+	       (unsigned long long)st->bytes, (unsigned long long)ms,
+	       ms ? st->bytes / 1000.0 / ms : 0.0);
+}
+
+TEST_F_TIMEOUT(tcp, stream_mixed, 900)
+{
+	struct kt_plan fwd = {
+		.count = kt_env_long("KMSGR_TCP_MSGS", 10000),
+		.max_log2 = 22,		/* 4 MiB */
+		.small_log2 = 16,
+		.big_one_in = kt_env_long("KMSGR_TCP_BIG_ONE_IN", 32),
+		.seed = 0x5eed0001,
+	};
+	struct kt_plan back = {
+		.count = fwd.count / 10,
+		.max_log2 = 16,
+		.small_log2 = 16,
+		.big_one_in = 1,
+		.seed = 0x5eed0002,
+	};
+	struct kt_stream a, b;
+	uint64_t t0, ms;
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_stream_init(&a, &self->cli, self->cli_id, &self->srv,
+				    self->srv_id, &fwd, 64));
+	ASSERT_EQ(0, kt_stream_init(&b, &self->srv, self->srv_id, &self->cli,
+				    self->cli_id, &back, 32));
+	kt_loop_add_stream(&self->lp, &a);
+	kt_loop_add_stream(&self->lp, &b);
+	TH_LOG("%s: %u messages, %llu bytes out; %u back, %llu bytes",
+	       self->ip, a.total, (unsigned long long)kt_stream_volume(&a),
+	       b.total, (unsigned long long)kt_stream_volume(&b));
+
+	t0 = kt_now_ms();
+	ret = kt_loop_run(&self->lp, kt_loop_streams_finished, 800 * 1000);
+	ms = kt_now_ms() - t0;
+	report(_metadata, "client->server", &a, ms);
+	report(_metadata, "server->client", &b, ms);
+	EXPECT_EQ(0, ret) TH_LOG("loop: %s", kmsgr_strerror(ret));
+	EXPECT_EQ(0, a.failed) TH_LOG("client->server: %s", a.why);
+	EXPECT_EQ(0, b.failed) TH_LOG("server->client: %s", b.why);
+	EXPECT_EQ(a.total, a.received);
+	EXPECT_EQ(a.total, a.completed);
+	EXPECT_EQ(b.total, b.received);
+	EXPECT_EQ(b.total, b.completed);
+	EXPECT_EQ(0, self->lp.stray) TH_LOG("%s", self->lp.stray_why);
+	/* nothing went down on a healthy connection */
+	EXPECT_EQ(0, count_events(&self->lp, &self->cli, self->cli_id,
+				  KMSGR_EV_DOWN));
+	EXPECT_EQ(0, count_events(&self->lp, &self->srv, self->srv_id,
+				  KMSGR_EV_DOWN));
+	kt_stream_free(&a);
+	kt_stream_free(&b);
+}
+
+/*
+ * Kill the established TCP connection(s) whose local (@local) or remote
+ * port is @port with `ss -K`.  Return: sockets killed, 0 when none matched,
+ * -EOPNOTSUPP when the kernel cannot destroy sockets, -errno.
+ */
+static int ss_kill(uint16_t port, bool local, char *msg, size_t len)
+{
+	char cmd[256], line[512];
+	int n = 0, st;
+	FILE *f;
+
+	/* inet_diag and tcp_diag are modules in Debian's kernel */
+	if (system("modprobe -q tcp_diag 2>/dev/null"))
+		snprintf(msg, len, "modprobe tcp_diag failed");
+	snprintf(cmd, sizeof(cmd),
+		 "ss -K -t -n -H state established '( %s = :%u )' 2>&1",
+		 local ? "sport" : "dport", port);
+	f = popen(cmd, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "not supported") ||
+		    strstr(line, "SOCK_DESTROY")) {
+			snprintf(msg, len, "%s", line);
+			pclose(f);
+			return -EOPNOTSUPP;
+		}
+		n++;
+		line[strcspn(line, "\n")] = 0;
+		snprintf(msg, len, "%s", line);
+	}
+	st = pclose(f);
+	if (st == -1)
+		return -errno;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		snprintf(msg, len, "\"%s\" exited with %d", cmd, st);
+		return -EIO;
+	}
+	return n;
+}
+
+#define NR_KILLS	3
+
+TEST_F_TIMEOUT(tcp, survives_tcp_kill, 600)
+{
+	struct kt_plan fwd = {
+		.count = kt_env_long("KMSGR_KILL_MSGS", 3000),
+		.max_log2 = 18,		/* 256 KiB */
+		.small_log2 = 14,
+		.big_one_in = 4,
+		.seed = 0x5eed0003,
+	};
+	struct kt_plan back = {
+		.count = fwd.count / 2,
+		.max_log2 = 14,
+		.small_log2 = 14,
+		.big_one_in = 1,
+		.seed = 0x5eed0004,
+	};
+	uint16_t port = ntohs(self->l.bound.port);
+	unsigned int kills = 0, ups, downs;
+	struct kt_stream a, b;
+	char msg[512] = "";
+	uint64_t t0, end;
+	int ret = 0, n;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_stream_init(&a, &self->cli, self->cli_id, &self->srv,
+				    self->srv_id, &fwd, 32));
+	ASSERT_EQ(0, kt_stream_init(&b, &self->srv, self->srv_id, &self->cli,
+				    self->cli_id, &back, 16));
+	kt_loop_add_stream(&self->lp, &a);
+	kt_loop_add_stream(&self->lp, &b);
+
+	t0 = kt_now_ms();
+	end = t0 + 500 * 1000;
+	while (!kt_loop_streams_finished(&self->lp)) {
+		if (kt_now_ms() >= end) {
+			ret = -ETIME;
+			break;
+		}
+		/* kill at 1/4, 2/4 and 3/4 of the forward stream */
+		if (kills < NR_KILLS &&
+		    a.received >= a.total * (kills + 1) / (NR_KILLS + 1)) {
+			n = ss_kill(port, kills % 2 == 1, msg, sizeof(msg));
+			if (n == -EOPNOTSUPP)
+				SKIP(goto out, "ss -K: %s", msg);
+			ASSERT_LT(0, n) TH_LOG("ss -K %s port %u killed nothing: %s",
+					       kills % 2 ? "local" : "remote",
+					       port, msg);
+			TH_LOG("kill %u at message %u (%s side): %s",
+			       kills + 1, a.received,
+			       kills % 2 ? "server" : "client", msg);
+			kills++;
+		}
+		ret = kt_loop_run_once(&self->lp, 50);
+		if (ret)
+			break;
+	}
+	report(_metadata, "client->server", &a, kt_now_ms() - t0);
+	report(_metadata, "server->client", &b, kt_now_ms() - t0);
+	EXPECT_EQ(0, ret) TH_LOG("loop: %s", kmsgr_strerror(ret));
+	EXPECT_EQ(NR_KILLS, kills);
+	EXPECT_EQ(0, a.failed) TH_LOG("client->server: %s", a.why);
+	EXPECT_EQ(0, b.failed) TH_LOG("server->client: %s", b.why);
+	EXPECT_EQ(a.total, a.received);
+	EXPECT_EQ(a.total, a.completed);
+	EXPECT_EQ(b.total, b.received);
+	EXPECT_EQ(b.total, b.completed);
+	EXPECT_EQ(0, self->lp.stray) TH_LOG("%s", self->lp.stray_why);
+
+	/* every kill took the connection down and the session came back */
+	downs = count_events(&self->lp, &self->cli, self->cli_id,
+			     KMSGR_EV_DOWN);
+	ups = count_events(&self->lp, &self->cli, self->cli_id, KMSGR_EV_UP);
+	TH_LOG("client session: %u DOWN, %u UP events", downs, ups);
+	EXPECT_LE(kills, downs);
+	EXPECT_LE(kills + 1, ups);
+	EXPECT_EQ(0, count_events(&self->lp, &self->cli, self->cli_id,
+				  KMSGR_EV_CLOSED));
+	EXPECT_EQ(0, count_events(&self->lp, &self->cli, self->cli_id,
+				  KMSGR_EV_RESET));
+	EXPECT_EQ(0, count_events(&self->lp, &self->srv, self->srv_id,
+				  KMSGR_EV_CLOSED));
+	EXPECT_EQ(0, count_events(&self->lp, &self->srv, self->srv_id,
+				  KMSGR_EV_RESET));
+out:
+	kt_stream_free(&a);
+	kt_stream_free(&b);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgrctl - the process's kmsgr instance: setup, a backlog in front of
+ * the SQ, waiting for completions, client sessions; argument helpers.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kmsgrctl.h"
+
+#define PAGE_ROUND(x)	(((x) + 4095) & ~4095ULL)
+
+int ctl_stop_flag;
+struct kmsgr *ctl_k;
+
+/* SQEs that found the SQ full, in order. */
+static struct {
+	struct kmsgr_sqe *q;
+	size_t head, len, cap;
+} backlog;
+
+/* ---- argument helpers --------------------------------------------------- */
+
+int ctl_parse_size(const char *s, __u64 min, __u64 max, __u64 *val)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K':
+		v = v > (~0ULL >> 10) ? ~0ULL : v << 10;
+		end++;
+		break;
+	case 'm': case 'M':
+		v = v > (~0ULL >> 20) ? ~0ULL : v << 20;
+		end++;
+		break;
+	case 'g': case 'G':
+		v = v > (~0ULL >> 30) ? ~0ULL : v << 30;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (*end || v < min || v > max)
+		return -EINVAL;
+	*val = v;
+	return 0;
+}
+
+int ctl_parse_secs(const char *s, __u64 *ns)
+{
+	double d;
+	char *end;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	d = strtod(s, &end);
+	if (errno || *end || !(d > 0) || d > 86400.0 * 365)
+		return -EINVAL;
+	*ns = (__u64)(d * 1e9);
+	return 0;
+}
+
+int ctl_parse_transport(const char *s, __u32 *xprt)
+{
+	if (!strcmp(s, "tcp")) {
+		*xprt = KMSGR_XPRT_TCP;
+		return 0;
+	}
+	if (!strcmp(s, "rdma")) {
+		*xprt = KMSGR_XPRT_RDMA;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+const char *ctl_transport_name(__u32 xprt)
+{
+	return xprt == KMSGR_XPRT_RDMA ? "rdma" : "tcp";
+}
+
+static const struct {
+	const char *name;
+	__u8 type;
+} peer_types[] = {
+	{ "any", 0 }, { "mon", 1 }, { "mds", 2 }, { "osd", 4 },
+	{ "client", 8 }, { "mgr", 0x10 },
+};
+
+int ctl_parse_peer_type(const char *s, __u8 *type)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(peer_types); i++) {
+		if (!strcmp(s, peer_types[i].name)) {
+			*type = peer_types[i].type;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *ctl_peer_type_name(__u8 type)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(peer_types); i++)
+		if (peer_types[i].type == type)
+			return peer_types[i].name;
+	return "?";
+}
+
+__u64 ctl_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * NSEC_PER_SEC + (__u64)ts.tv_nsec;
+}
+
+/* ---- signals ------------------------------------------------------------ */
+
+static void ctl_on_signal(int sig)
+{
+	(void)sig;
+	__atomic_store_n(&ctl_stop_flag, 1, __ATOMIC_RELAXED);
+}
+
+/* No SA_RESTART: a blocked KMSGR_IOC_ENTER returns EINTR at once. */
+void ctl_catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = ctl_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* ---- the instance ------------------------------------------------------- */
+
+static const char *device_path(void)
+{
+	return opt.device ? opt.device : KMSGR_DEV_PATH;
+}
+
+int ctl_open(struct kmsgr **kp)
+{
+	int ret;
+
+	ret = kmsgr_open(opt.device, kp);
+	if (!ret)
+		return 0;
+
+	if (ret == -ENOENT)
+		error("cannot open %s: %s (is the module loaded?)",
+		      device_path(), kmsgr_strerror(ret));
+	else if (ret == -ENODEV || ret == -ENXIO)
+		error("cannot open %s: %s (not a kmsgr device?)",
+		      device_path(), kmsgr_strerror(ret));
+	else if (ret == -EACCES || ret == -EPERM)
+		error("cannot open %s: %s (kmsgr needs root)",
+		      device_path(), kmsgr_strerror(ret));
+	else
+		error("cannot open %s: %s", device_path(), kmsgr_strerror(ret));
+	return ret;
+}
+
+int ctl_setup(__u32 sq_entries, __u64 tx_size, __u64 pool_size)
+{
+	struct kmsgr_setup s;
+	struct kmsgr_info info;
+	int ret;
+
+	ret = ctl_open(&ctl_k);
+	if (ret)
+		return ret;
+	ret = kmsgr_info(ctl_k, &info);
+	if (ret) {
+		error("KMSGR_IOC_INFO failed: %s", kmsgr_strerror(ret));
+		goto out_close;
+	}
+	if (!(info.features & KMSGR_FEAT_RINGS)) {
+		error("the loaded kmsgr module (version %.*s) has no rings and sessions",
+		      KMSGR_VERSION_LEN, info.version);
+		ret = -EOPNOTSUPP;
+		goto out_close;
+	}
+
+	if (pool_size < KMSGR_POOL_MIN)
+		pool_size = KMSGR_POOL_MIN;
+	pool_size = PAGE_ROUND(pool_size);
+	tx_size = PAGE_ROUND(tx_size ? tx_size : 4096);
+
+	memset(&s, 0, sizeof(s));
+	s.sq_entries = sq_entries;
+	s.cq_entries = 2 * sq_entries;
+	s.buf_size = tx_size + pool_size;
+	s.rx_pool_size = pool_size;
+	if (info.max_buf_size && s.buf_size > info.max_buf_size) {
+		error("need a %llu-byte buffer area, the module allows %llu (max_buf_size)",
+		      (unsigned long long)s.buf_size,
+		      (unsigned long long)info.max_buf_size);
+		ret = -E2BIG;
+		goto out_close;
+	}
+	ret = kmsgr_setup(ctl_k, &s);
+	if (ret) {
+		error("setting up the rings and a %llu-byte buffer area failed: %s%s",
+		      (unsigned long long)(tx_size + pool_size),
+		      kmsgr_strerror(ret),
+		      ret == -ENOMEM || ret == -EAGAIN ?
+		      " (RLIMIT_MEMLOCK? see ulimit -l)" : "");
+		goto out_close;
+	}
+	return 0;
+
+out_close:
+	kmsgr_close(ctl_k);
+	ctl_k = NULL;
+	return ret;
+}
+
+void ctl_teardown(void)
+{
+	kmsgr_close(ctl_k);
+	ctl_k = NULL;
+	free(backlog.q);
+	memset(&backlog, 0, sizeof(backlog));
+}
+
+/* Move backlogged SQEs into the SQ while it has room. */
+static void ctl_flush_backlog(void)
+{
+	struct kmsgr_sqe *sqe;
+
+	while (backlog.len) {
+		sqe = kmsgr_get_sqe(ctl_k);
+		if (!sqe)
+			return;
+		*sqe = backlog.q[backlog.head];
+		backlog.head = (backlog.head + 1) % backlog.cap;
+		backlog.len--;
+	}
+}
+
+int ctl_queue(const struct kmsgr_sqe *src)
+{
+	struct kmsgr_sqe *sqe, *q;
+	size_t i, cap;
+
+	if (!backlog.len) {
+		sqe = kmsgr_get_sqe(ctl_k);
+		if (sqe) {
+			*sqe = *src;
+			return 0;
+		}
+	}
+	if (backlog.len == backlog.cap) {
+		cap = backlog.cap ? 2 * backlog.cap : 64;
+		q = malloc(cap * sizeof(*q));
+		if (!q) {
+			error("out of memory queueing a submission");
+			return -ENOMEM;
+		}
+		for (i = 0; i < backlog.len; i++)
+			q[i] = backlog.q[(backlog.head + i) % backlog.cap];
+		free(backlog.q);
+		backlog.q = q;
+		backlog.head = 0;
+		backlog.cap = cap;
+	}
+	backlog.q[(backlog.head + backlog.len) % backlog.cap] = *src;
+	backlog.len++;
+	return 0;
+}
+
+int ctl_queue_release(const struct kmsgr_cqe *recv)
+{
+	struct kmsgr_sqe sqe;
+
+	kmsgr_prep_release(&sqe, recv);
+	return ctl_queue(&sqe);
+}
+
+int ctl_wait(struct kmsgr_cqe *cqe, __u64 deadline_ns)
+{
+	struct kmsgr_cqe *c;
+	__u64 now, left = 0;
+	int ret;
+
+	ctl_flush_backlog();
+	if (deadline_ns) {
+		now = ctl_now_ns();
+		left = deadline_ns > now ? deadline_ns - now : 1;
+	}
+	ret = kmsgr_wait_cqe(ctl_k, &c, left);
+	if (ret == -ETIME || ret == -EINTR)
+		return ret;
+	if (ret) {
+		error("waiting for completions failed: %s",
+		      kmsgr_strerror(ret));
+		return ret;
+	}
+	*cqe = *c;
+	kmsgr_cqe_seen(ctl_k);
+	return 0;
+}
+
+int ctl_poll(struct kmsgr_cqe *cqe)
+{
+	struct kmsgr_cqe *c = kmsgr_peek_cqe(ctl_k);
+
+	if (!c)
+		return 0;
+	*cqe = *c;
+	kmsgr_cqe_seen(ctl_k);
+	return 1;
+}
+
+/* ---- client sessions ---------------------------------------------------- */
+
+int ctl_conn_check(struct ctl_conn *c)
+{
+	if (!c->addr_str) {
+		error("no peer ADDR:PORT given");
+		return -EINVAL;
+	}
+	if (kmsgr_addr_parse(c->addr_str, &c->addr)) {
+		error("bad address \"%s\" (want IPv4:PORT or [IPv6]:PORT)",
+		      c->addr_str);
+		return -EINVAL;
+	}
+	if ((c->flags & KMSGR_SESS_F_SECURE) && !c->keyring) {
+		error("--secure needs cephx (a session key): give --keyring FILE");
+		return -EINVAL;
+	}
+	if (strncmp(c->name, "client.", 7) || !c->name[7] ||
+	    strlen(c->name + 7) >= KMSGR_NAME_LEN) {
+		error("--name must look like client.ID, not \"%s\"", c->name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+const char *ctl_conn_mode(const struct ctl_conn *c)
+{
+	return c->flags & KMSGR_SESS_F_SECURE ? "secure" : "crc";
+}
+
+const char *ctl_conn_auth(const struct ctl_conn *c)
+{
+	return c->keyring ? "cephx" : "none";
+}
+
+void ctl_report_event(const char *what, const struct kmsgr_cqe *cqe)
+{
+	if (cqe->res)
+		error("%s: session %u %s: %s (%s)", what, cqe->session,
+		      kmsgr_event_str(cqe->event), kmsgr_reason_str(cqe->reason),
+		      strerror(-cqe->res));
+	else
+		error("%s: session %u %s: %s", what, cqe->session,
+		      kmsgr_event_str(cqe->event),
+		      kmsgr_reason_str(cqe->reason));
+}
+
+int ctl_conn_open(struct ctl_conn *c)
+{
+	struct kmsgr_connect kc;
+	struct kmsgr_cqe cqe;
+	__u64 start, deadline;
+	__u8 key[16];
+	char what[160];
+	int ret;
+
+	memset(&kc, 0, sizeof(kc));
+	kc.addr = c->addr;
+	kc.transport = c->transport;
+	kc.flags = c->flags;
+	kc.peer_type = c->peer_type;
+	kc.my_type = 8;		/* CEPH_ENTITY_TYPE_CLIENT */
+	kc.auth = KMSGR_AUTH_NONE;
+	snprintf(kc.name, sizeof(kc.name), "%s", c->name + 7);
+	if (c->keyring) {
+		ret = kmsgr_keyring_load(c->keyring, c->name, key);
+		if (ret) {
+			error("cannot read the key of %s from %s: %s", c->name,
+			      c->keyring,
+			      ret == -ENOENT ? "no such file or entity" :
+			      ret == -ENOKEY ? "the entity has no key" :
+			      ret == -EINVAL ? "malformed keyring or key" :
+			      kmsgr_strerror(ret));
+			return ret;
+		}
+		kc.auth = KMSGR_AUTH_CEPHX;
+		kc.key = (uintptr_t)key;
+		kc.key_len = sizeof(key);
+	}
+
+	snprintf(what, sizeof(what), "connecting to %s", c->addr_str);
+	start = ctl_now_ns();
+	ret = kmsgr_connect(ctl_k, &kc);
+	explicit_bzero(key, sizeof(key));
+	if (ret) {
+		error("%s: %s", what, kmsgr_strerror(ret));
+		return ret;
+	}
+	c->id = kc.id;
+	c->open = true;
+
+	deadline = start + c->timeout_ns;
+	for (;;) {
+		ret = ctl_wait(&cqe, deadline);
+		if (ret == -ETIME) {
+			error("%s: no session after %.1f s (timeout)", what,
+			      (double)c->timeout_ns / 1e9);
+			goto out_close;
+		}
+		if (ret == -EINTR && ctl_stopped()) {
+			error("%s: interrupted", what);
+			goto out_close;
+		}
+		if (ret == -EINTR)
+			continue;
+		if (ret)
+			goto out_close;
+		if (cqe.kind == KMSGR_CQE_RECV) {
+			ctl_queue_release(&cqe);
+			continue;
+		}
+		if (cqe.kind != KMSGR_CQE_EVENT || cqe.session != c->id)
+			continue;
+		if (cqe.event == KMSGR_EV_UP) {
+			c->up_ns = ctl_now_ns() - start;
+			return 0;
+		}
+		if (cqe.event == KMSGR_EV_CLOSED) {
+			c->open = false;
+			ctl_report_event(what, &cqe);
+			return cqe.res ? cqe.res : -ECONNABORTED;
+		}
+		if (cqe.event == KMSGR_EV_DOWN &&
+		    !(c->flags & KMSGR_SESS_F_LOSSLESS)) {
+			ctl_report_event(what, &cqe);
+			ret = cqe.res ? cqe.res : -ECONNABORTED;
+			goto out_close;
+		}
+	}
+
+out_close:
+	ctl_conn_close(c);
+	return ret ? ret : -ETIME;
+}
+
+void ctl_conn_close(struct ctl_conn *c)
+{
+	if (c->open)
+		kmsgr_close_id(ctl_k, c->id);
+	c->open = false;
+}

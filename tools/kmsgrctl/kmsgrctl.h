@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kmsgrctl - definitions shared by its objects (kmsgrctl.c: main, output,
+ * info, version; ctl.c: the instance, its rings and sessions; session.c,
+ * mon.c, bench.c: the objects of the same names).
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#ifndef KMSGRCTL_H
+#define KMSGRCTL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "libkmsgr.h"
+
+#define EXIT_USAGE	2
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define NSEC_PER_SEC	1000000000ULL
+
+/* Command-line options shared by every command. */
+struct ctl_opt {
+	bool json;		/* -j: JSON output */
+	bool pretty;		/* -p: indent JSON output */
+	const char *device;	/* -d: device node, NULL for the default */
+};
+
+extern struct ctl_opt opt;
+extern const char *progname;
+
+/* ---- output (kmsgrctl.c) ------------------------------------------------ */
+
+void error(const char *fmt, ...);
+void jw_open(const char *key, char bracket);
+void jw_close(char bracket);
+void jw_string(const char *key, const char *val);
+void jw_u64(const char *key, __u64 val);
+void jw_double(const char *key, double val);
+void jw_bool(const char *key, bool val);
+/* a member whose value is already valid JSON text */
+void jw_raw(const char *key, const char *json);
+
+/* ---- argument helpers (ctl.c) ------------------------------------------- */
+
+/* unsigned number with an optional K/M/G (binary) suffix */
+int ctl_parse_size(const char *s, __u64 min, __u64 max, __u64 *val);
+/* seconds, decimals allowed ("0.5"), as nanoseconds */
+int ctl_parse_secs(const char *s, __u64 *ns);
+int ctl_parse_transport(const char *s, __u32 *xprt);
+const char *ctl_transport_name(__u32 xprt);
+int ctl_parse_peer_type(const char *s, __u8 *type);
+const char *ctl_peer_type_name(__u8 type);
+
+__u64 ctl_now_ns(void);
+
+/* ---- the instance (ctl.c) ----------------------------------------------- */
+
+/* Set by SIGINT / SIGTERM once ctl_catch_signals() ran. */
+extern int ctl_stop_flag;
+
+static inline bool ctl_stopped(void)
+{
+	return __atomic_load_n(&ctl_stop_flag, __ATOMIC_RELAXED);
+}
+
+void ctl_catch_signals(void);
+
+/* The one instance of this process, after ctl_setup(). */
+extern struct kmsgr *ctl_k;
+
+/* Open the device with a clear message on failure. */
+int ctl_open(struct kmsgr **kp);
+/*
+ * Open and set up ctl_k: @tx_size bytes for the application, @pool_size
+ * of receive pool (rounded up to pages, at least KMSGR_POOL_MIN).
+ */
+int ctl_setup(__u32 sq_entries, __u64 tx_size, __u64 pool_size);
+void ctl_teardown(void);
+
+/*
+ * Queue an SQE (copied): into the SQ if it has room, else into a backlog
+ * that ctl_wait() drains first.  Never fails except on -ENOMEM.
+ */
+int ctl_queue(const struct kmsgr_sqe *sqe);
+int ctl_queue_release(const struct kmsgr_cqe *recv);
+
+/*
+ * Wait for the next CQE until @deadline_ns (CLOCK_MONOTONIC; 0: none) and
+ * copy it to @cqe, consuming the ring slot.  Returns 0, -ETIME, -EINTR, or
+ * another negative errno (with a message printed).
+ */
+int ctl_wait(struct kmsgr_cqe *cqe, __u64 deadline_ns);
+
+/*
+ * Take the next CQE if one is ready, without a system call: 1 with @cqe
+ * filled, 0 when the CQ is empty.  Lets a loop reap a batch of CQEs and
+ * submit what they caused in one KMSGR_IOC_ENTER (the next ctl_wait()).
+ */
+int ctl_poll(struct kmsgr_cqe *cqe);
+
+/* Options of a client session (session connect, mon, bench). */
+struct ctl_conn {
+	const char *addr_str;
+	struct kmsgr_addr addr;
+	__u32 transport;
+	__u32 flags;		/* KMSGR_SESS_F_* */
+	__u8 peer_type;
+	const char *name;	/* "client.admin" */
+	const char *keyring;	/* NULL: auth none */
+	__u64 timeout_ns;
+	/* out */
+	bool open;		/* @id is a live session */
+	__u32 id;
+	__u64 up_ns;		/* time from CONNECT to UP */
+};
+
+/* Check the options of @c (usage errors print and return -EINVAL). */
+int ctl_conn_check(struct ctl_conn *c);
+/* Connect and wait for UP; on failure print why and return -errno. */
+int ctl_conn_open(struct ctl_conn *c);
+/* Close the session; quiet. */
+void ctl_conn_close(struct ctl_conn *c);
+const char *ctl_conn_mode(const struct ctl_conn *c);
+const char *ctl_conn_auth(const struct ctl_conn *c);
+/* Print why a session event ended things: "closed: connection ..." */
+void ctl_report_event(const char *what, const struct kmsgr_cqe *cqe);
+
+/* ---- objects ------------------------------------------------------------ */
+
+int cmd_session(int argc, char **argv);
+int cmd_mon(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+#endif /* KMSGRCTL_H */
