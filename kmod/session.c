@@ -270,7 +270,23 @@ static void kmsgr_sess_free_slices(struct kmsgr_instance *inst,
 			kmsgr_pool_free(inst, seg[i].off, seg[i].len);
 }
 
-/* Try to post a held RECV; true when none is held any more. */
+/*
+ * Mark the session as waiting (or no longer waiting) for CQ or pool room.
+ * Set it BEFORE the attempt that may fail: a kmsgr_sess_resume() that
+ * follows the failure then sees it and kicks the work.
+ */
+static void kmsgr_sess_set_paused(struct kmsgr_sess *s, bool paused)
+{
+	WRITE_ONCE(s->paused, paused);
+	/* pairs with kmsgr_sess_resume(): room made before it looks */
+	smp_mb();
+}
+
+/*
+ * Try to post a held RECV; true when none is held any more.  On failure
+ * the session stays paused: ENTER or poll() resumes it once the CQ has
+ * room again, whatever state it is in.
+ */
 static bool kmsgr_sess_flush_held(struct kmsgr_sess *s)
 {
 	if (!s->rx_held)
@@ -280,9 +296,12 @@ static bool kmsgr_sess_flush_held(struct kmsgr_sess *s)
 		s->rx_held = false;
 		return true;
 	}
+	/* before the post: its failure marks the CQ paused */
+	kmsgr_sess_set_paused(s, true);
 	if (kmsgr_cq_post(s->obj.inst, &s->rx_cqe, false))
 		return false;
 	s->rx_held = false;
+	kmsgr_sess_set_paused(s, false);
 	return true;
 }
 
@@ -297,13 +316,6 @@ static struct kmsgr_sess *kmsgr_conn_owner(struct kmsgr_conn *kc)
 	if (kc->adopt && msgr2_conn_session(kc->mc) == &kc->adopt->ms)
 		return kc->adopt;
 	return kc->sess;
-}
-
-static void kmsgr_sess_set_paused(struct kmsgr_sess *s, bool paused)
-{
-	WRITE_ONCE(s->paused, paused);
-	/* pairs with kmsgr_sess_resume(): room made before it looks */
-	smp_mb();
 }
 
 static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
@@ -737,8 +749,7 @@ static void kmsgr_sess_run(struct kmsgr_sess *s)
 		s->state = KMSGR_SESS_HANDSHAKE;
 	}
 
-	if (!kmsgr_sess_flush_held(s))
-		kmsgr_sess_set_paused(s, true);
+	kmsgr_sess_flush_held(s);	/* if it fails, rx_held stops rx */
 	for (budget = KMSGR_SESS_BUDGET; budget; budget--) {
 		ret = kmsgr_conn_flush(kc);
 		if (ret < 0)

@@ -105,9 +105,13 @@ header_define() {
 	sed -n "s/^#define $1[[:space:]][[:space:]]*\"*\([^\"[:space:]]*\)\"*.*/\1/p" "$2"
 }
 
-# insmod loads no dependencies (modprobe would, for an installed module).
+# insmod loads no dependencies (modprobe would, for an installed module):
+# the hard ones, then the "pre:" soft ones (gcm for secure mode).
 load_deps() {
 	for dep in $(modinfo -F depends "$KO" | tr ',' ' '); do
+		modprobe "$dep" || return 1
+	done
+	for dep in $(modinfo -F softdep "$KO" | sed 's/post:.*//; s/pre://g'); do
 		modprobe "$dep" || return 1
 	done
 }
@@ -149,8 +153,10 @@ run_harness() {
 		return
 	fi
 	mark "$name"
-	timeout "${HARNESS_TIMEOUT:-300}" "$prog" >"$tmp/out" 2>&1
+	t0=$(date +%s)
+	timeout "${HARNESS_TIMEOUT:-600}" "$prog" >"$tmp/out" 2>&1
 	prc=$?
+	echo "# $name: exit status $prc after $(($(date +%s) - t0)) s"
 
 	plan=0 seen=0 pfail=0 cur=""
 	while IFS= read -r line; do
