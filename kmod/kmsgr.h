@@ -112,6 +112,7 @@ struct kmsgr_instance {
 	u32 next_id;
 	atomic_t nr_sessions;
 	wait_queue_head_t objs_wait;	/* teardown waits for objs to drain */
+	bool objs_used;			/* a session or listener was charged */
 };
 
 /* ---- instance.c --------------------------------------------------------- */

@@ -213,6 +213,8 @@ static int kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj)
 /* Count a session against kmsgr_max_sessions. */
 static int kmsgr_sess_charge(struct kmsgr_instance *inst)
 {
+	/* destroy_all() may skip its grace periods only if never set */
+	WRITE_ONCE(inst->objs_used, true);
 	if (atomic_inc_return(&inst->nr_sessions) >
 	    (int)READ_ONCE(kmsgr_max_sessions)) {
 		atomic_dec(&inst->nr_sessions);
@@ -1479,6 +1481,17 @@ void kmsgr_sess_destroy_all(struct kmsgr_instance *inst)
 	LIST_HEAD(sessions);
 	LIST_HEAD(listeners);
 
+	/*
+	 * An instance that never had a session or listener (the common
+	 * open/INFO/close) has nothing to wait for: skip the grace periods
+	 * and the workqueue flush.  Nothing can charge one concurrently: this
+	 * runs at the final release of the file.
+	 */
+	if (!READ_ONCE(inst->objs_used)) {
+		xa_destroy(&inst->objs);
+		return;
+	}
+
 	/* take everything out; what a reaper took out already is its own */
 	xa_for_each(&inst->objs, idx, obj) {
 		if (xa_cmpxchg(&inst->objs, idx, obj, NULL, GFP_KERNEL) != obj)
@@ -1522,6 +1535,19 @@ void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
 
 int kmsgr_sess_init(void)
 {
+	static const u8 probe_key[16];
+	struct msgr2_gcm *gcm;
+
+	/*
+	 * Instantiate gcm(aes) now: it may load gcm, ctr and ghash modules,
+	 * which the first secure handshake should not pay for against its
+	 * timeout.  Its absence only matters to secure sessions.
+	 */
+	if (!msgr2_gcm_alloc(&gcm, probe_key))
+		msgr2_gcm_free(gcm);
+	else
+		pr_warn("gcm(aes) is not available: secure mode will fail\n");
+
 	kmsgr_tx_cache = KMEM_CACHE(kmsgr_tx, 0);
 	if (!kmsgr_tx_cache)
 		return -ENOMEM;
