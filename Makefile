@@ -9,7 +9,7 @@
 #   make check-vm     guest kselftests
 #   make fuzz         longer fuzzing run (FUZZ_SECONDS, default 300)
 #   make bench        benchmarks (docs/bench.md)
-#   make lint         checkpatch --strict and sparse on kmod/ and uapi/
+#   make lint         checkpatch --strict and sparse on kmod/ and uapi/, shellcheck
 #
 # KDIR selects the kernel build tree (default: tools/kver).
 
@@ -113,6 +113,10 @@ lint: ksrc module
 		$(filter-out %.mod.c,$(wildcard kmod/*.[ch] kmod/msgr2/*.[ch])) \
 		uapi/linux/*.h
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 modules
+	shellcheck -S warning .ci/run tools/deps tools/kver tools/testsum \
+		tools/demo tools/bench-tcp tools/vm/run tools/vm/init \
+		tools/vm/guest tools/vm/mkinitrd tools/vm/mkvmlinux \
+		selftests/kmsgr/*.sh selftests/msgr2/*.sh
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
