@@ -18,7 +18,7 @@
 #include "msgr2_int.h"
 #include "lib_pipe.h"
 
-#define FZ_SEG_MAX	(1 << 20)
+#define FZ_SEG_MAX	PIPE_HEAP_SEG_MAX
 
 /* banners as a mon and as the kernel client send them */
 static const u8 mon_banner[26] = {
@@ -33,50 +33,11 @@ static const u8 cli_banner[26] = {
 
 static const u8 ip_lo[4] = { 127, 0, 0, 1 };
 
-static int fz_rx_alloc(void *priv, struct msgr2_rx_msg *m)
-{
-	int i;
-
-	for (i = 0; i < MSGR2_NSEG; i++) {
-		m->buf[i] = NULL;
-		if (m->len[i] > FZ_SEG_MAX)
-			return -EMSGSIZE;
-		if (m->len[i]) {
-			m->buf[i] = malloc(m->len[i]);
-			if (!m->buf[i])
-				return -ENOMEM;
-		}
-	}
-	return 0;
-}
-
-static void fz_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
-{
-	int i;
-
-	for (i = 0; i < MSGR2_NSEG; i++) {
-		free(m->buf[i]);
-		m->buf[i] = NULL;
-	}
-}
-
-static void fz_tx_done(void *priv, struct msgr2_msg *m, int status)
-{
-}
-
-static void fz_event(void *priv, enum msgr2_event ev, u64 arg)
-{
-}
-
-static void fz_drained(void *priv, struct msgr2_msg *m, int status)
-{
-}
-
 static const struct msgr2_ops fz_ops = {
-	.rx_alloc = fz_rx_alloc,
-	.rx_msg = fz_rx_msg,
-	.tx_done = fz_tx_done,
-	.event = fz_event,
+	.rx_alloc = pipe_heap_rx_alloc,
+	.rx_msg = pipe_heap_rx_msg,
+	.tx_done = pipe_ignore_tx_done,
+	.event = pipe_ignore_event,
 };
 
 /* throw away whatever the connection wants to send */
@@ -192,7 +153,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	drain(c);
 	msgr2_conn_release(c);
 out:
-	msgr2_session_drain(&s, fz_drained, NULL, -ECONNRESET);
+	msgr2_session_drain(&s, pipe_ignore_tx_done, NULL, -ECONNRESET);
 	free(buf);
 	return 0;
 }

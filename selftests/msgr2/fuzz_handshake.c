@@ -22,7 +22,7 @@
 #include "msgr2_int.h"
 #include "lib_pipe.h"
 
-#define FZ_SEG_MAX	(1 << 20)
+#define FZ_SEG_MAX	PIPE_HEAP_SEG_MAX
 #define FZ_SCRATCH	(256 << 10)
 
 enum fz_state {
@@ -43,41 +43,6 @@ static struct fz_side fz_cli, fz_srv;
 static u8 fz_payload[3 * 65536];
 static struct msgr2_msg fz_msgs[3];
 
-static int fz_rx_alloc(void *priv, struct msgr2_rx_msg *m)
-{
-	int i;
-
-	for (i = 0; i < MSGR2_NSEG; i++) {
-		m->buf[i] = NULL;
-		if (m->len[i] > FZ_SEG_MAX)
-			return -EMSGSIZE;
-		if (m->len[i]) {
-			m->buf[i] = malloc(m->len[i]);
-			if (!m->buf[i])
-				return -ENOMEM;
-		}
-	}
-	return 0;
-}
-
-static void fz_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
-{
-	int i;
-
-	for (i = 0; i < MSGR2_NSEG; i++) {
-		free(m->buf[i]);
-		m->buf[i] = NULL;
-	}
-}
-
-static void fz_tx_done(void *priv, struct msgr2_msg *m, int status)
-{
-}
-
-static void fz_event(void *priv, enum msgr2_event ev, u64 arg)
-{
-}
-
 static struct msgr2_session *fz_attach(void *priv, struct msgr2_conn *c,
 				       const struct msgr2_addrvec *addrs,
 				       u64 client_cookie, bool reconnect)
@@ -95,10 +60,10 @@ static u64 fz_next_gseq(void *priv, u64 at_least)
 }
 
 static const struct msgr2_ops fz_ops = {
-	.rx_alloc = fz_rx_alloc,
-	.rx_msg = fz_rx_msg,
-	.tx_done = fz_tx_done,
-	.event = fz_event,
+	.rx_alloc = pipe_heap_rx_alloc,
+	.rx_msg = pipe_heap_rx_msg,
+	.tx_done = pipe_ignore_tx_done,
+	.event = pipe_ignore_event,
 	.attach = fz_attach,
 	.next_global_seq = fz_next_gseq,
 };
@@ -140,10 +105,6 @@ static void fz_setup(struct fz_side *x, bool server, u32 mode, bool lossless,
 	cfg->tx_scratch_len = FZ_SCRATCH;
 	cfg->ops = &fz_ops;
 	cfg->priv = x;
-}
-
-static void fz_drained(void *priv, struct msgr2_msg *m, int status)
-{
 }
 
 /* has @c reached the point where it waits for what @st names? */
@@ -305,7 +266,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 out:
 	msgr2_conn_release(fz_cli.c);
 	msgr2_conn_release(fz_srv.c);
-	msgr2_session_drain(&fz_cli.s, fz_drained, NULL, -ECONNRESET);
-	msgr2_session_drain(&fz_srv.s, fz_drained, NULL, -ECONNRESET);
+	msgr2_session_drain(&fz_cli.s, pipe_ignore_tx_done, NULL, -ECONNRESET);
+	msgr2_session_drain(&fz_srv.s, pipe_ignore_tx_done, NULL, -ECONNRESET);
 	return 0;
 }

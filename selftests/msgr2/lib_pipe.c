@@ -2,6 +2,8 @@
 /*
  * In-memory pipe, test auth method and CRC fixer; see lib_pipe.h.
  */
+#include <stdlib.h>
+
 #include "lib_pipe.h"
 
 #define TAUTH_REQ_LEN	16
@@ -216,4 +218,39 @@ void pipe_fix_crcs(u8 *buf, size_t len)
 		}
 		off += 13;
 	}
+}
+
+int pipe_heap_rx_alloc(void *priv, struct msgr2_rx_msg *m)
+{
+	int i;
+
+	for (i = 0; i < MSGR2_NSEG; i++) {
+		m->buf[i] = NULL;
+		if (m->len[i] > PIPE_HEAP_SEG_MAX)
+			return -EMSGSIZE;
+		if (m->len[i]) {
+			m->buf[i] = malloc(m->len[i]);
+			if (!m->buf[i])
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void pipe_heap_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
+{
+	int i;
+
+	for (i = 0; i < MSGR2_NSEG; i++) {
+		free(m->buf[i]);
+		m->buf[i] = NULL;
+	}
+}
+
+void pipe_ignore_tx_done(void *priv, struct msgr2_msg *m, int status)
+{
+}
+
+void pipe_ignore_event(void *priv, enum msgr2_event ev, u64 arg)
+{
 }

@@ -63,6 +63,17 @@ static inline u64 prng_next(u64 *s)
 	return x * 0x2545f4914f6cdd1dULL;
 }
 
+/*
+ * Callbacks for programs that only need the engine to run (fuzzers):
+ * inbound segments up to PIPE_HEAP_SEG_MAX bytes are malloc'd and freed
+ * again when the message is finished; completions and events are ignored.
+ */
+#define PIPE_HEAP_SEG_MAX	(1 << 20)
+int pipe_heap_rx_alloc(void *priv, struct msgr2_rx_msg *m);
+void pipe_heap_rx_msg(void *priv, struct msgr2_rx_msg *m, int status);
+void pipe_ignore_tx_done(void *priv, struct msgr2_msg *m, int status);
+void pipe_ignore_event(void *priv, enum msgr2_event ev, u64 arg);
+
 /* FNV-1a, chained */
 static inline u64 hash_bytes(u64 h, const void *p, size_t len)
 {
