@@ -895,14 +895,22 @@ int m2_on_msg_done(struct msgr2_conn *c, bool aborted)
 	u64 seq = m->hdr.seq;
 	int status = 0;
 
-	if (!aborted && seq > s->in_seq && !s->lossy && seq != s->in_seq + 1)
+	/*
+	 * Lossless: the next seq, or one of the seqs that aborted frames
+	 * (their headers unverified) used up: a sender that aborts a message
+	 * does not send it again (the Linux client's revoke).
+	 */
+	if (!aborted && seq > s->in_seq && !s->lossy &&
+	    seq - s->in_seq > 1 + (u64)c->rx_aborted)
 		return m2_fail(c, MSGR2_R_SEQ);	/* lossless gap */
 	if (aborted) {
 		status = -ECONNABORTED;		/* dropped, seq not recorded */
+		c->rx_aborted++;
 	} else if (seq <= s->in_seq) {
 		status = -EALREADY;		/* duplicate after a resend */
 	} else {
 		s->in_seq = seq;
+		c->rx_aborted = 0;
 		m2_sess_ack(s, c, m->hdr.ack_seq);
 	}
 	c->rx_msg_live = false;

@@ -868,6 +868,50 @@ TEST(aborted_frame_dropped)
 	script_free(sc);
 }
 
+/* A MESSAGE frame (front "abcdefgh") with @seq, late status @late. */
+static size_t msg_frame(u8 *f, size_t cap, u64 seq, u8 late)
+{
+	static const u8 front[8] = "abcdefgh";
+	u8 hdr[41] = { 0 };
+	const void *s[4] = { hdr, front };
+	const u32 len[4] = { sizeof(hdr), sizeof(front) };
+
+	msgr2_put_le64(hdr, seq);		/* seq */
+	msgr2_put_le16(hdr + 16, 19);		/* type */
+	msgr2_put_le16(hdr + 18, 127);		/* priority */
+	msgr2_put_le16(hdr + 20, 1);		/* version */
+	msgr2_put_le16(hdr + 37, 1);		/* compat_version */
+	return pair_frame_crc(f, cap, MSGR2_TAG_MESSAGE, 2, s, len, late);
+}
+
+TEST(aborted_frame_uses_up_its_seq)
+{
+	struct script *sc = ready_71();
+	static u8 f[256];
+	size_t n;
+
+	sc->p->cl.s.lossy = false;	/* a real gap is fatal */
+	n = msg_frame(f, sizeof(f), 1, 0x0e);
+	ASSERT_EQ(0, feed(sc, f, n));
+	EXPECT_EQ(1, sc->p->cl.n_rx);
+	/* seq 2 aborted by its sender: dropped, and its seq is gone */
+	n = msg_frame(f, sizeof(f), 2, 0x01);
+	ASSERT_EQ(0, feed(sc, f, n));
+	EXPECT_EQ(1, sc->p->cl.n_rx_drop);
+	EXPECT_EQ(1, sc->p->cl.s.in_seq);
+	n = msg_frame(f, sizeof(f), 3, 0x0e);
+	ASSERT_EQ(0, feed(sc, f, n));
+	EXPECT_EQ(2, sc->p->cl.n_rx);
+	EXPECT_EQ(3, sc->p->cl.s.in_seq);
+	EXPECT_TRUE(msgr2_conn_ready(sc->c));
+	/* no abort since: a skipped seq is a gap again */
+	n = msg_frame(f, sizeof(f), 5, 0x0e);
+	EXPECT_EQ(-EILSEQ, feed(sc, f, n));
+	EXPECT_EQ(MSGR2_R_SEQ, msgr2_conn_reason(sc->c));
+	EXPECT_EQ(2, sc->p->cl.n_rx);
+	script_free(sc);
+}
+
 TEST(truncated_frame)
 {
 	struct script *sc = client_with(truncate_half, crc_f4, false);
