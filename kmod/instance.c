@@ -30,7 +30,11 @@
  * cq_entries.  ENTER reserves a slot before it consumes each SQE, so the
  * completion of every consumed SQE has a place; sessions post RECV entries
  * only into unreserved room and get -ENOSPC otherwise (backpressure);
- * events that find the CQ full wait on a bounded overflow list.
+ * events that find the CQ full wait on a bounded overflow list.  At most
+ * cq_entries - cq_entries / 2 slots are reserved at once, so completions
+ * of SENDs in flight can never take the room that the inbound messages
+ * (which carry the acks completing them) need: once the application has
+ * reaped its CQ, at least half of it is free for them.
  *
  * Locking: submit_lock serialises SQ consumption (ENTER).  cq_lock (irqsave,
  * callable from any context, never held while sleeping) protects the CQ
@@ -469,7 +473,21 @@ static u32 kmsgr_cq_ready(struct kmsgr_instance *inst)
 	return ready;
 }
 
-/* Reserve a slot for the completion of one SQE; false when none is free. */
+/*
+ * Most CQ slots reserved at once: the rest (half the CQ) is kept for
+ * inbound messages and events.  Without that bound, SEND completions
+ * could take every slot, no inbound message could be posted, reading
+ * would stop, and the acks that complete those SENDs would never be read.
+ */
+static u32 kmsgr_cq_reserve_max(const struct kmsgr_instance *inst)
+{
+	return inst->cq_entries - inst->cq_entries / 2;
+}
+
+/*
+ * Reserve a slot for the completion of one SQE; false when none is free
+ * or the in-flight bound is reached.
+ */
 static bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
 {
 	unsigned long flags;
@@ -478,7 +496,8 @@ static bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
 	spin_lock_irqsave(&inst->cq_lock, flags);
 	kmsgr_cq_sync_head(inst);
 	kmsgr_cq_flush(inst);
-	if (list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst)) {
+	if (list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst) &&
+	    inst->cq_reserved < kmsgr_cq_reserve_max(inst)) {
 		inst->cq_reserved++;
 		ok = true;
 	}
@@ -933,7 +952,8 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
  * @uarg: struct kmsgr_enter in user memory
  *
  * Consumes up to to_submit SQEs (never more than the SQ holds), each only
- * when its completion has a reserved CQ slot.  Every consumed SQE gets
+ * when its completion has a reserved CQ slot and fewer than
+ * cq_entries - cq_entries / 2 completions are outstanding.  Every consumed SQE gets
  * exactly one CQE: an error KMSGR_CQE_OP when it is invalid, else that of
  * its opcode (none for a successful RELEASE).  Then flushes waiting events,
  * restarts delivery paused by a full CQ if room has appeared, and with

@@ -64,6 +64,10 @@ extern unsigned int kmsgr_max_sq_entries;
 extern unsigned int kmsgr_max_cq_entries;
 extern unsigned long kmsgr_max_buf_size;
 extern unsigned int kmsgr_max_sessions;
+extern unsigned int kmsgr_max_half_open;
+extern unsigned int kmsgr_keepalive_timeout;	/* seconds, 0: off */
+extern unsigned int kmsgr_idle_timeout;		/* seconds, 0: off */
+extern unsigned int kmsgr_resume_timeout;	/* seconds */
 
 /**
  * struct kmsgr_instance - state of one open file of /dev/kmsgr
@@ -73,6 +77,8 @@ extern unsigned int kmsgr_max_sessions;
  */
 struct kmsgr_instance {
 	u64 id;
+	pid_t pid;			/* of the opener, for log messages */
+	struct net *net;		/* the opener's; its sockets live there */
 	struct mutex lock;		/* serialises control ioctls, SETUP */
 
 	/* ---- instance.c: rings, buffer area, pool (after SETUP) ---- */
@@ -110,7 +116,8 @@ struct kmsgr_instance {
 	/* ---- session.c: sessions and listeners ---- */
 	struct xarray objs;		/* id -> session or listener */
 	u32 next_id;
-	atomic_t nr_sessions;
+	atomic_t nr_sessions;		/* charged: max_sessions */
+	atomic_t nr_live;		/* session objects not yet freed */
 	wait_queue_head_t objs_wait;	/* teardown waits for objs to drain */
 	bool objs_used;			/* a session or listener was charged */
 };

@@ -25,11 +25,14 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
+#include <linux/nsproxy.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/sizes.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
 #include <linux/uaccess.h>
+#include <net/net_namespace.h>
 
 #include "kmsgr.h"
 
@@ -47,6 +50,12 @@ unsigned int kmsgr_max_sq_entries = 4096;
 unsigned int kmsgr_max_cq_entries = 8192;
 unsigned long kmsgr_max_buf_size = SZ_256M;
 unsigned int kmsgr_max_sessions = 256;
+unsigned int kmsgr_max_half_open = 64;
+/* Session timeouts (session.c, xprt_tcp.c), seconds. */
+unsigned int kmsgr_keepalive_timeout = 30;
+unsigned int kmsgr_idle_timeout = 900;
+unsigned int kmsgr_resume_timeout = 60;
+#define KMSGR_TIMEOUT_LIMIT	86400U
 
 /* Live instances; must be zero when the module goes away. */
 static atomic_t kmsgr_instances = ATOMIC_INIT(0);
@@ -138,6 +147,26 @@ static int kmsgr_param_set_sessions(const char *val,
 	return 0;
 }
 
+/* A timeout in seconds, 0 (off) to a day. */
+static int kmsgr_param_set_secs(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (n > KMSGR_TIMEOUT_LIMIT)
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, n);
+	return 0;
+}
+
+static const struct kernel_param_ops kmsgr_param_secs_ops = {
+	.set = kmsgr_param_set_secs,
+	.get = param_get_uint,
+};
+
 static const struct kernel_param_ops kmsgr_param_sq_ops = {
 	.set = kmsgr_param_set_sq,
 	.get = param_get_uint,
@@ -174,6 +203,22 @@ module_param_cb(max_sessions, &kmsgr_param_sessions_ops, &kmsgr_max_sessions,
 		0644);
 MODULE_PARM_DESC(max_sessions,
 		 "Most sessions per instance (1-65536; default 256)");
+module_param_cb(max_half_open, &kmsgr_param_sessions_ops,
+		&kmsgr_max_half_open, 0644);
+module_param_cb(keepalive_timeout, &kmsgr_param_secs_ops,
+		&kmsgr_keepalive_timeout, 0644);
+MODULE_PARM_DESC(keepalive_timeout,
+		 "Seconds a READY connection may stay silent (keepalives are sent every 10 s) before it is closed with reason TIMEOUT; also its TCP_USER_TIMEOUT (0: off; default 30)");
+module_param_cb(idle_timeout, &kmsgr_param_secs_ops, &kmsgr_idle_timeout,
+		0644);
+MODULE_PARM_DESC(idle_timeout,
+		 "Seconds a server session may carry no message before it is closed with reason TIMEOUT (0: never; default 900)");
+module_param_cb(resume_timeout, &kmsgr_param_secs_ops,
+		&kmsgr_resume_timeout, 0644);
+MODULE_PARM_DESC(resume_timeout,
+		 "Seconds a lossless server session waits for its client to resume it before it is closed (reason TIMEOUT); default 60");
+MODULE_PARM_DESC(max_half_open,
+		 "Most connections per listener still in their handshake; more are refused (1-65536; default 64)");
 
 static struct kmsgr_instance *kmsgr_instance_alloc(void)
 {
@@ -184,6 +229,9 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 		return NULL;
 
 	inst->id = atomic64_inc_return(&kmsgr_next_instance_id);
+	inst->pid = task_tgid_nr(current);
+	/* sockets go where the opener lives, like libceph's */
+	inst->net = get_net(current->nsproxy->net_ns);
 	mutex_init(&inst->lock);
 	kmsgr_inst_init(inst);
 	kmsgr_sess_inst_init(inst);
@@ -195,6 +243,7 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 static void kmsgr_instance_free(struct kmsgr_instance *inst)
 {
 	pr_debug("instance %llu freed\n", inst->id);
+	put_net(inst->net);
 	mutex_destroy(&inst->lock);
 	kfree(inst);
 	atomic_dec(&kmsgr_instances);
@@ -302,6 +351,13 @@ static long kmsgr_ch_ioctl(struct file *file, unsigned int cmd,
 	struct kmsgr_instance *inst = file->private_data;
 	void __user *argp = (void __user *)arg;
 	long ret;
+
+	/*
+	 * Everything but INFO allocates, pins memory or talks to the network:
+	 * only for a file opened for writing.
+	 */
+	if (cmd != KMSGR_IOC_INFO && !(file->f_mode & FMODE_WRITE))
+		return _IOC_TYPE(cmd) == KMSGR_IOC_MAGIC ? -EBADF : -ENOTTY;
 
 	switch (cmd) {
 	case KMSGR_IOC_INFO:

@@ -98,8 +98,12 @@ enum kmsgr_sess_state {
 	KMSGR_SESS_HANDSHAKE,		/* msgr2 banner .. READY */
 	KMSGR_SESS_UP,
 	KMSGR_SESS_BACKOFF,		/* lossless client: waits to redial */
-	KMSGR_SESS_WAITING,		/* lossless server: client may resume */
-	KMSGR_SESS_DEAD,		/* CLOSED posted; waits for CLOSE */
+	KMSGR_SESS_WAITING,		/* lossless server: client may resume
+					 * until retry_at (resume_timeout)
+					 */
+	KMSGR_SESS_DEAD,		/* CLOSED posted; a client waits for
+					 * CLOSE, a server retires itself
+					 */
 	KMSGR_SESS_CLOSED,		/* torn down */
 };
 
@@ -120,14 +124,28 @@ struct kmsgr_conn {
 	u32 rx_off[MSGR2_NSEG];		/* pool slices of the inbound message */
 	bool engine;			/* msgr2_conn_init() succeeded */
 	bool connected;			/* transport connect finished */
+	unsigned long rx_at;		/* jiffies: last bytes received */
 };
 
+/*
+ * A listener.  Its accepted connections start as embryos: server sessions
+ * on @embryos, owned by the listener, invisible to the application (not in
+ * inst->objs, no id) until their handshake reaches READY.  Then
+ * kmsgr_sess_announce() moves them into inst->objs under a new id and
+ * posts ACCEPTED; from there on CLOSE (or the final close of the file)
+ * owns them.  An embryo that fails is torn down by its reaper, or by the
+ * listener's teardown, whichever unlinks it first (under @lock).
+ */
 struct kmsgr_listener {
 	struct kmsgr_obj obj;
 	struct kmsgr_xprt *xprt;
 	u32 flags;			/* KMSGR_SESS_F_* of accepted sessions */
 	u32 nonce;			/* of our entity_addr_t */
+	u8 my_type;			/* entity type we present */
+	spinlock_t lock;		/* closing, embryos, nr_embryos */
 	bool closing;
+	struct list_head embryos;	/* kmsgr_sess.embryo */
+	u32 nr_embryos;
 	struct work_struct accept_work;
 };
 
@@ -143,8 +161,12 @@ struct kmsgr_sess {
 	bool rx_held;			/* @rx_cqe found the CQ full */
 	struct kmsgr_cqe rx_cqe;
 	u32 listener_id;		/* server */
+	struct kmsgr_listener *listener; /* server: holds a reference */
+	struct list_head embryo;	/* on listener->embryos (its lock) */
+	bool embryo_linked;		/* on it (listener->lock) */
 	u32 backoff_ms;
-	unsigned long retry_at;		/* jiffies, BACKOFF */
+	unsigned long retry_at;		/* jiffies: BACKOFF redial, WAITING end */
+	unsigned long active_at;	/* jiffies: last message in or out */
 	const struct kmsgr_xprt_type *xtype;
 	struct sockaddr_storage peer;	/* client: where to dial */
 	struct kmsgr_conn *conn;
@@ -166,8 +188,21 @@ static const struct msgr2_ops kmsgr_sess_client_ops;
 static const struct msgr2_ops kmsgr_sess_server_ops;
 static void kmsgr_sess_reap(struct work_struct *work);
 static void kmsgr_conn_free(struct kmsgr_conn *kc);
+static void kmsgr_sess_end(struct kmsgr_sess *s, u16 reason, int res);
+
+static unsigned long kmsgr_secs(unsigned int secs)
+{
+	return msecs_to_jiffies(secs * 1000U);
+}
 
 /* ---- objects ------------------------------------------------------------ */
+
+static void kmsgr_obj_release(struct kref *ref);
+
+static void kmsgr_obj_put(struct kmsgr_obj *obj)
+{
+	kref_put(&obj->ref, kmsgr_obj_release);
+}
 
 static void kmsgr_obj_release(struct kref *ref)
 {
@@ -175,18 +210,20 @@ static void kmsgr_obj_release(struct kref *ref)
 
 	if (obj->kind == KMSGR_OBJ_SESS) {
 		struct kmsgr_sess *s = container_of(obj, struct kmsgr_sess, obj);
+		struct kmsgr_instance *inst = obj->inst;
 
+		if (s->listener)
+			kmsgr_obj_put(&s->listener->obj);
 		mutex_destroy(&s->lock);
 		kfree(s);
+		/* kmsgr_sess_destroy_all() waits for this; @inst only as a key */
+		if (atomic_dec_and_test(&inst->nr_live))
+			wake_up_var(&inst->nr_live);
 	} else {
 		kfree(container_of(obj, struct kmsgr_listener, obj));
 	}
 }
 
-static void kmsgr_obj_put(struct kmsgr_obj *obj)
-{
-	kref_put(&obj->ref, kmsgr_obj_release);
-}
 
 static struct kmsgr_obj *kmsgr_obj_get(struct kmsgr_instance *inst, u32 id)
 {
@@ -376,6 +413,7 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 		kmsgr_sess_free_slices(s->obj.inst, cqe->seg);
 		return;
 	}
+	s->active_at = jiffies;
 	cqe->user_data = s->obj.user_data;
 	cqe->kind = KMSGR_CQE_RECV;
 	cqe->session = s->obj.id;
@@ -395,6 +433,125 @@ static void kmsgr_conn_tx_done(void *priv, struct msgr2_msg *m, int status)
 	kmsgr_sess_tx_complete(kmsgr_conn_owner(kc), m, status);
 }
 
+/*
+ * A listener refused a connection or a session: tell its owner (an event
+ * on the listener's id) and the log, with the peer's address.
+ */
+static void kmsgr_listener_refused(struct kmsgr_listener *l,
+				   const struct sockaddr_storage *peer,
+				   u16 reason, int err)
+{
+	struct kmsgr_instance *inst = l->obj.inst;
+	struct kmsgr_cqe cqe = {
+		.user_data = l->obj.user_data,
+		.res = err,
+		.kind = KMSGR_CQE_EVENT,
+		.event = KMSGR_EV_REFUSED,
+		.reason = reason,
+		.session = l->obj.id,
+	};
+
+	if (peer->ss_family == AF_INET6)
+		pr_warn_ratelimited("instance %llu (pid %d) listener %u: refused [%pI6c]:%u: %d\n",
+				    inst->id, inst->pid, l->obj.id,
+				    &((const struct sockaddr_in6 *)peer)->sin6_addr,
+				    ntohs(((const struct sockaddr_in6 *)peer)->sin6_port),
+				    err);
+	else
+		pr_warn_ratelimited("instance %llu (pid %d) listener %u: refused %pI4:%u: %d\n",
+				    inst->id, inst->pid, l->obj.id,
+				    &((const struct sockaddr_in *)peer)->sin_addr,
+				    ntohs(((const struct sockaddr_in *)peer)->sin_port),
+				    err);
+	kmsgr_cq_post_event(inst, &cqe);
+}
+
+/*
+ * Take an embryo off its listener's list.  Returns true when it was there:
+ * the caller owns it from now on (teardown or announce).
+ */
+static bool kmsgr_embryo_unlink(struct kmsgr_sess *s)
+{
+	struct kmsgr_listener *l = s->listener;
+	bool was;
+
+	spin_lock(&l->lock);
+	was = s->embryo_linked;
+	if (was) {
+		list_del_init(&s->embryo);
+		s->embryo_linked = false;
+		l->nr_embryos--;
+	}
+	spin_unlock(&l->lock);
+	return was;
+}
+
+/*
+ * Server: the handshake of an embryo reached READY.  Charge it against
+ * max_sessions and publish it in inst->objs under a new id, so that the
+ * application can use it from its ACCEPTED on.  Order: reserve the id
+ * (may allocate), charge, then unlink from the listener and store into
+ * the reserved slot under the listener's lock (no allocation), so that a
+ * listener teardown either still finds it on its list or finds it in
+ * inst->objs, never neither.  Returns 0 or -errno (then the caller fails
+ * the connection and the embryo is reaped as usual).
+ */
+static int kmsgr_sess_announce(struct kmsgr_sess *s, struct kmsgr_conn *kc)
+	__must_hold(&s->lock)
+{
+	struct kmsgr_instance *inst = s->obj.inst;
+	struct kmsgr_listener *l = s->listener;
+	struct sockaddr_storage peer;
+	u32 id;
+	int ret;
+
+	ret = xa_alloc_cyclic(&inst->objs, &id, NULL, xa_limit_31b,
+			      &inst->next_id, GFP_KERNEL);
+	if (ret < 0)
+		goto out_refused;
+	ret = kmsgr_sess_charge(inst);
+	if (ret)
+		goto out_release;
+
+	spin_lock(&l->lock);
+	if (l->closing || !s->embryo_linked) {
+		spin_unlock(&l->lock);
+		ret = -ESHUTDOWN;
+		goto out_uncharge;
+	}
+	s->obj.id = id;
+	/*
+	 * The slot is reserved (nothing erases a reservation: see CLOSE), so
+	 * this store allocates nothing.  xa_cmpxchg() would not do: it sees
+	 * the reservation, not NULL, and stores nothing.
+	 */
+	ret = xa_err(xa_store(&inst->objs, id, &s->obj, GFP_ATOMIC));
+	if (WARN_ON_ONCE(ret)) {
+		spin_unlock(&l->lock);
+		s->obj.id = 0;
+		goto out_uncharge;
+	}
+	list_del_init(&s->embryo);
+	s->embryo_linked = false;
+	l->nr_embryos--;
+	WRITE_ONCE(s->announced, true);
+	spin_unlock(&l->lock);
+	kmsgr_sess_event(s, KMSGR_EV_ACCEPTED, 0, 0);
+	return 0;
+
+out_uncharge:
+	atomic_dec(&inst->nr_sessions);
+out_release:
+	xa_release(&inst->objs, id);
+out_refused:
+	if (ret != -ESHUTDOWN && kc->xprt &&
+	    !kc->xprt->ops->getname(kc->xprt, &peer, true))
+		kmsgr_listener_refused(l, &peer, ret == -ENOSPC ?
+				       KMSGR_REASON_SESSIONS :
+				       KMSGR_REASON_NOMEM, ret);
+	return ret;
+}
+
 static void kmsgr_conn_event(void *priv, enum msgr2_event ev, u64 arg)
 {
 	struct kmsgr_conn *kc = priv;
@@ -402,13 +559,16 @@ static void kmsgr_conn_event(void *priv, enum msgr2_event ev, u64 arg)
 
 	switch (ev) {
 	case MSGR2_EV_READY:
+		if (s->server && !s->announced &&
+		    kmsgr_sess_announce(s, kc)) {
+			msgr2_conn_fail(kc->mc, MSGR2_R_LOCAL);
+			break;
+		}
+		kc->rx_at = jiffies;
+		s->active_at = jiffies;
 		s->state = KMSGR_SESS_UP;
 		s->backoff_ms = 0;
 		s->down_posted = false;
-		if (s->server && !s->announced) {
-			WRITE_ONCE(s->announced, true);
-			kmsgr_sess_event(s, KMSGR_EV_ACCEPTED, 0, 0);
-		}
 		kmsgr_sess_event(s, KMSGR_EV_UP, 0, 0);
 		break;
 	case MSGR2_EV_SESSION_RESET:
@@ -594,7 +754,12 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 			kmsgr_sess_event(s, KMSGR_EV_DOWN, reason, res);
 		}
 		if (s->server) {
+			/* the client may resume it, for a bounded time */
 			s->state = KMSGR_SESS_WAITING;
+			s->retry_at = jiffies +
+				      kmsgr_secs(READ_ONCE(kmsgr_resume_timeout));
+			mod_delayed_work(kmsgr_wq, &s->work,
+					 s->retry_at - jiffies);
 			return;
 		}
 		s->backoff_ms = clamp(s->backoff_ms * 2,
@@ -607,12 +772,28 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 		return;
 	}
 
+	kmsgr_sess_end(s, reason, res);
+}
+
+/*
+ * The session is over for good (lossy connection lost, lossless server not
+ * resumed in time): complete its queued SENDs with -ECONNRESET, post
+ * CLOSED.  A client keeps its id until CLOSE; a server session retires by
+ * itself (kmsgr_sess_work(), once a held RECV is delivered), so that ended
+ * sessions never hold the instance's session slots.
+ */
+static void kmsgr_sess_end(struct kmsgr_sess *s, u16 reason, int res)
+	__must_hold(&s->lock)
+{
 	s->state = KMSGR_SESS_DEAD;
 	msgr2_session_drain(&s->ms, kmsgr_sess_drain_done, s, -ECONNRESET);
-	if (s->server && !s->announced)
+	if (s->server && !s->announced) {
 		queue_work(kmsgr_wq, &s->reap_work);	/* nobody knows it */
-	else
-		kmsgr_sess_event(s, KMSGR_EV_CLOSED, reason, res);
+		return;
+	}
+	kmsgr_sess_event(s, KMSGR_EV_CLOSED, reason, res);
+	if (s->server)
+		mod_delayed_work(kmsgr_wq, &s->work, 0);
 }
 
 static void kmsgr_sess_fail(struct kmsgr_sess *s, int err)
@@ -650,7 +831,8 @@ static int kmsgr_sess_dial(struct kmsgr_sess *s)
 	s->conn = kc;
 	s->state = KMSGR_SESS_CONNECTING;
 	/* the kick may run at once: it queues this work, which waits */
-	ret = s->xtype->connect(&s->peer, kmsgr_conn_kick, kc, &kc->xprt);
+	ret = s->xtype->connect(s->obj.inst->net, &s->peer, kmsgr_conn_kick,
+				kc, &kc->xprt);
 	if (ret) {
 		s->conn = NULL;
 		goto out_free;
@@ -726,6 +908,30 @@ static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
 	return true;
 }
 
+/*
+ * READY connections: the peer must answer our keepalives (any bytes from
+ * it count) within keepalive_timeout, and a server session must carry a
+ * message within idle_timeout.  Returns 0, or -ETIMEDOUT after failing
+ * the connection (reason TIMEOUT).
+ */
+static int kmsgr_sess_check_timeouts(struct kmsgr_sess *s,
+				     struct kmsgr_conn *kc)
+	__must_hold(&s->lock)
+{
+	unsigned int ka = READ_ONCE(kmsgr_keepalive_timeout);
+	unsigned int idle = READ_ONCE(kmsgr_idle_timeout);
+
+	if (s->state != KMSGR_SESS_UP)
+		return 0;
+	if ((ka && time_after(jiffies, kc->rx_at + kmsgr_secs(ka))) ||
+	    (idle && s->server &&
+	     time_after(jiffies, s->active_at + kmsgr_secs(idle)))) {
+		msgr2_conn_fail(kc->mc, MSGR2_R_TIMEOUT);
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
 /* Run the connection: connect completion, receive, send, tick. */
 static void kmsgr_sess_run(struct kmsgr_sess *s)
 	__must_hold(&s->lock)
@@ -774,6 +980,7 @@ static void kmsgr_sess_run(struct kmsgr_sess *s)
 				ret = got ? (int)got : -ECONNRESET;
 			goto fail;
 		}
+		kc->rx_at = jiffies;
 		ret = msgr2_rx_done(kc->mc, got);
 		if (kc->adopt && kmsgr_conn_settle(s, kc))
 			return;
@@ -789,6 +996,9 @@ static void kmsgr_sess_run(struct kmsgr_sess *s)
 tick:
 	now = div_u64(ktime_get_ns(), NSEC_PER_MSEC);
 	ret = msgr2_tick(kc->mc, now);
+	if (ret < 0)
+		goto fail;
+	ret = kmsgr_sess_check_timeouts(s, kc);
 	if (ret < 0)
 		goto fail;
 	if (kc->connected) {
@@ -837,8 +1047,16 @@ static void kmsgr_sess_work(struct work_struct *work)
 		kmsgr_sess_run(s);
 		break;
 	case KMSGR_SESS_WAITING:
-	case KMSGR_SESS_DEAD:
 		kmsgr_sess_flush_held(s);
+		if (time_before(jiffies, s->retry_at)) {
+			kmsgr_sess_arm(s, s->retry_at - jiffies);
+			break;
+		}
+		kmsgr_sess_end(s, KMSGR_REASON_TIMEOUT, -ETIMEDOUT);
+		break;
+	case KMSGR_SESS_DEAD:
+		if (kmsgr_sess_flush_held(s) && s->server)
+			queue_work(kmsgr_wq, &s->reap_work);	/* retire */
 		break;
 	default:
 		break;
@@ -858,7 +1076,9 @@ static struct kmsgr_sess *kmsgr_sess_alloc(struct kmsgr_instance *inst)
 	kref_init(&s->obj.ref);
 	s->obj.kind = KMSGR_OBJ_SESS;
 	s->obj.inst = inst;
+	atomic_inc(&inst->nr_live);
 	INIT_LIST_HEAD(&s->obj.teardown);
+	INIT_LIST_HEAD(&s->embryo);
 	mutex_init(&s->lock);
 	INIT_DELAYED_WORK(&s->work, kmsgr_sess_work);
 	INIT_WORK(&s->reap_work, kmsgr_sess_reap);
@@ -906,20 +1126,35 @@ static void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post,
 	if (!from_reaper)
 		cancel_work_sync(&s->reap_work);
 	kmsgr_sess_free_mem(s);
-	atomic_dec(&s->obj.inst->nr_sessions);
+	/* embryos were never charged (kmsgr_sess_announce()) */
+	if (!s->server || s->announced)
+		atomic_dec(&s->obj.inst->nr_sessions);
 	kmsgr_obj_put(&s->obj);
 }
 
-/* A fresh server session failed or handed its connection over: drop it. */
+/*
+ * A server session is done.  An embryo failed its handshake, or handed its
+ * connection over to the session its client resumed: it never was in
+ * inst->objs, so no RCU reader can see it; whoever unlinks it from its
+ * listener (this, or the listener's teardown) tears it down.  An announced
+ * session ended (DEAD, its CLOSED posted): whoever takes it out of
+ * inst->objs (this, CLOSE or the final close of the file) tears it down.
+ */
 static void kmsgr_sess_reap(struct work_struct *work)
 {
 	struct kmsgr_sess *s = container_of(work, struct kmsgr_sess,
 					    reap_work);
+	struct kmsgr_instance *inst = s->obj.inst;
 
-	/* whoever takes it out of objs tears it down */
-	if (xa_cmpxchg(&s->obj.inst->objs, s->obj.id, &s->obj, NULL,
+	if (!READ_ONCE(s->announced)) {
+		if (kmsgr_embryo_unlink(s))
+			kmsgr_sess_teardown(s, false, true);
+		return;
+	}
+	if (xa_cmpxchg(&inst->objs, s->obj.id, &s->obj, NULL,
 		       GFP_KERNEL) != &s->obj)
 		return;
+	/* no kick or resume still looks at it after this */
 	synchronize_rcu();
 	kmsgr_sess_teardown(s, false, true);
 }
@@ -1052,7 +1287,7 @@ static void kmsgr_sess_cfg_common(struct kmsgr_sess *s)
 static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 				   const struct kmsgr_connect *c)
 {
-	static const u8 zero_ip[4];
+	struct sockaddr_storage blank = { .ss_family = AF_INET };
 	struct msgr2_config *cfg = &s->cfg;
 	u8 my_type = c->my_type ? c->my_type : MSGR2_ENTITY_CLIENT;
 	u32 nonce;
@@ -1072,8 +1307,12 @@ static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 	do {
 		get_random_bytes(&nonce, sizeof(nonce));
 	} while (!nonce);
-	/* a blank IP: the engine takes the one the server's HELLO reports */
-	msgr2_addr_ipv4(&cfg->my_addrs.a[0], MSGR2_ADDR_ANY, nonce, zero_ip, 0);
+	/*
+	 * A blank IP of the peer's family: the engine takes the one the
+	 * server's HELLO reports.
+	 */
+	blank.ss_family = s->peer.ss_family;
+	kmsgr_ss_to_msgr2(&blank, MSGR2_ADDR_ANY, nonce, &cfg->my_addrs.a[0]);
 	cfg->my_addrs.n = 1;
 	kmsgr_ss_to_msgr2(&s->peer, MSGR2_ADDR_MSGR2, c->addr.nonce,
 			  &cfg->target);
@@ -1179,11 +1418,20 @@ static int kmsgr_listener_new_sess(struct kmsgr_listener *l,
 		ret = x->ops->getname(x, &local, false);
 	if (ret)
 		return ret;
+	/* cheap early refusal; checked again when it is linked */
+	if (READ_ONCE(l->nr_embryos) >= READ_ONCE(kmsgr_max_half_open)) {
+		ret = -EBUSY;
+		goto out_refused;
+	}
 	s = kmsgr_sess_alloc(inst);
-	if (!s)
-		return -ENOMEM;
+	if (!s) {
+		ret = -ENOMEM;
+		goto out_refused;
+	}
 	s->server = true;
 	s->listener_id = l->obj.id;
+	kref_get(&l->obj.ref);
+	s->listener = l;
 	s->obj.user_data = l->obj.user_data;
 	s->xtype = kmsgr_xprt_find(KMSGR_XPRT_TCP);
 	msgr2_session_init(&s->ms, !(l->flags & KMSGR_SESS_F_LOSSLESS));
@@ -1191,7 +1439,7 @@ static int kmsgr_listener_new_sess(struct kmsgr_listener *l,
 	cfg = &s->cfg;
 	kmsgr_sess_cfg_common(s);
 	cfg->role = MSGR2_SERVER;
-	cfg->my_type = MSGR2_ENTITY_CLIENT;
+	cfg->my_type = l->my_type;
 	cfg->my_gid = (s64)inst->id;
 	/* the address the client dialled: it must find it in SERVER_IDENT */
 	kmsgr_ss_to_msgr2(&local, MSGR2_ADDR_MSGR2, l->nonce,
@@ -1217,12 +1465,25 @@ static int kmsgr_listener_new_sess(struct kmsgr_listener *l,
 	if (ret)
 		goto out_free_conn;
 	kc->engine = true;
-	ret = kmsgr_sess_charge(inst);
+
+	/*
+	 * An embryo of the listener: not charged, not visible to the
+	 * application until kmsgr_sess_announce().  The listener's teardown
+	 * cancels this work before it looks at its embryos.
+	 */
+	spin_lock(&l->lock);
+	if (l->closing) {
+		ret = -ESHUTDOWN;
+	} else if (l->nr_embryos >= READ_ONCE(kmsgr_max_half_open)) {
+		ret = -EBUSY;
+	} else {
+		list_add_tail(&s->embryo, &l->embryos);
+		s->embryo_linked = true;
+		l->nr_embryos++;
+	}
+	spin_unlock(&l->lock);
 	if (ret)
 		goto out_free_conn;
-	ret = kmsgr_obj_publish(inst, &s->obj);
-	if (ret)
-		goto out_uncharge;
 
 	mutex_lock(&s->lock);
 	kc->xprt = x;
@@ -1233,13 +1494,16 @@ static int kmsgr_listener_new_sess(struct kmsgr_listener *l,
 	mutex_unlock(&s->lock);
 	return 0;
 
-out_uncharge:
-	atomic_dec(&inst->nr_sessions);
 out_free_conn:
 	kmsgr_conn_free(kc);		/* kc->xprt is NULL: @x is the caller's */
 out_free:
 	kmsgr_sess_free_mem(s);
 	kmsgr_obj_put(&s->obj);
+out_refused:
+	if (ret != -ESHUTDOWN)
+		kmsgr_listener_refused(l, &peer, ret == -EBUSY ?
+				       KMSGR_REASON_HALF_OPEN :
+				       KMSGR_REASON_NOMEM, ret);
 	return ret;
 }
 
@@ -1262,11 +1526,8 @@ static void kmsgr_listener_accept(struct work_struct *work)
 			return;
 		}
 		ret = kmsgr_listener_new_sess(l, x);
-		if (ret) {
-			pr_warn_ratelimited("instance %llu listener %u: connection refused: %d\n",
-					    l->obj.inst->id, l->obj.id, ret);
+		if (ret)	/* reported by kmsgr_listener_new_sess() */
 			x->ops->close(x);
-		}
 	}
 	queue_work(kmsgr_wq, &l->accept_work);	/* more may wait */
 }
@@ -1278,12 +1539,35 @@ static void kmsgr_listener_kick(void *priv, unsigned int why)
 	queue_work(kmsgr_wq, &l->accept_work);
 }
 
+/*
+ * Stop accepting, then tear down the embryos (sessions not yet announced):
+ * they are the listener's.  Announced sessions live on.
+ */
 static void kmsgr_listener_teardown(struct kmsgr_listener *l)
 {
-	WRITE_ONCE(l->closing, true);
+	struct kmsgr_sess *s, *tmp;
+	LIST_HEAD(embryos);
+
+	spin_lock(&l->lock);
+	l->closing = true;		/* no embryo is linked or announced */
+	spin_unlock(&l->lock);
 	cancel_work_sync(&l->accept_work);
-	l->xprt->ops->close(l->xprt);	/* no kick after this */
+	if (l->xprt)
+		l->xprt->ops->close(l->xprt);	/* no kick after this */
 	cancel_work_sync(&l->accept_work);
+
+	spin_lock(&l->lock);
+	list_for_each_entry_safe(s, tmp, &l->embryos, embryo) {
+		s->embryo_linked = false;	/* ours now, not the reaper's */
+		list_move_tail(&s->embryo, &embryos);
+	}
+	l->nr_embryos = 0;
+	spin_unlock(&l->lock);
+	list_for_each_entry_safe(s, tmp, &embryos, embryo) {
+		list_del_init(&s->embryo);
+		kmsgr_sess_teardown(s, false, false);
+	}
+
 	atomic_dec(&l->obj.inst->nr_sessions);
 	kmsgr_obj_put(&l->obj);
 }
@@ -1300,9 +1584,12 @@ int kmsgr_sess_listen(struct kmsgr_instance *inst,
 	if (copy_from_user(&la, uarg, sizeof(la)))
 		return -EFAULT;
 	/* id and bound are output fields: ignored on input */
-	if (la.reserved0 || memchr_inv(la.reserved, 0, sizeof(la.reserved)))
+	if (memchr_inv(la.reserved1, 0, sizeof(la.reserved1)) ||
+	    memchr_inv(la.reserved, 0, sizeof(la.reserved)))
 		return -EINVAL;
 	if (la.flags & ~(KMSGR_SESS_F_LOSSLESS | KMSGR_SESS_F_SECURE))
+		return -EINVAL;
+	if (la.my_type && !kmsgr_entity_type_ok(la.my_type))
 		return -EINVAL;
 	if (la.flags & KMSGR_SESS_F_SECURE)	/* needs a cephx server */
 		return -EOPNOTSUPP;
@@ -1323,6 +1610,9 @@ int kmsgr_sess_listen(struct kmsgr_instance *inst,
 	INIT_LIST_HEAD(&l->obj.teardown);
 	l->flags = la.flags;
 	l->nonce = la.addr.nonce;
+	l->my_type = la.my_type ? la.my_type : MSGR2_ENTITY_CLIENT;
+	spin_lock_init(&l->lock);
+	INIT_LIST_HEAD(&l->embryos);
 	INIT_WORK(&l->accept_work, kmsgr_listener_accept);
 
 	ret = kmsgr_sess_charge(inst);	/* listeners count as sessions */
@@ -1331,7 +1621,7 @@ int kmsgr_sess_listen(struct kmsgr_instance *inst,
 	ret = kmsgr_obj_publish(inst, &l->obj);
 	if (ret)
 		goto out_uncharge;
-	ret = xt->listen(&ss, kmsgr_listener_kick, l, &l->xprt);
+	ret = xt->listen(inst->net, &ss, kmsgr_listener_kick, l, &l->xprt);
 	if (ret)
 		goto out_unpublish;
 	ret = l->xprt->ops->getname(l->xprt, &ss, false);
@@ -1374,7 +1664,14 @@ int kmsgr_sess_close(struct kmsgr_instance *inst,
 		return -EINVAL;
 	if (!c.id)
 		return -ENOENT;
-	/* whoever takes it out of objs tears it down: CLOSE is idempotent */
+	/*
+	 * Whoever takes it out of objs tears it down: CLOSE is idempotent.
+	 * A slot reserved by kmsgr_sess_announce() reads as NULL and must
+	 * stay reserved: look before erasing (nothing else erases an id
+	 * while inst->lock is held).
+	 */
+	if (!xa_load(&inst->objs, c.id))
+		return -ENOENT;
 	obj = xa_erase(&inst->objs, c.id);
 	if (!obj)
 		return -ENOENT;
@@ -1439,6 +1736,8 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe)
 		ret = -EMSGSIZE;
 	} else {
 		ret = msgr2_send(&s->ms, &tx->m);
+		if (!ret)
+			s->active_at = jiffies;
 		if (!ret && s->conn)
 			mod_delayed_work(kmsgr_wq, &s->work, 0);
 	}
@@ -1519,8 +1818,8 @@ void kmsgr_sess_destroy_all(struct kmsgr_instance *inst)
 		kmsgr_sess_teardown(container_of(obj, struct kmsgr_sess, obj),
 				    false, false);
 	}
-	/* reapers that took their session out before us */
-	flush_workqueue(kmsgr_wq);
+	/* reapers of embryos, and references held for a moment elsewhere */
+	wait_var_event(&inst->nr_live, !atomic_read(&inst->nr_live));
 	WARN_ON_ONCE(!xa_empty(&inst->objs));
 	WARN_ON_ONCE(atomic_read(&inst->nr_sessions));
 	xa_destroy(&inst->objs);
@@ -1530,6 +1829,7 @@ void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
 {
 	xa_init_flags(&inst->objs, XA_FLAGS_ALLOC1);
 	atomic_set(&inst->nr_sessions, 0);
+	atomic_set(&inst->nr_live, 0);
 	init_waitqueue_head(&inst->objs_wait);
 }
 

@@ -49,6 +49,7 @@
 typedef void (*kmsgr_xprt_kick_t)(void *priv, unsigned int why);
 
 struct kmsgr_xprt;
+struct net;
 
 struct kmsgr_xprt_ops {
 	/* Install @kick (an accepted connection) and kick once. */
@@ -83,12 +84,21 @@ struct kmsgr_xprt {
 struct kmsgr_xprt_type {
 	u32 id;
 	const char *name;
-	/* Start connecting to @ss; @kick fires when that ends. */
-	int (*connect)(const struct sockaddr_storage *ss, kmsgr_xprt_kick_t kick,
-		       void *priv, struct kmsgr_xprt **out);
-	/* Listen on @ss (port 0: any); @kick fires when accept() may work. */
-	int (*listen)(const struct sockaddr_storage *ss, kmsgr_xprt_kick_t kick,
-		      void *priv, struct kmsgr_xprt **out);
+	/*
+	 * Start connecting to @ss from network namespace @net (the caller
+	 * holds a reference to it for the life of the connection); @kick
+	 * fires when that ends.
+	 */
+	int (*connect)(struct net *net, const struct sockaddr_storage *ss,
+		       kmsgr_xprt_kick_t kick, void *priv,
+		       struct kmsgr_xprt **out);
+	/*
+	 * Listen on @ss (port 0: any) in @net (held as for connect); @kick
+	 * fires when accept() may work.
+	 */
+	int (*listen)(struct net *net, const struct sockaddr_storage *ss,
+		      kmsgr_xprt_kick_t kick, void *priv,
+		      struct kmsgr_xprt **out);
 };
 
 extern const struct kmsgr_xprt_type kmsgr_xprt_tcp;

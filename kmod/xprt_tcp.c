@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmsgr - TCP transport: non-blocking kernel sockets in init_net.
+ * kmsgr - TCP transport: non-blocking kernel sockets in the network
+ * namespace of the instance (the opener's, held by the instance).
  *
  * The socket callbacks (sk_data_ready, sk_write_space, sk_state_change)
  * are replaced under sk_callback_lock by hooks that only kick the owner,
@@ -30,6 +31,7 @@
 
 #include <linux/kmsgr.h>
 
+#include "kmsgr.h"
 #include "xprt.h"
 
 #define KMSGR_TCP_BACKLOG	128
@@ -138,19 +140,33 @@ static struct kmsgr_tcp *kmsgr_tcp_alloc(struct socket *sock,
 	return t;
 }
 
-static int kmsgr_tcp_create(int family, struct socket **sockp)
+static int kmsgr_tcp_create(struct net *net, int family,
+			    struct socket **sockp)
 {
 	struct socket *sock;
 	int ret;
 
-	ret = sock_create_kern(&init_net, family, SOCK_STREAM, IPPROTO_TCP,
-			       &sock);
+	ret = sock_create_kern(net, family, SOCK_STREAM, IPPROTO_TCP, &sock);
 	if (ret)
 		return ret;
 	/* work items call in from any task: no memory-allocation surprises */
 	sock->sk->sk_allocation = GFP_KERNEL;
 	*sockp = sock;
 	return 0;
+}
+
+/*
+ * A connection's options: no Nagle (frames are written whole), and
+ * unacknowledged data fails the connection after keepalive_timeout, as
+ * silence does (session.c).
+ */
+static void kmsgr_tcp_conn_opts(struct sock *sk)
+{
+	unsigned int secs = READ_ONCE(kmsgr_keepalive_timeout);
+
+	tcp_sock_set_nodelay(sk);
+	if (secs)
+		tcp_sock_set_user_timeout(sk, secs * MSEC_PER_SEC);
 }
 
 /* Hook the callbacks; @data_ready is the original one to restore later. */
@@ -272,11 +288,15 @@ static void kmsgr_tcp_close(struct kmsgr_xprt *x)
 	struct kmsgr_tcp *t = to_tcp(x);
 
 	kmsgr_tcp_unhook(t);
+	/* an orderly FIN for the peer (sock_release() alone may reset) */
+	if (t->x.ops == &kmsgr_tcp_ops)
+		kernel_sock_shutdown(t->sock, SHUT_RDWR);
 	sock_release(t->sock);
 	kfree(t);
 }
 
-static int kmsgr_tcp_connect(const struct sockaddr_storage *ss,
+static int kmsgr_tcp_connect(struct net *net,
+			     const struct sockaddr_storage *ss,
 			     kmsgr_xprt_kick_t kick, void *priv,
 			     struct kmsgr_xprt **out)
 {
@@ -287,10 +307,10 @@ static int kmsgr_tcp_connect(const struct sockaddr_storage *ss,
 	len = kmsgr_tcp_sa_len(ss);
 	if (len < 0)
 		return len;
-	ret = kmsgr_tcp_create(ss->ss_family, &sock);
+	ret = kmsgr_tcp_create(net, ss->ss_family, &sock);
 	if (ret)
 		return ret;
-	tcp_sock_set_nodelay(sock->sk);
+	kmsgr_tcp_conn_opts(sock->sk);
 	t = kmsgr_tcp_alloc(sock, &kmsgr_tcp_ops);
 	if (!t) {
 		ret = -ENOMEM;
@@ -334,7 +354,7 @@ static int kmsgr_tcp_accept(struct kmsgr_xprt *lx, struct kmsgr_xprt **out)
 	ret = kernel_accept(l->sock, &sock, O_NONBLOCK);
 	if (ret)
 		return ret;
-	tcp_sock_set_nodelay(sock->sk);
+	kmsgr_tcp_conn_opts(sock->sk);
 	sock->sk->sk_allocation = GFP_KERNEL;
 	t = kmsgr_tcp_alloc(sock, &kmsgr_tcp_ops);
 	if (!t) {
@@ -347,7 +367,8 @@ static int kmsgr_tcp_accept(struct kmsgr_xprt *lx, struct kmsgr_xprt **out)
 	return 0;
 }
 
-static int kmsgr_tcp_listen(const struct sockaddr_storage *ss,
+static int kmsgr_tcp_listen(struct net *net,
+			    const struct sockaddr_storage *ss,
 			    kmsgr_xprt_kick_t kick, void *priv,
 			    struct kmsgr_xprt **out)
 {
@@ -358,7 +379,7 @@ static int kmsgr_tcp_listen(const struct sockaddr_storage *ss,
 	len = kmsgr_tcp_sa_len(ss);
 	if (len < 0)
 		return len;
-	ret = kmsgr_tcp_create(ss->ss_family, &sock);
+	ret = kmsgr_tcp_create(net, ss->ss_family, &sock);
 	if (ret)
 		return ret;
 	sock_set_reuseaddr(sock->sk);

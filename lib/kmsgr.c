@@ -330,6 +330,9 @@ int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns)
 	ret = kmsgr_ioctl(k->fd, KMSGR_IOC_ENTER, &enter);
 	if (ret == -ETIMEDOUT)
 		ret = -ETIME;
+	/* no room for their completions yet: none consumed, not an error */
+	if (ret == -EBUSY && !wait_nr)
+		return 0;
 	if (ret)
 		return ret;
 	return (int)enter.submitted;
@@ -366,12 +369,16 @@ int kmsgr_wait_cqe(struct kmsgr *k, struct kmsgr_cqe **cqe, __u64 timeout_ns)
 	for (;;) {
 		*cqe = kmsgr_peek_cqe(k);
 		if (*cqe) {
-			/* still publish what the caller prepared */
-			if (kmsgr_sq_pending(k)) {
-				ret = kmsgr_submit(k, 0, 0);
-				if (ret < 0 && ret != -EINTR)
-					return ret;
-			}
+			/*
+			 * Still offer what the caller prepared.  Whatever that
+			 * submit says (no room, a signal), a completion is
+			 * ready and is what the caller asked for: unconsumed
+			 * SQEs stay pending for the next call, and an error
+			 * that persists is reported by the next call that
+			 * has to wait.
+			 */
+			if (kmsgr_sq_pending(k))
+				(void)kmsgr_submit(k, 0, 0);
 			return 0;
 		}
 		if (timeout_ns) {
@@ -755,6 +762,8 @@ static const char *const kmsgr_reason_names[] = {
 	[KMSGR_REASON_NONCE] = "secure mode: out of nonces",
 	[KMSGR_REASON_BUSY] = "no receive space",
 	[KMSGR_REASON_CONNECT] = "connect failed",
+	[KMSGR_REASON_HALF_OPEN] = "too many handshakes in progress (max_half_open)",
+	[KMSGR_REASON_SESSIONS] = "too many sessions (max_sessions)",
 };
 
 const char *kmsgr_reason_str(unsigned int reason)
@@ -771,6 +780,7 @@ static const char *const kmsgr_event_names[] = {
 	[KMSGR_EV_DOWN] = "down",
 	[KMSGR_EV_RESET] = "reset",
 	[KMSGR_EV_CLOSED] = "closed",
+	[KMSGR_EV_REFUSED] = "refused",
 };
 
 const char *kmsgr_event_str(unsigned int event)

@@ -170,8 +170,9 @@ unsigned int kmsgr_sq_pending(const struct kmsgr *k);
  * with to_submit = every unconsumed SQE and, when @wait_nr is non-zero,
  * KMSGR_ENTER_F_GETEVENTS, min_complete = @wait_nr and @timeout_ns.
  *
- * Return: the number of SQEs consumed (>= 0; may be fewer than prepared
- * when the CQ is short of room), or a negative errno: -ETIME when the
+ * Return: the number of SQEs consumed (>= 0; may be fewer than prepared,
+ * or 0, when the instance has no room for more completions in flight:
+ * reap CQEs, then submit again), or a negative errno: -ETIME when the
  * wait timed out, -EINTR on a signal, -EINVAL before kmsgr_setup().
  */
 int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns);
@@ -204,10 +205,13 @@ void kmsgr_cqe_seen(struct kmsgr *k);
  * @timeout_ns: overall bound; 0 waits without a bound
  *
  * Submits pending SQEs too, so that a RELEASE or SEND prepared before the
- * wait reaches the kernel.
+ * wait reaches the kernel.  When a completion is ready it is returned,
+ * whatever that submission said; SQEs the kernel could not take yet stay
+ * pending for the next call.
  *
  * Return: 0 with *@cqe set, -ETIME when @timeout_ns passed, -EINTR on a
- * signal, or another negative errno from KMSGR_IOC_ENTER.
+ * signal, or another negative errno from KMSGR_IOC_ENTER (only when no
+ * completion was ready).
  */
 int kmsgr_wait_cqe(struct kmsgr *k, struct kmsgr_cqe **cqe, __u64 timeout_ns);
 

@@ -196,7 +196,13 @@ struct kmsgr_listen {
 	__u32 flags;		/* in: KMSGR_SESS_F_* for accepted sessions */
 	__u64 user_data;	/* in: copied into ACCEPTED events */
 	__u32 id;		/* out: listener id (for CLOSE) */
-	__u32 reserved0;
+	__u8 my_type;		/* in: entity type the listener presents in
+				 * HELLO (CEPH_ENTITY_TYPE_*: 1 mon, 4 osd,
+				 * ...); 0 = 8 (client), what ABI 1 always
+				 * sent.  A Ceph client checks it against the
+				 * type it dialled (mon for `ceph -s`).
+				 */
+	__u8 reserved1[3];	/* must be 0 */
 	struct kmsgr_addr bound; /* out: the address actually bound */
 	__u64 reserved[4];
 };
@@ -273,7 +279,11 @@ struct kmsgr_slice {
  * RELEASE: up to three receive-pool slices exactly as a RECV CQE gave them
  * (len 0: unused).  Completes silently; a bad or double release completes
  * with a KMSGR_CQE_OP entry, res -EINVAL.
- * The kernel consumes an SQE only when the CQ has room for its completion.
+ * The kernel consumes an SQE only when the CQ has room for its completion
+ * and fewer than cq_entries - cq_entries / 2 completions of consumed SQEs
+ * are outstanding: the other half of the CQ stays free for inbound
+ * messages and events, so SENDs in flight can never block the reading
+ * that completes them.  ENTER fails with EBUSY when it could consume none.
  */
 struct kmsgr_sqe {
 	__u8 opcode;		/* KMSGR_OP_* */
@@ -302,6 +312,14 @@ struct kmsgr_sqe {
 #define KMSGR_EV_DOWN		3	/* connection lost; lossless: retrying */
 #define KMSGR_EV_RESET		4	/* peer reset the session */
 #define KMSGR_EV_CLOSED		5	/* session gone; reason in @reason */
+/*
+ * A listener refused a connection: @session is the listener's id,
+ * @user_data its LISTEN user_data, @reason KMSGR_REASON_HALF_OPEN (too many
+ * handshakes in progress, module parameter max_half_open),
+ * KMSGR_REASON_SESSIONS (max_sessions reached when the handshake ended)
+ * or KMSGR_REASON_NOMEM; @res the errno.  The peer's address is logged.
+ */
+#define KMSGR_EV_REFUSED	6
 
 /*
  * struct kmsgr_cqe - one completion (64 bytes).  @user_data is the SQE's
@@ -350,6 +368,8 @@ struct kmsgr_cqe {
 #define KMSGR_REASON_NONCE		21	/* secure mode: out of nonces */
 #define KMSGR_REASON_BUSY		22	/* no receive space */
 #define KMSGR_REASON_CONNECT		23	/* connect() failed (res: errno) */
+#define KMSGR_REASON_HALF_OPEN		24	/* listener: too many handshakes */
+#define KMSGR_REASON_SESSIONS		25	/* max_sessions reached */
 
 /* Commands; see "ioctl namespace" above for the reserved numbers. */
 #define KMSGR_IOC_INFO		_IOWR(KMSGR_IOC_MAGIC, 0x00, struct kmsgr_info)

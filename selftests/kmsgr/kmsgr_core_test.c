@@ -1,0 +1,650 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr selftests - session-core regressions (issue 7): each test fails on
+ * the module (or libkmsgr) that had the defect and passes once it is fixed.
+ *
+ *  wait_cqe_ready_while_cq_full   kmsgr_wait_cqe() returns a ready CQE even
+ *                                 when its opportunistic submit finds no CQ
+ *                                 room (it returned EBUSY and kmsgrctl's
+ *                                 echo listener died of it)
+ *  sends_never_block_reading      both ends keep as many SENDs in flight as
+ *                                 their CQ has entries (CQ 16), lossless and
+ *                                 lossy: every message arrives (SEND
+ *                                 completions used to take every CQ slot,
+ *                                 reading stopped, nothing completed)
+ *  embryos_invisible              a connection still in its handshake has
+ *                                 no id: CLOSE and SEND of every id near the
+ *                                 listener's fail with ENOENT (CLOSE used to
+ *                                 free it under the accept work)
+ *  listener_entity_type           LISTEN presents the entity type it is
+ *                                 given; a client expecting a mon reaches
+ *                                 UP, one expecting an OSD is refused
+ *  half_open_limit                beyond max_half_open handshakes a listener
+ *                                 refuses with a REFUSED event; the
+ *                                 handshake deadline closes the silent ones
+ *                                 and a healthy client is served after
+ *  ended_sessions_free_slots      300 lossy clients in a row, one after the
+ *                                 other, with max_sessions 8 and a listener
+ *                                 that never CLOSEs: every one is served
+ *  lossless_server_wait_bounded   a lossless server session whose client is
+ *                                 gone closes after resume_timeout
+ *  idle_server_sessions_time_out  a server session that carries no message
+ *                                 for idle_timeout is closed (TIMEOUT)
+ *  sockets_in_openers_netns       an instance opened in a new network
+ *                                 namespace cannot reach a listener on the
+ *                                 host's 127.0.0.1
+ *  readonly_fd_refused            only INFO works on a read-only fd
+ *
+ * Module parameters changed by a test are put back by it.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "kmsgr_selftest.h"
+#include "kmsgr_ring_util.h"
+
+#define TX_AREA		(1ULL << 20)
+#define RX_POOL		(4ULL << 20)
+#define SETUP_MS	20000
+#define ENTITY_MON	1
+
+/* ---- helpers ------------------------------------------------------------- */
+
+/* Write module parameter @name; its old value goes to *@old if not NULL. */
+static int param_set(const char *name, unsigned int v, unsigned int *old)
+{
+	char path[128], buf[32];
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), KMSGR_SYS_MODULE "/parameters/%s", name);
+	if (old) {
+		if (kmsgr_read_line(path, buf, sizeof(buf)))
+			return -EIO;
+		*old = (unsigned int)strtoul(buf, NULL, 0);
+	}
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	if (fprintf(f, "%u\n", v) < 0)
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/* A plain TCP connection to 127.0.0.1:@port (network order), or -errno. */
+static int raw_connect(uint16_t port)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = port,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+/* Wait up to @ms for the peer to close @fd (EOF or reset): true if it did. */
+static bool raw_closed_within(int fd, int ms)
+{
+	uint64_t end = kt_now_ms() + ms;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char buf[512];
+	ssize_t n;
+
+	while (kt_now_ms() < end) {
+		if (poll(&p, 1, 100) < 0)
+			return false;
+		if (!p.revents)
+			continue;
+		n = read(fd, buf, sizeof(buf));	/* the banner, then EOF */
+		if (n <= 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Run the loop until event @ev of @session (0: any session) shows up on
+ * @ti at or after index @from; returns its index or -1 after @ms.
+ */
+static int wait_event(struct kt_loop *lp, struct kt_inst *ti,
+		      uint32_t session, uint8_t ev, unsigned int from, int ms)
+{
+	uint64_t end = kt_now_ms() + ms;
+	const struct kt_event *e;
+
+	for (;;) {
+		e = kt_find_event(lp, ti, session, ev, from);
+		if (e)
+			return (int)(e - lp->ev);
+		if (kt_now_ms() >= end)
+			return -1;
+		if (kt_loop_run_once(lp, 50) < 0)
+			return -1;
+	}
+}
+
+static unsigned int count_events(const struct kt_loop *lp,
+				 const struct kt_inst *ti, uint8_t ev,
+				 uint16_t reason)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < lp->nr_ev; i++)
+		if (lp->ev[i].inst == ti && lp->ev[i].event == ev &&
+		    lp->ev[i].reason == reason)
+			n++;
+	return n;
+}
+
+/* LISTEN on 127.0.0.1:0 presenting entity type @my_type. */
+static int listen_as(struct kt_inst *ti, uint32_t flags, uint8_t my_type,
+		     struct kmsgr_listen *l)
+{
+	memset(l, 0, sizeof(*l));
+	if (kt_addr(&l->addr, "127.0.0.1", 0))
+		return -EINVAL;
+	l->transport = KMSGR_XPRT_TCP;
+	l->flags = flags;
+	l->user_data = 0x1157e4;
+	l->my_type = my_type;
+	return kmsgr_listen(ti->k, l);
+}
+
+FIXTURE(core) {
+	const char *why;
+	struct kt_inst srv, cli;
+	struct kt_loop lp;
+	int kmsg;
+};
+
+FIXTURE_SETUP(core)
+{
+	self->kmsg = -1;
+	self->why = kmsgr_missing(1);
+	if (self->why)
+		return;
+	self->kmsg = kt_kmsg_open();
+	kt_loop_init(&self->lp);
+	ASSERT_EQ(0, kt_inst_open(&self->srv, "server", 64, TX_AREA, RX_POOL,
+				  1));
+	ASSERT_EQ(0, kt_inst_open(&self->cli, "client", 64, TX_AREA, RX_POOL,
+				  2));
+	kt_loop_add(&self->lp, &self->srv);
+	kt_loop_add(&self->lp, &self->cli);
+}
+
+FIXTURE_TEARDOWN(core)
+{
+	char line[512];
+
+	if (self->cli.k)
+		kt_inst_close(&self->cli);
+	if (self->srv.k)
+		kt_inst_close(&self->srv);
+	if (self->kmsg >= 0) {
+		usleep(200000);
+		EXPECT_EQ(0, kt_kmsg_check(self->kmsg, line, sizeof(line)))
+			TH_LOG("kernel log: %s", line);
+		close(self->kmsg);
+	}
+}
+
+/* ---- D1: libkmsgr waits ---------------------------------------------------- */
+
+TEST(wait_cqe_ready_while_cq_full)
+{
+	struct kmsgr_cqe *cqe;
+	struct kmsgr_sqe *sqe;
+	struct kt_inst ti;
+	const char *why;
+	unsigned int i, n = 0;
+
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
+	/* SQ 4, CQ 16 */
+	ASSERT_EQ(0, kt_inst_open(&ti, "nops", 4, 4096, 64 << 10, 3));
+	while (n < 16) {
+		for (i = 0; i < 4 && n + i < 16; i++) {
+			sqe = kmsgr_get_sqe(ti.k);
+			ASSERT_NE(NULL, sqe);
+			kmsgr_prep_nop(sqe, 100 + n + i);
+		}
+		ASSERT_EQ((int)i, kmsgr_submit(ti.k, 0, 0));
+		n += i;
+	}
+	/* the CQ is full; one more SQE waits for room */
+	sqe = kmsgr_get_sqe(ti.k);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_nop(sqe, 999);
+	EXPECT_EQ(0, kmsgr_submit(ti.k, 0, 0));	/* no room: 0, not an error */
+	ASSERT_EQ(0, kmsgr_wait_cqe(ti.k, &cqe, 1000000000ULL));
+	EXPECT_EQ(100, cqe->user_data);
+	kmsgr_cqe_seen(ti.k);
+	/* room now: the pending NOP goes in at the next wait */
+	for (i = 1; i < 17; i++) {
+		ASSERT_EQ(0, kmsgr_wait_cqe(ti.k, &cqe, 1000000000ULL));
+		EXPECT_EQ(i < 16 ? 100 + i : 999, cqe->user_data);
+		kmsgr_cqe_seen(ti.k);
+	}
+	kt_inst_close(&ti);
+}
+
+/* ---- D3: completions never block the reading that produces them ---------- */
+
+TEST_F_TIMEOUT(core, sends_never_block_reading, 300)
+{
+	static const uint32_t policies[] = { KMSGR_SESS_F_LOSSLESS, 0 };
+	struct kt_plan plan = {
+		.count = 1500,
+		.max_log2 = 12,
+		.small_log2 = 12,
+		.big_one_in = 1,
+	};
+	struct kt_inst a, b;
+	struct kt_stream ab, ba;
+	struct kmsgr_listen l;
+	uint32_t a_id, b_id;
+	unsigned int p;
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	for (p = 0; p < 2; p++) {
+		struct kt_loop lp;
+
+		/* SQ 4, CQ 16; windows of 16 both ways */
+		ASSERT_EQ(0, kt_inst_open(&a, "a", 4, TX_AREA, RX_POOL, 5));
+		ASSERT_EQ(0, kt_inst_open(&b, "b", 4, TX_AREA, RX_POOL, 6));
+		kt_loop_init(&lp);
+		kt_loop_add(&lp, &a);
+		kt_loop_add(&lp, &b);
+		ASSERT_EQ(0, kt_listen(&a, "127.0.0.1", policies[p], 0xa, &l));
+		ASSERT_EQ(0, kt_connect(&b, &l.bound, policies[p],
+					KT_PEER_ANY, 0xb, &b_id));
+		ASSERT_EQ(0, kt_wait_pair(&lp, &b, b_id, &a, &a_id, SETUP_MS));
+		plan.seed = 0xdead0 + p;
+		ASSERT_EQ(0, kt_stream_init(&ab, &a, a_id, &b, b_id, &plan,
+					    16));
+		plan.seed = 0xbeef0 + p;
+		ASSERT_EQ(0, kt_stream_init(&ba, &b, b_id, &a, a_id, &plan,
+					    16));
+		kt_loop_add_stream(&lp, &ab);
+		kt_loop_add_stream(&lp, &ba);
+		ret = kt_loop_run(&lp, kt_loop_streams_finished, 120 * 1000);
+		EXPECT_EQ(0, ret)
+			TH_LOG("%s: a->b %u/%u received, %u sends done; b->a %u/%u, %u",
+			       policies[p] ? "lossless" : "lossy",
+			       ab.received, ab.total, ab.completed,
+			       ba.received, ba.total, ba.completed);
+		EXPECT_EQ(0, ab.failed) TH_LOG("a->b: %s", ab.why);
+		EXPECT_EQ(0, ba.failed) TH_LOG("b->a: %s", ba.why);
+		EXPECT_EQ(ab.total, ab.received);
+		EXPECT_EQ(ba.total, ba.received);
+		kt_stream_free(&ab);
+		kt_stream_free(&ba);
+		kt_inst_close(&a);
+		kt_inst_close(&b);
+	}
+}
+
+/* ---- D2: sessions nobody was told about are invisible ---------------------- */
+
+TEST_F_TIMEOUT(core, embryos_invisible, 120)
+{
+	struct kmsgr_listen l;
+	struct kmsgr_cqe *cqe;
+	struct kmsgr_sqe *sqe;
+	uint32_t id, cli_id, srv_id;
+	int fd[4], i, ret;
+	unsigned int nsend = 0, enoent = 0;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0x5, &l));
+	/* four connections that never say a word: embryos for 10 s */
+	for (i = 0; i < 4; i++) {
+		fd[i] = raw_connect(l.bound.port);
+		ASSERT_LE(0, fd[i]);
+	}
+	usleep(500000);			/* the accept work has run */
+
+	for (id = 1; id <= 32; id++) {
+		if (id == l.id)
+			continue;
+		EXPECT_EQ(-ENOENT, kmsgr_close_id(self->srv.k, id))
+			TH_LOG("CLOSE of id %u that nobody announced", id);
+		sqe = kmsgr_get_sqe(self->srv.k);
+		if (!sqe) {
+			kmsgr_submit(self->srv.k, 0, 0);
+			sqe = kmsgr_get_sqe(self->srv.k);
+		}
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_send(sqe, id, 42, 0, (struct kmsgr_slice){ 0, 8 },
+				(struct kmsgr_slice){ 0 },
+				(struct kmsgr_slice){ 0 }, 0xe0 + id);
+		nsend++;
+	}
+	kmsgr_submit(self->srv.k, 0, 0);
+	while (nsend) {
+		ret = kmsgr_wait_cqe(self->srv.k, &cqe, 2000000000ULL);
+		ASSERT_EQ(0, ret);
+		if (cqe->kind == KMSGR_CQE_SEND) {
+			nsend--;
+			if (cqe->res == -ENOENT)
+				enoent++;
+			else
+				TH_LOG("SEND to id %u: res %d", cqe->session,
+				       cqe->res);
+		}
+		kmsgr_cqe_seen(self->srv.k);
+	}
+	EXPECT_EQ(31, enoent);
+
+	/* a real client is announced, and only then usable */
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xc,
+				&cli_id));
+	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				  &srv_id, SETUP_MS));
+	EXPECT_NE(l.id, srv_id);
+	EXPECT_EQ(0, kmsgr_close_id(self->srv.k, srv_id));
+	for (i = 0; i < 4; i++)
+		close(fd[i]);
+}
+
+/* ---- D6: the listener presents the entity type it is given -------------- */
+
+TEST_F_TIMEOUT(core, listener_entity_type, 120)
+{
+	struct kmsgr_listen l, bad;
+	uint32_t cli_id, srv_id, osd_id;
+	int i;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	EXPECT_EQ(-EINVAL, listen_as(&self->srv, 0, 99, &bad));
+	memset(&bad, 0, sizeof(bad));
+	kt_addr(&bad.addr, "127.0.0.1", 0);
+	bad.transport = KMSGR_XPRT_TCP;
+	bad.reserved1[1] = 1;
+	EXPECT_EQ(-EINVAL, kmsgr_listen(self->srv.k, &bad));
+
+	ASSERT_EQ(0, listen_as(&self->srv, 0, ENTITY_MON, &l));
+	/* a client that dials a mon checks HELLO's entity type */
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, ENTITY_MON, 0xc,
+				&cli_id));
+	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				  &srv_id, SETUP_MS));
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_ENTITY_OSD, 0xd,
+				&osd_id));
+	i = wait_event(&self->lp, &self->cli, osd_id, KMSGR_EV_CLOSED, 0,
+		       SETUP_MS);
+	ASSERT_LE(0, i);
+	EXPECT_EQ(KMSGR_REASON_PEER, self->lp.ev[i].reason);
+}
+
+/* ---- D10/D13: half-open connections are bounded and reported ----------- */
+
+TEST_F_TIMEOUT(core, half_open_limit, 120)
+{
+	unsigned int old, refused;
+	struct kmsgr_listen l;
+	uint32_t cli_id, srv_id;
+	int fd[8], i;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, param_set("max_half_open", 4, &old));
+	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0x7, &l));
+	for (i = 0; i < 8; i++) {
+		fd[i] = raw_connect(l.bound.port);
+		ASSERT_LE(0, fd[i]);
+		usleep(100000);		/* in order: the first four stay */
+	}
+	for (i = 0; i < 40; i++) {
+		kt_loop_run_once(&self->lp, 50);
+		if (count_events(&self->lp, &self->srv, KMSGR_EV_REFUSED,
+				 KMSGR_REASON_HALF_OPEN) >= 4)
+			break;
+	}
+	refused = count_events(&self->lp, &self->srv, KMSGR_EV_REFUSED,
+			       KMSGR_REASON_HALF_OPEN);
+	EXPECT_EQ(4, refused);
+	if (refused) {
+		const struct kt_event *e = kt_find_event(&self->lp, &self->srv,
+							 l.id,
+							 KMSGR_EV_REFUSED, 0);
+
+		ASSERT_NE(NULL, e);
+		EXPECT_EQ(0x7, e->user_data);
+		EXPECT_EQ(-EBUSY, e->res);
+	}
+	/* the refused ones are closed at once */
+	for (i = 4; i < 8; i++)
+		EXPECT_TRUE(raw_closed_within(fd[i], 2000));
+	/* the silent four: the handshake deadline (10 s) closes them */
+	for (i = 0; i < 4; i++)
+		EXPECT_TRUE(raw_closed_within(fd[i], 15000))
+			TH_LOG("half-open connection %d still open", i);
+	/* and the listener serves a healthy client again */
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xc,
+				&cli_id));
+	EXPECT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				  &srv_id, SETUP_MS));
+	for (i = 0; i < 8; i++)
+		close(fd[i]);
+	EXPECT_EQ(0, param_set("max_half_open", old, NULL));
+}
+
+/* ---- D5: ended server sessions give their slot back --------------------- */
+
+TEST_F_TIMEOUT(core, ended_sessions_free_slots, 600)
+{
+	unsigned int old, i, served = 0;
+	struct kmsgr_listen l;
+	uint32_t cli_id, srv_id;
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, param_set("max_sessions", 8, &old));
+	ret = kt_listen(&self->srv, "127.0.0.1", 0, 0x8, &l);
+	if (ret)
+		param_set("max_sessions", old, NULL);
+	ASSERT_EQ(0, ret);
+	for (i = 0; i < 300; i++) {
+		self->lp.nr_ev = 0;
+		ret = kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, i,
+				 &cli_id);
+		if (ret)
+			break;
+		ret = kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				   &srv_id, SETUP_MS);
+		if (ret)
+			break;
+		served++;
+		/* the client goes; the server application never CLOSEs */
+		kmsgr_close_id(self->cli.k, cli_id);
+	}
+	EXPECT_EQ(300, served) TH_LOG("client %u: %s", i, kmsgr_strerror(ret));
+	EXPECT_EQ(0, param_set("max_sessions", old, NULL));
+}
+
+TEST_F_TIMEOUT(core, lossless_server_wait_bounded, 120)
+{
+	unsigned int old;
+	struct kmsgr_listen l;
+	uint32_t cli_id, srv_id;
+	uint64_t t0;
+	int i;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, param_set("resume_timeout", 2, &old));
+	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS,
+			       0x9, &l));
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, KMSGR_SESS_F_LOSSLESS,
+				KT_PEER_ANY, 0xc, &cli_id));
+	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				  &srv_id, SETUP_MS));
+	/* the client application goes away for good */
+	kt_inst_close(&self->cli);
+	self->lp.nr_inst = 1;
+	t0 = kt_now_ms();
+	ASSERT_LE(0, wait_event(&self->lp, &self->srv, srv_id, KMSGR_EV_DOWN,
+				0, 10000));
+	i = wait_event(&self->lp, &self->srv, srv_id, KMSGR_EV_CLOSED, 0,
+		       20000);
+	ASSERT_LE(0, i);
+	EXPECT_EQ(KMSGR_REASON_TIMEOUT, self->lp.ev[i].reason);
+	EXPECT_LE(1500, kt_now_ms() - t0);
+	/* it retired: its id is gone */
+	usleep(200000);
+	EXPECT_EQ(-ENOENT, kmsgr_close_id(self->srv.k, srv_id));
+	EXPECT_EQ(0, param_set("resume_timeout", old, NULL));
+}
+
+TEST_F_TIMEOUT(core, idle_server_sessions_time_out, 120)
+{
+	unsigned int old;
+	struct kmsgr_listen l;
+	uint32_t cli_id, srv_id;
+	int i;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, param_set("idle_timeout", 2, &old));
+	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0xa, &l));
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xc,
+				&cli_id));
+	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				  &srv_id, SETUP_MS));
+	i = wait_event(&self->lp, &self->srv, srv_id, KMSGR_EV_CLOSED, 0,
+		       20000);
+	ASSERT_LE(0, i);
+	EXPECT_EQ(KMSGR_REASON_TIMEOUT, self->lp.ev[i].reason);
+	/* the client sees the server close the connection */
+	i = wait_event(&self->lp, &self->cli, cli_id, KMSGR_EV_CLOSED, 0,
+		       10000);
+	ASSERT_LE(0, i);
+	EXPECT_EQ(KMSGR_REASON_EOF, self->lp.ev[i].reason);
+	EXPECT_EQ(0, param_set("idle_timeout", old, NULL));
+}
+
+/* ---- D9: sockets live in the opener's network namespace ---------------- */
+
+/* In a new network namespace: connect to 127.0.0.1:@port; exit code. */
+static int netns_child(const struct kmsgr_addr *a)
+{
+	struct kt_inst ti;
+	struct kt_loop lp;
+	const struct kt_event *e;
+	uint32_t id;
+	int ret;
+
+	if (unshare(CLONE_NEWNET))
+		return 10;
+	if (system("ip link set lo up"))
+		return 11;
+	if (kt_inst_open(&ti, "netns", 8, 4096, 64 << 10, 9))
+		return 12;
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &ti);
+	if (kt_connect(&ti, a, 0, KT_PEER_ANY, 0x99, &id))
+		return 13;
+	ret = 14;
+	for (int i = 0; i < 200; i++) {
+		kt_loop_run_once(&lp, 50);
+		e = kt_find_event(&lp, &ti, id, 0, 0);
+		if (!e)
+			continue;
+		if (e->event == KMSGR_EV_UP)
+			ret = 1;	/* reached the host's listener */
+		else if (e->event == KMSGR_EV_CLOSED &&
+			 e->reason == KMSGR_REASON_CONNECT &&
+			 e->res == -ECONNREFUSED)
+			ret = 0;
+		else
+			ret = 15;
+		break;
+	}
+	kt_inst_close(&ti);
+	return ret;
+}
+
+TEST_F_TIMEOUT(core, sockets_in_openers_netns, 120)
+{
+	struct kmsgr_listen l;
+	int status, i;
+	pid_t pid;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0xb, &l));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(netns_child(&l.bound));
+	for (i = 0; i < 100 && !waitpid(pid, &status, WNOHANG); i++)
+		kt_loop_run_once(&self->lp, 100);
+	if (i == 100)
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("child: 1 reached the host listener, 10+ set-up failed");
+	kt_loop_run_once(&self->lp, 100);
+	EXPECT_EQ(0, count_events(&self->lp, &self->srv, KMSGR_EV_ACCEPTED,
+				  0));
+}
+
+/* ---- D13: a read-only fd can only ask INFO ------------------------------- */
+
+TEST(readonly_fd_refused)
+{
+	struct kmsgr_setup su = {
+		.sq_entries = 8, .buf_size = 1 << 20,
+		.rx_pool_size = KMSGR_POOL_MIN,
+	};
+	struct kmsgr_info info = { 0 };
+	struct kmsgr_connect c = { 0 };
+	struct kmsgr_close cl = { .id = 1 };
+	const char *why;
+	int fd;
+
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
+	fd = open(KMSGR_DEV_PATH, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, ioctl(fd, KMSGR_IOC_INFO, &info));
+	EXPECT_EQ(-1, ioctl(fd, KMSGR_IOC_SETUP, &su));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, ioctl(fd, KMSGR_IOC_CONNECT, &c));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, ioctl(fd, KMSGR_IOC_CLOSE, &cl));
+	EXPECT_EQ(EBADF, errno);
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
