@@ -26,7 +26,10 @@
  *   both      RESET when the peer reset the session; CLOSED (reason NONE)
  *             as the last CQE of a session after CLOSE, unless CLOSED was
  *             posted already.
- * A dead session keeps its id (SENDs fail with -EPIPE) until CLOSE.
+ * A dead client session keeps its id (SENDs fail with -EPIPE) until CLOSE;
+ * a dead server session retires (kmsgr_sess_reap()): its id goes away
+ * after its CLOSED.  Server sessions before their first READY are embryos
+ * of their listener (see struct kmsgr_listener): no id, no CQE.
  *
  * Locking (see also kmsgr.h): inst->lock is held by main.c around
  * CONNECT/LISTEN/CLOSE; submit_lock around kmsgr_sess_send/resume.

@@ -2,7 +2,8 @@
 /*
  * kmsgrctl session - listen for and open msgr2 sessions.
  *
- *   session listen [--transport tcp] [--echo] [--lossless] [--count N]
+ *   session listen [--transport tcp] [--echo] [--lossless] [--as TYPE]
+ *                  [--count N]
  *                  [--time S] [--pool-size BYTES] ADDR:PORT
  *   session connect [--transport tcp] [--lossless] [--secure]
  *                   [--name client.ID --keyring FILE] [--peer-type TYPE]
@@ -26,7 +27,8 @@ static void session_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s session listen [--transport tcp] [--echo] [--lossless]\n"
-		"                  [--count N] [--time S] [--pool-size BYTES] ADDR:PORT\n"
+		"                  [--as TYPE] [--count N] [--time S] [--pool-size BYTES]\n"
+		"                  ADDR:PORT\n"
 		"       %s session connect [--transport tcp] [--lossless] [--secure]\n"
 		"                  [--name client.ID --keyring FILE] [--peer-type TYPE]\n"
 		"                  [--send N [--size BYTES] [--verify-echo]] [--timeout S]\n"
@@ -38,7 +40,10 @@ static void session_usage(FILE *f)
 		"  every message with the same type, tid, version and segments, sent\n"
 		"  straight from the receive-pool slices (zero copy), released when the\n"
 		"  send completes; without --echo messages are counted and released.\n"
-		"  --pool-size: receive pool (default 64M).\n"
+		"  --pool-size: receive pool (default 64M).  --as: the entity type the\n"
+		"  listener presents in HELLO (mon, osd, mds, mgr, client; default\n"
+		"  client): a Ceph client dialling a mon wants mon.  Sessions that end\n"
+		"  are closed; refused connections are reported with their reason.\n"
 		"connect: open a session, report UP, optionally send N messages whose\n"
 		"  data segment has BYTES bytes (default 4096; up to %d in flight) and\n"
 		"  wait for their completions; --verify-echo also waits for N echoes\n"
@@ -52,7 +57,7 @@ static void session_usage(FILE *f)
 enum {
 	OPT_TRANSPORT = 256, OPT_ECHO, OPT_LOSSLESS, OPT_COUNT, OPT_TIME,
 	OPT_POOL, OPT_SECURE, OPT_NAME, OPT_KEYRING, OPT_PEER, OPT_SEND,
-	OPT_SIZE, OPT_VERIFY, OPT_TIMEOUT, OPT_HELP,
+	OPT_SIZE, OPT_VERIFY, OPT_TIMEOUT, OPT_AS, OPT_HELP,
 };
 
 /* ---- listen ------------------------------------------------------------- */
@@ -71,13 +76,22 @@ struct listen_state {
 	bool bad_echo_reported;
 };
 
+static bool event_has_reason(const struct kmsgr_cqe *cqe)
+{
+	return cqe->event == KMSGR_EV_DOWN || cqe->event == KMSGR_EV_CLOSED ||
+	       cqe->event == KMSGR_EV_REFUSED;
+}
+
 static void listen_event(const struct kmsgr_cqe *cqe)
 {
+	/* a session that ended: give its id back (ENOENT if it retired) */
+	if (cqe->event == KMSGR_EV_CLOSED)
+		kmsgr_close_id(ctl_k, cqe->session);
 	if (opt.json) {
 		jw_open(NULL, '{');
 		jw_string("event", kmsgr_event_str(cqe->event));
 		jw_u64("session", cqe->session);
-		if (cqe->event == KMSGR_EV_DOWN || cqe->event == KMSGR_EV_CLOSED) {
+		if (event_has_reason(cqe)) {
 			jw_string("reason", kmsgr_reason_str(cqe->reason));
 			if (cqe->res)
 				jw_string("error", strerror(-cqe->res));
@@ -85,8 +99,12 @@ static void listen_event(const struct kmsgr_cqe *cqe)
 		jw_close('}');
 		return;
 	}
-	printf("session %u %s", cqe->session, kmsgr_event_str(cqe->event));
-	if (cqe->event == KMSGR_EV_DOWN || cqe->event == KMSGR_EV_CLOSED)
+	if (cqe->event == KMSGR_EV_REFUSED)
+		printf("listener %u refused a connection", cqe->session);
+	else
+		printf("session %u %s", cqe->session,
+		       kmsgr_event_str(cqe->event));
+	if (event_has_reason(cqe))
 		printf(": %s", kmsgr_reason_str(cqe->reason));
 	if (cqe->res)
 		printf(" (%s)", strerror(-cqe->res));
@@ -198,6 +216,7 @@ static int session_listen(int argc, char **argv)
 		{ "transport", required_argument, NULL, OPT_TRANSPORT },
 		{ "echo", no_argument, NULL, OPT_ECHO },
 		{ "lossless", no_argument, NULL, OPT_LOSSLESS },
+		{ "as", required_argument, NULL, OPT_AS },
 		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "time", required_argument, NULL, OPT_TIME },
 		{ "pool-size", required_argument, NULL, OPT_POOL },
@@ -227,6 +246,14 @@ static int session_listen(int argc, char **argv)
 			break;
 		case OPT_LOSSLESS:
 			l.flags |= KMSGR_SESS_F_LOSSLESS;
+			break;
+		case OPT_AS:
+			if (ctl_parse_peer_type(optarg, &l.my_type) ||
+			    !l.my_type) {
+				error("bad --as \"%s\" (mon, osd, mds, mgr, client)",
+				      optarg);
+				return EXIT_USAGE;
+			}
 			break;
 		case OPT_COUNT:
 			if (ctl_parse_size(optarg, 1, UINT64_MAX, &st.count)) {

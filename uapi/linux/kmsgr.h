@@ -18,6 +18,10 @@
  *  - A command never changes meaning: a different argument size or semantic
  *    gets a new command number.
  *  - Unknown commands fail with ENOTTY.
+ *  - Every command but INFO needs a file opened for writing (O_RDWR); on a
+ *    read-only one it fails with EBADF.
+ *  - Sockets are created in the network namespace of the process that
+ *    opened the file, held for the life of the instance.
  *  - User pointers are passed as __u64.
  *
  * ioctl namespace
