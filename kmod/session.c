@@ -805,7 +805,11 @@ static void kmsgr_sess_fail(struct kmsgr_sess *s, int err)
 	enum msgr2_reason r = msgr2_conn_reason(s->conn->mc);
 	u16 reason = r == MSGR2_R_NONE ? KMSGR_REASON_EOF : kmsgr_reason(r);
 
-	if (r != MSGR2_R_NONE && r != MSGR2_R_EOF && r != MSGR2_R_LOCAL)
+	if (s->server && !s->announced)	/* an embryo: no id yet */
+		pr_info_ratelimited("instance %llu (pid %d) listener %u: handshake failed: %s (%d)\n",
+				    s->obj.inst->id, s->obj.inst->pid,
+				    s->listener_id, msgr2_reason_str(r), err);
+	else if (r != MSGR2_R_NONE && r != MSGR2_R_EOF && r != MSGR2_R_LOCAL)
 		pr_warn_ratelimited("instance %llu session %u: connection failed: %s (%d)\n",
 				    s->obj.inst->id, s->obj.id,
 				    msgr2_reason_str(r), err);
@@ -979,8 +983,14 @@ static void kmsgr_sess_run(struct kmsgr_sess *s)
 			break;
 		if (got <= 0) {
 			ret = msgr2_rx_eof(kc->mc);
-			if (ret >= 0)
-				ret = got ? (int)got : -ECONNRESET;
+			/*
+			 * The peer closed: an orderly FIN is no error (res 0,
+			 * reason EOF); a reset keeps its errno.
+			 */
+			if (!got && msgr2_conn_reason(kc->mc) == MSGR2_R_EOF)
+				ret = 0;
+			else if (got < 0)
+				ret = (int)got;
 			goto fail;
 		}
 		kc->rx_at = jiffies;

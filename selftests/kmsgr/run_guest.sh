@@ -345,6 +345,56 @@ cycles() {
 	done
 }
 
+# kmsgrctl's echo listener under sustained load: KMSGR_ECHO_MSGS (20000)
+# messages from one client, every echo verified, both processes exit 0
+# (the listener used to die of an EBUSY from kmsgr_wait_cqe()).
+echo_listener_test() {
+	msgs=${KMSGR_ECHO_MSGS:-20000}
+	"$KMSGRCTL" session listen --echo --time 600 127.0.0.1:3312 \
+		>"$tmp/echo-l" 2>&1 &
+	lpid=$!
+	sleep 1
+	"$KMSGRCTL" session connect --send "$msgs" --size 100 --verify-echo \
+		--timeout 60 127.0.0.1:3312 >"$tmp/echo-c" 2>&1
+	crc=$?
+	kill -TERM "$lpid"
+	wait "$lpid"
+	lrc=$?
+	cat "$tmp/echo-l" "$tmp/echo-c"
+	echo "listener exit $lrc, client exit $crc"
+	[ "$lrc" -eq 0 ] && [ "$crc" -eq 0 ] &&
+		grep -q "^received $msgs messages .* echoed $msgs," "$tmp/echo-l" &&
+		grep -q "$msgs echoes, 0 bad" "$tmp/echo-c"
+}
+
+# Ceph's own client against a kmsgr listener presenting itself as a mon:
+# the client's debug_ms log shows the session READY with entity mon.*, and
+# the listener receives the client's first message (MMonGetMap).  Against
+# a listener with the default entity type (client) it must not get READY.
+ceph_client_test() {
+	command -v ceph >/dev/null 2>&1 || { echo "no ceph (make deps)"; return 1; }
+	for as in mon client; do
+		"$KMSGRCTL" session listen --as "$as" --count 1 --time 40 \
+			127.0.0.1:3313 >"$tmp/cc-l-$as" 2>&1 &
+		lpid=$!
+		sleep 1
+		rm -f "$tmp/cc-$as.log"
+		timeout 30 ceph --conf /dev/null -m v2:127.0.0.1:3313 \
+			--auth-client-required none --debug-ms 20 \
+			--log-file "$tmp/cc-$as.log" --connect-timeout 8 -s \
+			>/dev/null 2>&1
+		kill -TERM "$lpid" 2>/dev/null
+		wait "$lpid"
+		echo "--as $as:"
+		cat "$tmp/cc-l-$as"
+		grep -E 'handle_hello received hello|\.ready entity=|peer type' \
+			"$tmp/cc-$as.log" | sed 's/^.*conn([^)]*)//' | head -n 4
+	done
+	grep -q 'ready entity=mon\.' "$tmp/cc-mon.log" &&
+		grep -q '^received 1 messages' "$tmp/cc-l-mon" &&
+		! grep -q 'ready entity=' "$tmp/cc-client.log"
+}
+
 echo "TAP version 13"
 ceph_start
 VERSION=$(header_define KMSGR_VERSION "$TOP/kmod/kmsgr.h")
@@ -383,6 +433,10 @@ check "$DEV is a char device, sysfs version is $VERSION" module_state_ok
 # --- CLI -----------------------------------------------------------------------
 check "kmsgrctl info" "$KMSGRCTL" info
 check "kmsgrctl -j info reports abi_version $ABI" kmsgrctl_json
+mark "echo-listener"
+check "kmsgrctl echo listener serves ${KMSGR_ECHO_MSGS:-20000} messages, every echo verified" echo_listener_test
+kernel_quiet_since "echo-listener"
+check "ceph -s reaches READY against a kmsgr listener presenting a mon (and not against one presenting a client)" ceph_client_test
 
 # --- harness programs ------------------------------------------------------------
 for prog in "$BIN"/*_test; do
