@@ -7,9 +7,12 @@
  * VM_USERMAP): the SQ region (a struct kmsgr_ring, then the SQEs), the CQ
  * region (a struct kmsgr_ring, then the CQEs) and the buffer area, whose
  * last rx_pool_size bytes are the receive pool.  All their pages are charged
- * to RLIMIT_MEMLOCK of the mm that called SETUP (account_locked_vm(), which
- * lets CAP_IPC_LOCK exceed the limit) and uncharged from that same mm when
- * the instance is torn down; mmgrab() keeps the mm_struct alive until then.
+ * to the user that called SETUP, against its RLIMIT_MEMLOCK, as io_uring
+ * does (user->locked_vm: the charge stays with the user, whatever process
+ * holds the file, through fork, exec or fd passing, until the instance is
+ * torn down; CAP_IPC_LOCK is not charged), and shown in the pinned_vm
+ * (VmPin) of the mm that called SETUP; mmgrab() keeps that mm_struct alive
+ * until then.
  *
  * Lifetime.  The regions are freed only by kmsgr_inst_teardown(), which
  * main.c calls from the final release() of the file.  A mapping holds a
@@ -59,6 +62,9 @@
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/user.h>
+#include <linux/cred.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -99,6 +105,29 @@ static bool kmsgr_inst_ready(struct kmsgr_instance *inst)
 }
 
 /* ---- SETUP -------------------------------------------------------------- */
+
+/*
+ * Charge @pages to @user's locked memory against the caller's
+ * RLIMIT_MEMLOCK: -ENOMEM over it.
+ */
+static int kmsgr_user_charge(struct user_struct *user, unsigned long pages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	unsigned long cur = atomic_long_read(&user->locked_vm);
+
+	do {
+		if (cur + pages < cur || cur + pages > limit)
+			return -ENOMEM;
+	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur,
+					  cur + pages));
+	return 0;
+}
+
+static void kmsgr_user_uncharge(struct user_struct *user, unsigned long pages)
+{
+	if (user)
+		atomic_long_sub(pages, &user->locked_vm);
+}
 
 /* Bytes of a ring region: the header, then @entries of @size, page-rounded. */
 static size_t kmsgr_ring_bytes(u32 entries, size_t size)
@@ -172,9 +201,9 @@ static int kmsgr_inst_alloc(struct kmsgr_instance *inst,
 	inst->cq = vmalloc_user(p->cq_ring_size);
 	inst->buf = vmalloc_user(p->buf_size);
 	inst->pool_used = kvcalloc(BITS_TO_LONGS(grains), sizeof(long),
-				   GFP_KERNEL);
+				   GFP_KERNEL_ACCOUNT);
 	inst->pool_start = kvcalloc(BITS_TO_LONGS(grains), sizeof(long),
-				    GFP_KERNEL);
+				    GFP_KERNEL_ACCOUNT);
 	if (!inst->sq || !inst->cq || !inst->buf || !inst->pool_used ||
 	    !inst->pool_start) {
 		kmsgr_inst_free(inst);
@@ -215,6 +244,7 @@ int kmsgr_inst_setup(struct kmsgr_instance *inst,
 	__must_hold(&inst->lock)
 {
 	struct mm_struct *mm = current->mm;
+	struct user_struct *user = NULL;
 	struct kmsgr_setup p;
 	unsigned long pages;
 	int ret;
@@ -241,9 +271,14 @@ int kmsgr_inst_setup(struct kmsgr_instance *inst,
 	pages = (p.sq_ring_size + p.cq_ring_size + p.buf_size) >> PAGE_SHIFT;
 
 	/* Charge first: over the limit fails before any allocation. */
-	ret = account_locked_vm(mm, pages, true);
-	if (ret)
-		return ret;
+	if (!capable(CAP_IPC_LOCK)) {
+		user = get_uid(current_user());
+		ret = kmsgr_user_charge(user, pages);
+		if (ret) {
+			free_uid(user);
+			return ret;
+		}
+	}
 
 	ret = kmsgr_inst_alloc(inst, &p);
 	if (ret)
@@ -255,7 +290,9 @@ int kmsgr_inst_setup(struct kmsgr_instance *inst,
 	}
 
 	mmgrab(mm);
+	atomic64_add(pages, &mm->pinned_vm);
 	inst->mm = mm;
+	inst->user = user;
 	inst->locked_pages = pages;
 	/* Publish the rings: ENTER, mmap and poll read setup_done locklessly. */
 	smp_store_release(&inst->setup_done, true);
@@ -266,7 +303,8 @@ int kmsgr_inst_setup(struct kmsgr_instance *inst,
 out_free:
 	kmsgr_inst_free(inst);
 out_uncharge:
-	account_locked_vm(mm, pages, false);
+	kmsgr_user_uncharge(user, pages);
+	free_uid(user);
 	return ret;
 }
 
@@ -287,7 +325,10 @@ void kmsgr_inst_teardown(struct kmsgr_instance *inst)
 
 	if (inst->setup_done) {
 		kmsgr_inst_free(inst);
-		account_locked_vm(inst->mm, inst->locked_pages, false);
+		kmsgr_user_uncharge(inst->user, inst->locked_pages);
+		free_uid(inst->user);
+		inst->user = NULL;
+		atomic64_sub(inst->locked_pages, &inst->mm->pinned_vm);
 		mmdrop(inst->mm);
 		inst->mm = NULL;
 		inst->locked_pages = 0;
@@ -591,7 +632,7 @@ void kmsgr_cq_post_event(struct kmsgr_instance *inst,
 	kmsgr_cq_set_paused(inst);
 	ovf = NULL;
 	if (inst->cq_overflow_nr < KMSGR_CQ_OVERFLOW_MAX)
-		ovf = kmalloc(sizeof(*ovf), GFP_ATOMIC | __GFP_NOWARN);
+		ovf = kmalloc(sizeof(*ovf), GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
 	if (!ovf) {
 		lost = ++inst->stats.cq_lost;
 		goto out_unlock;

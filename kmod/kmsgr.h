@@ -79,6 +79,10 @@ struct kmsgr_instance {
 	u64 id;
 	pid_t pid;			/* of the opener, for log messages */
 	struct net *net;		/* the opener's; its sockets live there */
+	struct mem_cgroup *memcg;	/* the opener's: charged for the kernel
+					 * memory of sessions, also from work
+					 * items (set_active_memcg())
+					 */
 	struct mutex lock;		/* serialises control ioctls, SETUP */
 
 	/* ---- instance.c: rings, buffer area, pool (after SETUP) ---- */
@@ -96,7 +100,10 @@ struct kmsgr_instance {
 	unsigned long *pool_used;	/* bitmap, one bit per grain */
 	unsigned long *pool_start;	/* first grain of each allocation */
 	u32 pool_grains;
-	struct mm_struct *mm;		/* charged for RLIMIT_MEMLOCK */
+	struct mm_struct *mm;		/* of SETUP: its VmPin shows the area */
+	struct user_struct *user;	/* charged for RLIMIT_MEMLOCK, or NULL
+					 * (CAP_IPC_LOCK)
+					 */
 	unsigned long locked_pages;
 	spinlock_t cq_lock;		/* CQ tail, reservations, pool */
 	u32 cq_tail;			/* kernel copy */

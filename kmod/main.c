@@ -20,6 +20,7 @@
 #include <linux/fs.h>
 #include <linux/kernel.h>
 #include <linux/log2.h>
+#include <linux/memcontrol.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -224,7 +225,7 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 {
 	struct kmsgr_instance *inst;
 
-	inst = kzalloc(sizeof(*inst), GFP_KERNEL);
+	inst = kzalloc(sizeof(*inst), GFP_KERNEL_ACCOUNT);
 	if (!inst)
 		return NULL;
 
@@ -232,6 +233,7 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 	inst->pid = task_tgid_nr(current);
 	/* sockets go where the opener lives, like libceph's */
 	inst->net = get_net(current->nsproxy->net_ns);
+	inst->memcg = get_mem_cgroup_from_mm(current->mm);
 	mutex_init(&inst->lock);
 	kmsgr_inst_init(inst);
 	kmsgr_sess_inst_init(inst);
@@ -244,6 +246,7 @@ static void kmsgr_instance_free(struct kmsgr_instance *inst)
 {
 	pr_debug("instance %llu freed\n", inst->id);
 	put_net(inst->net);
+	mem_cgroup_put(inst->memcg);
 	mutex_destroy(&inst->lock);
 	kfree(inst);
 	atomic_dec(&kmsgr_instances);

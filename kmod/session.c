@@ -54,10 +54,12 @@
 #include <linux/ktime.h>
 #include <linux/list.h>
 #include <linux/math64.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -699,10 +701,10 @@ static struct kmsgr_conn *kmsgr_conn_alloc(struct kmsgr_sess *s)
 {
 	struct kmsgr_conn *kc;
 
-	kc = kzalloc(sizeof(*kc), GFP_KERNEL);
+	kc = kzalloc(sizeof(*kc), GFP_KERNEL_ACCOUNT);
 	if (!kc)
 		return NULL;
-	kc->mc = kvzalloc(msgr2_conn_size(), GFP_KERNEL);
+	kc->mc = kvzalloc(msgr2_conn_size(), GFP_KERNEL_ACCOUNT);
 	if (!kc->mc) {
 		kfree(kc);
 		return NULL;
@@ -1042,6 +1044,9 @@ static void kmsgr_sess_work(struct work_struct *work)
 					    struct kmsgr_sess, work);
 	int ret;
 
+	struct mem_cgroup *old_memcg;
+
+	old_memcg = set_active_memcg(s->obj.inst->memcg);
 	mutex_lock(&s->lock);
 	switch (s->state) {
 	case KMSGR_SESS_BACKOFF:
@@ -1075,6 +1080,7 @@ static void kmsgr_sess_work(struct work_struct *work)
 		break;
 	}
 	mutex_unlock(&s->lock);
+	set_active_memcg(old_memcg);
 }
 
 /* ---- session life cycle ------------------------------------------------- */
@@ -1083,7 +1089,7 @@ static struct kmsgr_sess *kmsgr_sess_alloc(struct kmsgr_instance *inst)
 {
 	struct kmsgr_sess *s;
 
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		return NULL;
 	kref_init(&s->obj.ref);
@@ -1345,7 +1351,7 @@ static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 		return 0;
 	}
 
-	s->cephx = kzalloc(sizeof(*s->cephx), GFP_KERNEL);
+	s->cephx = kzalloc(sizeof(*s->cephx), GFP_KERNEL_ACCOUNT);
 	if (!s->cephx)
 		return -ENOMEM;
 	s->cephx->entity_type = my_type;
@@ -1356,7 +1362,7 @@ static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 	cfg->auth[0] = &msgr2_auth_cephx_ops;
 	cfg->auth_priv[0] = s->cephx;
 	if (c->flags & KMSGR_SESS_F_SECURE) {
-		cfg->tx_scratch = kvmalloc(KMSGR_SESS_SCRATCH_LEN, GFP_KERNEL);
+		cfg->tx_scratch = kvmalloc(KMSGR_SESS_SCRATCH_LEN, GFP_KERNEL_ACCOUNT);
 		if (!cfg->tx_scratch)
 			return -ENOMEM;
 		cfg->tx_scratch_len = KMSGR_SESS_SCRATCH_LEN;
@@ -1524,25 +1530,30 @@ static void kmsgr_listener_accept(struct work_struct *work)
 {
 	struct kmsgr_listener *l = container_of(work, struct kmsgr_listener,
 						accept_work);
+	struct mem_cgroup *old_memcg;
 	struct kmsgr_xprt *x;
 	int i, ret;
 
+	/* what the connections cost is the listener owner's */
+	old_memcg = set_active_memcg(l->obj.inst->memcg);
 	for (i = 0; i < KMSGR_SESS_ACCEPT_BUDGET; i++) {
 		if (READ_ONCE(l->closing))
-			return;
+			goto out;
 		ret = l->xprt->ops->accept(l->xprt, &x);
 		if (ret == -EAGAIN)
-			return;
+			goto out;
 		if (ret) {
 			pr_warn_ratelimited("instance %llu listener %u: accept failed: %d\n",
 					    l->obj.inst->id, l->obj.id, ret);
-			return;
+			goto out;
 		}
 		ret = kmsgr_listener_new_sess(l, x);
 		if (ret)	/* reported by kmsgr_listener_new_sess() */
 			x->ops->close(x);
 	}
 	queue_work(kmsgr_wq, &l->accept_work);	/* more may wait */
+out:
+	set_active_memcg(old_memcg);
 }
 
 static void kmsgr_listener_kick(void *priv, unsigned int why)
@@ -1613,7 +1624,7 @@ int kmsgr_sess_listen(struct kmsgr_instance *inst,
 	if (ret)
 		return ret;
 
-	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	l = kzalloc(sizeof(*l), GFP_KERNEL_ACCOUNT);
 	if (!l)
 		return -ENOMEM;
 	kref_init(&l->obj.ref);
@@ -1717,7 +1728,7 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe)
 	}
 	s = container_of(obj, struct kmsgr_sess, obj);
 
-	tx = kmem_cache_zalloc(kmsgr_tx_cache, GFP_KERNEL);
+	tx = kmem_cache_zalloc(kmsgr_tx_cache, GFP_KERNEL_ACCOUNT);
 	if (!tx) {
 		ret = -ENOMEM;
 		goto out_put;
@@ -1861,7 +1872,7 @@ int kmsgr_sess_init(void)
 	else
 		pr_warn("gcm(aes) is not available: secure mode will fail\n");
 
-	kmsgr_tx_cache = KMEM_CACHE(kmsgr_tx, 0);
+	kmsgr_tx_cache = KMEM_CACHE(kmsgr_tx, SLAB_ACCOUNT);
 	if (!kmsgr_tx_cache)
 		return -ENOMEM;
 	kmsgr_wq = alloc_workqueue("kmsgr", WQ_UNBOUND, 0);

@@ -131,7 +131,7 @@ static struct kmsgr_tcp *kmsgr_tcp_alloc(struct socket *sock,
 {
 	struct kmsgr_tcp *t;
 
-	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
 	if (!t)
 		return NULL;
 	t->x.ops = ops;

@@ -33,6 +33,10 @@
  *  sockets_in_openers_netns       an instance opened in a new network
  *                                 namespace cannot reach a listener on the
  *                                 host's 127.0.0.1
+ *  session_memory_charged_to_memcg 64 client sessions of a process in a
+ *                                 memory cgroup raise its memory.current
+ *                                 by their engine state (it was charged to
+ *                                 nobody)
  *  readonly_fd_refused            only INFO works on a read-only fd
  *
  * Module parameters changed by a test are put back by it.
@@ -47,6 +51,7 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -616,6 +621,107 @@ TEST_F_TIMEOUT(core, sockets_in_openers_netns, 120)
 	kt_loop_run_once(&self->lp, 100);
 	EXPECT_EQ(0, count_events(&self->lp, &self->srv, KMSGR_EV_ACCEPTED,
 				  0));
+}
+
+/* ---- D10: kernel memory of sessions is charged to the owner's memcg ------ */
+
+#define CG_ROOT		"/sys/fs/cgroup"
+#define CG_TEST		CG_ROOT "/kmsgr-test"
+#define CG_SESSIONS	64
+
+static long cg_read_long(const char *file)
+{
+	char line[64];
+
+	if (kmsgr_read_line(file, line, sizeof(line)))
+		return -1;
+	return atol(line);
+}
+
+static int cg_write(const char *file, const char *val)
+{
+	FILE *f = fopen(file, "w");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	if (fputs(val, f) < 0)
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * In the test cgroup: CG_SESSIONS sessions to @a, all UP; exit 0 when
+ * memory.current grew by at least 24 KiB per session (the engine state of
+ * a connection alone is ~45 KB), 1 when it did not, 2+ on set-up errors.
+ */
+static int memcg_child(const struct kmsgr_addr *a)
+{
+	struct kt_inst ti;
+	struct kt_loop lp;
+	uint32_t id[CG_SESSIONS];
+	long before, after;
+	char pid[32];
+	int i, up = 0;
+
+	snprintf(pid, sizeof(pid), "%d\n", getpid());
+	if (cg_write(CG_TEST "/cgroup.procs", pid))
+		return 2;
+	if (kt_inst_open(&ti, "memcg", 64, 4096, 64 << 10, 7))
+		return 3;
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &ti);
+	before = cg_read_long(CG_TEST "/memory.current");
+	for (i = 0; i < CG_SESSIONS; i++)
+		if (kt_connect(&ti, a, 0, KT_PEER_ANY, i, &id[i]))
+			return 4;
+	for (int t = 0; t < 400 && up < CG_SESSIONS; t++) {
+		kt_loop_run_once(&lp, 50);
+		for (up = 0, i = 0; i < CG_SESSIONS; i++)
+			up += !!kt_find_event(&lp, &ti, id[i], KMSGR_EV_UP, 0);
+	}
+	if (up < CG_SESSIONS)
+		return 5;
+	after = cg_read_long(CG_TEST "/memory.current");
+	printf("# memory.current %ld -> %ld (+%ld bytes for %d sessions)\n",
+	       before, after, after - before, CG_SESSIONS);
+	fflush(stdout);
+	kt_inst_close(&ti);
+	return after - before >= (long)CG_SESSIONS * 24 * 1024 ? 0 : 1;
+}
+
+TEST_F_TIMEOUT(core, session_memory_charged_to_memcg, 180)
+{
+	struct kmsgr_listen l;
+	int status, i;
+	pid_t pid;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(CG_ROOT "/cgroup.controllers", F_OK)) {
+		mkdir(CG_ROOT, 0755);
+		ASSERT_EQ(0, system("mount -t cgroup2 none " CG_ROOT));
+	}
+	ASSERT_EQ(0, cg_write(CG_ROOT "/cgroup.subtree_control", "+memory"));
+	rmdir(CG_TEST);
+	ASSERT_EQ(0, mkdir(CG_TEST, 0755));
+	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0xcc, &l));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(memcg_child(&l.bound));
+	for (i = 0; i < 600 && !waitpid(pid, &status, WNOHANG); i++)
+		kt_loop_run_once(&self->lp, 100);
+	if (i == 600)
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("child: 1 session memory not charged, 2+ set-up failed");
+	/* the instance is gone with the child: the cgroup can go */
+	for (i = 0; i < 50 && rmdir(CG_TEST); i++)
+		usleep(100000);
 }
 
 /* ---- D13: a read-only fd can only ask INFO ------------------------------- */

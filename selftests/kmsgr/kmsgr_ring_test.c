@@ -194,7 +194,8 @@ static int get_info(struct kmsgr_info *info)
 	return ret;
 }
 
-static long vm_locked_kb(void)
+/* VmPin of this process: where SETUP shows the pages it charged. */
+static long vm_pinned_kb(void)
 {
 	char line[256];
 	long kb = -1;
@@ -204,7 +205,7 @@ static long vm_locked_kb(void)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %ld kB", &kb) == 1)
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
 			break;
 	fclose(f);
 	return kb;
@@ -413,18 +414,18 @@ TEST(memlock_is_charged_and_uncharged)
 	why = kmsgr_missing(1);
 	if (why)
 		SKIP(return, "%s", why);
-	before = vm_locked_kb();
+	before = vm_pinned_kb();
 	ASSERT_LE(0, before);
 	ASSERT_EQ(0, ring_open(&r, 16, 0, 1 << 20, KMSGR_POOL_MIN));
-	during = vm_locked_kb();
+	during = vm_pinned_kb();
 	kb = (r.s.sq_ring_size + r.s.cq_ring_size + r.s.buf_size) / 1024;
 	EXPECT_EQ(before + (long)kb, during);
 	/* The charge stays while a mapping keeps the instance alive. */
 	close(r.fd);
 	r.fd = -1;
-	EXPECT_EQ(during, vm_locked_kb());
+	EXPECT_EQ(during, vm_pinned_kb());
 	ring_close(&r);
-	after = vm_locked_kb();
+	after = vm_pinned_kb();
 	EXPECT_EQ(before, after);
 }
 
@@ -441,6 +442,64 @@ static int drop_ipc_lock(void)
 	data[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &=
 		~CAP_TO_MASK(CAP_IPC_LOCK);
 	return syscall(SYS_capset, &hdr, data) ? -errno : 0;
+}
+
+/*
+ * The RLIMIT_MEMLOCK charge belongs to the user, not to the process that
+ * ran SETUP: as nobody (no CAP_IPC_LOCK) with a 256 KiB limit, one 128 KiB
+ * instance fits; a forked child (a fresh mm, the first instance still held
+ * through the inherited fd) cannot add a second one; once every fd of the
+ * first is closed, it can.
+ */
+TEST(memlock_charge_follows_the_user)
+{
+	struct kmsgr_setup s;
+	struct rlimit rl = { 256 * 1024, 256 * 1024 };
+	int fd1, fd2, fd3, status, cst;
+	const char *why;
+	pid_t pid, child;
+
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		fd1 = kmsgr_open_dev();
+		fd2 = kmsgr_open_dev();
+		fd3 = kmsgr_open_dev();
+		if (fd1 < 0 || fd2 < 0 || fd3 < 0)
+			_exit(10);
+		/* nobody: no capabilities left */
+		if (setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(11);
+		if (setrlimit(RLIMIT_MEMLOCK, &rl))
+			_exit(12);
+		setup_args(&s, 8, 0, 128 * 1024, KMSGR_POOL_MIN);
+		if (setup_ioctl(fd1, &s))
+			_exit(13);
+		child = fork();
+		if (child < 0)
+			_exit(14);
+		if (child == 0) {
+			setup_args(&s, 8, 0, 128 * 1024, KMSGR_POOL_MIN);
+			_exit(setup_ioctl(fd2, &s) == -ENOMEM ? 0 : 1);
+		}
+		if (waitpid(child, &cst, 0) != child || !WIFEXITED(cst))
+			_exit(15);
+		if (WEXITSTATUS(cst))
+			_exit(16);	/* the child got past the limit */
+		close(fd1);		/* the last fd of the first instance */
+		setup_args(&s, 8, 0, 128 * 1024, KMSGR_POOL_MIN);
+		if (setup_ioctl(fd3, &s))
+			_exit(17);	/* its charge was not given back */
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("16: a forked child exceeded the user's limit");
 }
 
 TEST(memlock_limit_without_cap_ipc_lock)

@@ -345,6 +345,22 @@ cycles() {
 	done
 }
 
+# stopped PID SECS: wait up to SECS for PID to exit; if it does not, show
+# where it is stuck, kill it and fail.
+stopped() {
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		i=$((i + 1))
+		if [ "$i" -gt $(($2 * 10)) ]; then
+			echo "process $1 did not exit in $2 s; kernel stack:"
+			cat "/proc/$1/stack" 2>&1
+			kill -9 "$1"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
 # kmsgrctl's echo listener under sustained load: KMSGR_ECHO_MSGS (20000)
 # messages from one client, every echo verified, both processes exit 0
 # (the listener used to die of an EBUSY from kmsgr_wait_cqe()).
@@ -354,10 +370,11 @@ echo_listener_test() {
 		>"$tmp/echo-l" 2>&1 &
 	lpid=$!
 	sleep 1
-	"$KMSGRCTL" session connect --send "$msgs" --size 100 --verify-echo \
-		--timeout 60 127.0.0.1:3312 >"$tmp/echo-c" 2>&1
+	timeout 300 "$KMSGRCTL" session connect --send "$msgs" --size 100 \
+		--verify-echo --timeout 60 127.0.0.1:3312 >"$tmp/echo-c" 2>&1
 	crc=$?
 	kill -TERM "$lpid"
+	stopped "$lpid" 30
 	wait "$lpid"
 	lrc=$?
 	cat "$tmp/echo-l" "$tmp/echo-c"
@@ -384,6 +401,7 @@ ceph_client_test() {
 			--log-file "$tmp/cc-$as.log" --connect-timeout 8 -s \
 			>/dev/null 2>&1
 		kill -TERM "$lpid" 2>/dev/null
+		stopped "$lpid" 30
 		wait "$lpid"
 		echo "--as $as:"
 		cat "$tmp/cc-l-$as"
