@@ -59,6 +59,7 @@
 #include <linux/list.h>
 #include <linux/log2.h>
 #include <linux/minmax.h>
+#include <linux/random.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
@@ -180,11 +181,13 @@ static int kmsgr_setup_sizes(struct kmsgr_setup *p)
 /* Free what kmsgr_inst_alloc() set up; also the teardown of a live one. */
 static void kmsgr_inst_free(struct kmsgr_instance *inst)
 {
+	kvfree(inst->pool_token);
 	kvfree(inst->pool_start);
 	kvfree(inst->pool_used);
 	vfree(inst->buf);
 	vfree(inst->cq);
 	vfree(inst->sq);
+	inst->pool_token = NULL;
 	inst->pool_start = NULL;
 	inst->pool_used = NULL;
 	inst->buf = NULL;
@@ -204,8 +207,9 @@ static int kmsgr_inst_alloc(struct kmsgr_instance *inst,
 				   GFP_KERNEL_ACCOUNT);
 	inst->pool_start = kvcalloc(BITS_TO_LONGS(grains), sizeof(long),
 				    GFP_KERNEL_ACCOUNT);
+	inst->pool_token = kvcalloc(grains, sizeof(u32), GFP_KERNEL_ACCOUNT);
 	if (!inst->sq || !inst->cq || !inst->buf || !inst->pool_used ||
-	    !inst->pool_start) {
+	    !inst->pool_start || !inst->pool_token) {
 		kmsgr_inst_free(inst);
 		return -ENOMEM;
 	}
@@ -683,49 +687,125 @@ u32 kmsgr_cq_room(struct kmsgr_instance *inst)
 /* ---- receive pool ------------------------------------------------------- */
 
 /**
- * kmsgr_pool_alloc() - allocate receive-pool space
+ * kmsgr_pool_alloc_msg() - allocate receive-pool space for one message
  * @inst: the instance
- * @len:  bytes (rounded up to KMSGR_POOL_GRAIN); 0 gives an empty slice
- * @off:  out: its offset in the buffer area
+ * @len:  bytes of each of @n segments (each rounded up to
+ *        KMSGR_POOL_GRAIN; 0 gives an empty slice at offset 0)
+ * @off:  out: each segment's offset in the buffer area
+ * @n:    number of segments
  *
- * First fit from a rotating hint.  Never sleeps; callable from any context.
+ * The segments get one contiguous run of grains, each its own allocation
+ * (released one by one), so that a message either fits whole or waits
+ * whole: a message never holds part of the pool while it waits for the
+ * rest.  First fit from a rotating hint.  The slices are "being received"
+ * until kmsgr_pool_deliver().  Never sleeps; callable from any context.
  *
- * Return: 0, or -ENOSPC (pool full, too fragmented, smaller than @len, or
- * no SETUP yet).
+ * Return: 0; -EMSGSIZE when the message is larger than half the pool (it
+ * is refused: see below); -ENOSPC when it does not fit now (a RELEASE that frees
+ * space calls kmsgr_sess_resume()), or before SETUP.
  */
-int kmsgr_pool_alloc(struct kmsgr_instance *inst, u32 len, u32 *off)
+int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, const u32 *len,
+			 u32 *off, unsigned int n)
 {
-	u32 n = DIV_ROUND_UP(len, KMSGR_POOL_GRAIN);
-	unsigned long flags, first;
+	unsigned long flags, first, pos;
+	u64 total = 0;
+	unsigned int i;
 	int ret = 0;
 
-	if (!len) {
-		*off = 0;
-		return 0;
+	for (i = 0; i < n; i++) {
+		off[i] = 0;
+		total += DIV_ROUND_UP(len[i], KMSGR_POOL_GRAIN);
 	}
-	if (!kmsgr_inst_ready(inst) || n > inst->pool_grains)
+	if (!total)
+		return 0;
+	if (!kmsgr_inst_ready(inst))
 		return -ENOSPC;
+	/*
+	 * At most half the pool per message: a peer that announces a large
+	 * message and withholds it can never take the room the other
+	 * sessions of the instance need (msg_timeout ends its hold).
+	 */
+	if (total > inst->pool_grains / 2)
+		return -EMSGSIZE;
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
 	first = bitmap_find_next_zero_area(inst->pool_used, inst->pool_grains,
-					   inst->pool_hint, n, 0);
-	if (first + n > inst->pool_grains)
+					   inst->pool_hint, total, 0);
+	if (first + total > inst->pool_grains)
 		first = bitmap_find_next_zero_area(inst->pool_used,
-						   inst->pool_grains, 0, n, 0);
-	if (first + n > inst->pool_grains) {
+						   inst->pool_grains, 0, total,
+						   0);
+	if (first + total > inst->pool_grains) {
 		inst->pool_starved = true;
 		inst->stats.pool_full++;
 		ret = -ENOSPC;
 		goto out_unlock;
 	}
-	bitmap_set(inst->pool_used, first, n);
-	__set_bit(first, inst->pool_start);
-	inst->pool_hint = first + n < inst->pool_grains ? first + n : 0;
-	inst->stats.pool_bytes += (u64)n * KMSGR_POOL_GRAIN;
-	*off = inst->pool_off + (u64)first * KMSGR_POOL_GRAIN;
+	bitmap_set(inst->pool_used, first, total);
+	for (pos = first, i = 0; i < n; i++) {
+		if (!len[i])
+			continue;
+		__set_bit(pos, inst->pool_start);
+		inst->pool_token[pos] = 0;	/* being received */
+		off[i] = inst->pool_off + (u64)pos * KMSGR_POOL_GRAIN;
+		pos += DIV_ROUND_UP(len[i], KMSGR_POOL_GRAIN);
+	}
+	inst->pool_hint = first + total < inst->pool_grains ?
+			  first + total : 0;
+	inst->stats.pool_bytes += total * KMSGR_POOL_GRAIN;
 out_unlock:
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
 	return ret;
+}
+
+/* Grain index of a pool slice, or -EINVAL when @off is not a grain start. */
+static long kmsgr_pool_grain(struct kmsgr_instance *inst, u32 off, u32 len)
+{
+	u32 n = DIV_ROUND_UP(len, KMSGR_POOL_GRAIN);
+	u64 rel, first;
+
+	if (!kmsgr_inst_ready(inst) || off < inst->pool_off)
+		return -EINVAL;
+	rel = off - inst->pool_off;
+	if (rel % KMSGR_POOL_GRAIN)
+		return -EINVAL;
+	first = rel / KMSGR_POOL_GRAIN;
+	if (first >= inst->pool_grains || n > inst->pool_grains - first)
+		return -EINVAL;
+	return (long)first;
+}
+
+/**
+ * kmsgr_pool_deliver() - the slices of a received message go to the
+ * application: give them a release token
+ * @inst: the instance
+ * @seg:  the message's slices (len 0: none)
+ *
+ * Return: the token (1 .. 2^31 - 1), random, for the RECV CQE; a RELEASE
+ * that names it frees exactly these slices and nothing that reuses their
+ * space later.
+ */
+u32 kmsgr_pool_deliver(struct kmsgr_instance *inst,
+		       const struct kmsgr_slice *seg)
+{
+	unsigned long flags;
+	unsigned int i;
+	long first;
+	u32 token;
+
+	do {
+		token = get_random_u32() & KMSGR_RELEASE_TOKEN_MAX;
+	} while (!token);
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	for (i = 0; i < KMSGR_NSEG; i++) {
+		if (!seg[i].len)
+			continue;
+		first = kmsgr_pool_grain(inst, seg[i].off, seg[i].len);
+		if (!WARN_ON_ONCE(first < 0))
+			inst->pool_token[first] = token;
+	}
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	return token;
 }
 
 /*
@@ -751,41 +831,43 @@ static bool kmsgr_pool_is_alloc(struct kmsgr_instance *inst, u32 first,
 
 /**
  * kmsgr_pool_free() - give back receive-pool space
- * @inst: the instance
- * @off:  offset in the buffer area, as kmsgr_pool_alloc() returned it
- * @len:  bytes, as allocated (the same number of grains); 0 is a no-op
+ * @inst:  the instance
+ * @off:   offset in the buffer area, as kmsgr_pool_alloc_msg() gave it
+ * @len:   bytes, as allocated (the same number of grains); 0 is a no-op
+ * @token: KMSGR_POOL_KERNEL for the kernel's own frees; else the slice must
+ *         have been delivered (kmsgr_pool_deliver()) and, unless @token is
+ *         0 (RELEASE without a token, ABI 1), with this token
  *
  * Callable from any context.
  *
  * Return: 0, or -EINVAL when [@off, @off + @len) is not exactly one live
  * allocation (outside the pool, misaligned, free already, part of one or
- * spanning several).
+ * spanning several), is still being received into, or has another token.
  */
-int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len)
+int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token)
 {
 	u32 n = DIV_ROUND_UP(len, KMSGR_POOL_GRAIN);
 	unsigned long flags;
-	u64 rel, first;
+	long first;
 	int ret = 0;
 
 	if (!len)
 		return 0;
-	if (!kmsgr_inst_ready(inst) || off < inst->pool_off)
-		return -EINVAL;
-	rel = off - inst->pool_off;
-	if (rel % KMSGR_POOL_GRAIN)
-		return -EINVAL;
-	first = rel / KMSGR_POOL_GRAIN;
-	if (first >= inst->pool_grains || n > inst->pool_grains - first)
+	first = kmsgr_pool_grain(inst, off, len);
+	if (first < 0)
 		return -EINVAL;
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
-	if (!kmsgr_pool_is_alloc(inst, first, n)) {
+	if (!kmsgr_pool_is_alloc(inst, first, n) ||
+	    (token != KMSGR_POOL_KERNEL &&
+	     (!inst->pool_token[first] ||
+	      (token && inst->pool_token[first] != token)))) {
 		ret = -EINVAL;
 		goto out_unlock;
 	}
 	bitmap_clear(inst->pool_used, first, n);
 	__clear_bit(first, inst->pool_start);
+	inst->pool_token[first] = 0;
 	inst->stats.pool_bytes -= (u64)n * KMSGR_POOL_GRAIN;
 out_unlock:
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
@@ -845,7 +927,10 @@ static bool kmsgr_sqe_slices_ok(struct kmsgr_instance *inst,
 static int kmsgr_sqe_check(struct kmsgr_instance *inst,
 			   const struct kmsgr_sqe *sqe)
 {
-	if (sqe->flags || sqe->reserved0 || sqe->reserved1)
+	if (sqe->reserved0 || sqe->reserved1)
+		return -EINVAL;
+	if (sqe->flags & ~(sqe->opcode == KMSGR_OP_RELEASE ?
+			   KMSGR_SQE_F_TOKEN : 0))
 		return -EINVAL;
 	switch (sqe->opcode) {
 	case KMSGR_OP_NOP:
@@ -858,19 +943,30 @@ static int kmsgr_sqe_check(struct kmsgr_instance *inst,
 	}
 }
 
-/* RELEASE: free each non-empty slice; -EINVAL if any was not a live one. */
+/*
+ * RELEASE: free each non-empty slice; -EINVAL if any was not a delivered
+ * one (of the message whose token the SQE carries, with
+ * KMSGR_SQE_F_TOKEN).
+ */
 static int kmsgr_sqe_release(struct kmsgr_instance *inst,
 			     const struct kmsgr_sqe *sqe)
 {
 	unsigned long flags;
 	bool freed = false, resume = false;
 	unsigned int i;
+	u32 token = 0;
 	int ret = 0;
 
+	if (sqe->flags & KMSGR_SQE_F_TOKEN) {
+		if (!sqe->tid || sqe->tid > KMSGR_RELEASE_TOKEN_MAX)
+			return -EINVAL;
+		token = (u32)sqe->tid;
+	}
 	for (i = 0; i < ARRAY_SIZE(sqe->seg); i++) {
 		if (!sqe->seg[i].len)
 			continue;
-		if (kmsgr_pool_free(inst, sqe->seg[i].off, sqe->seg[i].len))
+		if (kmsgr_pool_free(inst, sqe->seg[i].off, sqe->seg[i].len,
+				    token))
 			ret = -EINVAL;
 		else
 			freed = true;

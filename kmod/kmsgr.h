@@ -38,7 +38,7 @@
 /* Every KMSGR_FEAT_* bit this build implements. */
 #define KMSGR_FEAT_SUPPORTED	(KMSGR_FEAT_INFO | KMSGR_FEAT_RINGS | \
 				 KMSGR_FEAT_TCP | KMSGR_FEAT_CEPHX | \
-				 KMSGR_FEAT_SECURE)
+				 KMSGR_FEAT_SECURE | KMSGR_FEAT_RELEASE_TOKEN)
 
 /* Receive-pool allocation unit (bytes). */
 #define KMSGR_POOL_GRAIN	512
@@ -68,6 +68,7 @@ extern unsigned int kmsgr_max_half_open;
 extern unsigned int kmsgr_keepalive_timeout;	/* seconds, 0: off */
 extern unsigned int kmsgr_idle_timeout;		/* seconds, 0: off */
 extern unsigned int kmsgr_resume_timeout;	/* seconds */
+extern unsigned int kmsgr_msg_timeout;		/* seconds, 0: off */
 
 /**
  * struct kmsgr_instance - state of one open file of /dev/kmsgr
@@ -99,6 +100,9 @@ struct kmsgr_instance {
 	u64 pool_off;			/* receive pool: [pool_off, buf_size) */
 	unsigned long *pool_used;	/* bitmap, one bit per grain */
 	unsigned long *pool_start;	/* first grain of each allocation */
+	u32 *pool_token;		/* per first grain: release token, 0
+					 * while being received into
+					 */
 	u32 pool_grains;
 	struct mm_struct *mm;		/* of SETUP: its VmPin shows the area */
 	struct user_struct *user;	/* charged for RLIMIT_MEMLOCK, or NULL
@@ -160,14 +164,15 @@ void kmsgr_cq_post_event(struct kmsgr_instance *inst,
  */
 u32 kmsgr_cq_room(struct kmsgr_instance *inst);
 
-/*
- * Receive pool: allocate @len bytes (0 gives an empty slice at offset 0).
- * Returns 0 or -ENOSPC; never sleeps.  After -ENOSPC the next RELEASE that
- * frees space calls kmsgr_sess_resume().
- */
-int kmsgr_pool_alloc(struct kmsgr_instance *inst, u32 len, u32 *off);
-/* Give a slice back; -EINVAL when it is not exactly one live allocation. */
-int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len);
+/* Receive pool (see instance.c for the details). */
+#define KMSGR_NSEG		3
+/* kmsgr_pool_free() token of the kernel's own frees: no check */
+#define KMSGR_POOL_KERNEL	U32_MAX
+int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, const u32 *len,
+			 u32 *off, unsigned int n);
+u32 kmsgr_pool_deliver(struct kmsgr_instance *inst,
+		       const struct kmsgr_slice *seg);
+int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token);
 /*
  * Kernel address of buffer-area bytes [off, off + len), or NULL when the
  * range is not inside the area (or SETUP has not happened).

@@ -56,6 +56,7 @@ unsigned int kmsgr_max_half_open = 64;
 unsigned int kmsgr_keepalive_timeout = 30;
 unsigned int kmsgr_idle_timeout = 900;
 unsigned int kmsgr_resume_timeout = 60;
+unsigned int kmsgr_msg_timeout = 30;
 #define KMSGR_TIMEOUT_LIMIT	86400U
 
 /* Live instances; must be zero when the module goes away. */
@@ -218,6 +219,10 @@ module_param_cb(resume_timeout, &kmsgr_param_secs_ops,
 		&kmsgr_resume_timeout, 0644);
 MODULE_PARM_DESC(resume_timeout,
 		 "Seconds a lossless server session waits for its client to resume it before it is closed (reason TIMEOUT); default 60");
+module_param_cb(msg_timeout, &kmsgr_param_secs_ops, &kmsgr_msg_timeout,
+		0644);
+MODULE_PARM_DESC(msg_timeout,
+		 "Seconds an inbound message may hold receive-pool space before it is complete; then the connection is closed (reason TIMEOUT). 0: off; default 30");
 MODULE_PARM_DESC(max_half_open,
 		 "Most connections per listener still in their handshake; more are refused (1-65536; default 64)");
 

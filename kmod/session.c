@@ -130,6 +130,9 @@ struct kmsgr_conn {
 	bool engine;			/* msgr2_conn_init() succeeded */
 	bool connected;			/* transport connect finished */
 	unsigned long rx_at;		/* jiffies: last bytes received */
+	unsigned long rx_msg_at;	/* jiffies: payload allocated for the
+					 * message being received, 0: none
+					 */
 };
 
 /*
@@ -311,7 +314,8 @@ static void kmsgr_sess_free_slices(struct kmsgr_instance *inst,
 
 	for (i = 0; i < MSGR2_NSEG; i++)
 		if (seg[i].len)
-			kmsgr_pool_free(inst, seg[i].off, seg[i].len);
+			kmsgr_pool_free(inst, seg[i].off, seg[i].len,
+					KMSGR_POOL_KERNEL);
 }
 
 /*
@@ -367,36 +371,32 @@ static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 	struct kmsgr_conn *kc = priv;
 	struct kmsgr_sess *s = kmsgr_conn_owner(kc);
 	struct kmsgr_instance *inst = s->obj.inst;
-	u64 pool = inst->buf_size - inst->pool_off;
 	int i, ret;
 
-	for (i = 0; i < MSGR2_NSEG; i++) {
+	BUILD_BUG_ON(KMSGR_NSEG != MSGR2_NSEG);
+	for (i = 0; i < MSGR2_NSEG; i++)
 		m->buf[i] = NULL;
-		kc->rx_off[i] = 0;
-		if (m->len[i] > pool)	/* could never fit */
-			return -EMSGSIZE;
-	}
 	kmsgr_sess_set_paused(s, true);
 	if (s->rx_held || !kmsgr_cq_room(inst))
 		return -EAGAIN;
-	for (i = 0; i < MSGR2_NSEG; i++) {
-		if (!m->len[i])
-			continue;
-		ret = kmsgr_pool_alloc(inst, m->len[i], &kc->rx_off[i]);
-		if (ret)
-			goto out_free;
-		m->buf[i] = kmsgr_buf_ptr(inst, kc->rx_off[i], m->len[i]);
+	/* the whole message at once, or nothing: waits never hold a part */
+	ret = kmsgr_pool_alloc_msg(inst, m->len, kc->rx_off, MSGR2_NSEG);
+	if (ret == -EMSGSIZE) {		/* larger than the pool: never fits */
+		kmsgr_sess_set_paused(s, false);
+		pr_warn_ratelimited("instance %llu session %u: a %u+%u+%u-byte message cannot fit the %llu-byte receive pool\n",
+				    inst->id, s->obj.id, m->len[0], m->len[1],
+				    m->len[2], inst->buf_size - inst->pool_off);
+		return ret;
 	}
+	if (ret)
+		return -EAGAIN;
+	for (i = 0; i < MSGR2_NSEG; i++)
+		if (m->len[i])
+			m->buf[i] = kmsgr_buf_ptr(inst, kc->rx_off[i],
+						  m->len[i]);
+	kc->rx_msg_at = jiffies | 1;	/* msg_timeout runs from here */
 	kmsgr_sess_set_paused(s, false);
 	return 0;
-
-out_free:
-	while (--i >= 0) {
-		if (m->buf[i])
-			kmsgr_pool_free(inst, kc->rx_off[i], m->len[i]);
-		m->buf[i] = NULL;
-	}
-	return -EAGAIN;
 }
 
 static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
@@ -406,6 +406,7 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 	struct kmsgr_cqe *cqe = &s->rx_cqe;
 	int i;
 
+	kc->rx_msg_at = 0;
 	memset(cqe, 0, sizeof(*cqe));
 	for (i = 0; i < MSGR2_NSEG; i++) {
 		if (!m->buf[i])
@@ -420,6 +421,7 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 	}
 	s->active_at = jiffies;
 	cqe->user_data = s->obj.user_data;
+	cqe->res = kmsgr_pool_deliver(s->obj.inst, cqe->seg);
 	cqe->kind = KMSGR_CQE_RECV;
 	cqe->session = s->obj.id;
 	cqe->type = m->hdr.type;
@@ -919,8 +921,10 @@ static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
 
 /*
  * READY connections: the peer must answer our keepalives (any bytes from
- * it count) within keepalive_timeout, and a server session must carry a
- * message within idle_timeout.  Returns 0, or -ETIMEDOUT after failing
+ * it count) within keepalive_timeout, must complete a message whose
+ * payload holds receive-pool space within msg_timeout (trickling bytes do
+ * not extend it), and a server session must carry a message within
+ * idle_timeout.  Returns 0, or -ETIMEDOUT after failing
  * the connection (reason TIMEOUT).
  */
 static int kmsgr_sess_check_timeouts(struct kmsgr_sess *s,
@@ -929,10 +933,13 @@ static int kmsgr_sess_check_timeouts(struct kmsgr_sess *s,
 {
 	unsigned int ka = READ_ONCE(kmsgr_keepalive_timeout);
 	unsigned int idle = READ_ONCE(kmsgr_idle_timeout);
+	unsigned int mt = READ_ONCE(kmsgr_msg_timeout);
 
 	if (s->state != KMSGR_SESS_UP)
 		return 0;
 	if ((ka && time_after(jiffies, kc->rx_at + kmsgr_secs(ka))) ||
+	    (mt && kc->rx_msg_at &&
+	     time_after(jiffies, kc->rx_msg_at + kmsgr_secs(mt))) ||
 	    (idle && s->server &&
 	     time_after(jiffies, s->active_at + kmsgr_secs(idle)))) {
 		msgr2_conn_fail(kc->mc, MSGR2_R_TIMEOUT);

@@ -58,6 +58,7 @@ static const char *const kmsgr_feature_names[] = {
 	[2] = "tcp",		/* KMSGR_FEAT_TCP */
 	[3] = "cephx",		/* KMSGR_FEAT_CEPHX */
 	[4] = "secure",		/* KMSGR_FEAT_SECURE */
+	[5] = "release-token",	/* KMSGR_FEAT_RELEASE_TOKEN */
 };
 
 /* ioctl() returning 0 or a negative errno. */
@@ -417,6 +418,11 @@ void kmsgr_prep_release(struct kmsgr_sqe *sqe, const struct kmsgr_cqe *recv)
 	sqe->opcode = KMSGR_OP_RELEASE;
 	sqe->session = recv->session;
 	memcpy(sqe->seg, recv->seg, sizeof(sqe->seg));
+	/* a module with KMSGR_FEAT_RELEASE_TOKEN names the message */
+	if (recv->res > 0) {
+		sqe->flags = KMSGR_SQE_F_TOKEN;
+		sqe->tid = (__u32)recv->res;
+	}
 	sqe->user_data = recv->user_data;
 }
 

@@ -243,6 +243,9 @@ void kmsgr_prep_send(struct kmsgr_sqe *sqe, __u32 session, __u16 type,
  * @sqe:  from kmsgr_get_sqe()
  * @recv: the KMSGR_CQE_RECV entry (or a copy of it)
  *
+ * Carries the RECV's release token (KMSGR_SQE_F_TOKEN) when the module
+ * gave one, so that a stale or repeated RELEASE fails instead of freeing
+ * pool space that a later message reuses.
  * Completes silently; a bad or double release yields a KMSGR_CQE_OP entry
  * with res -EINVAL whose user_data is @recv->user_data.
  */

@@ -37,6 +37,14 @@
  *                                 memory cgroup raise its memory.current
  *                                 by their engine state (it was charged to
  *                                 nobody)
+ *  pool_withholders               a peer announcing more than half the
+ *                                 pool is refused at once, one that
+ *                                 withholds less is closed by msg_timeout
+ *                                 and does not hold up a healthy session of
+ *                                 the listener; its slice, still being
+ *                                 received into, cannot be RELEASEd
+ *  stale_release_token            a wrong token and a stale one (space
+ *                                 reused by a later message) free nothing
  *  readonly_fd_refused            only INFO works on a read-only fd
  *
  * Module parameters changed by a test are put back by it.
@@ -621,6 +629,205 @@ TEST_F_TIMEOUT(core, sockets_in_openers_netns, 120)
 	kt_loop_run_once(&self->lp, 100);
 	EXPECT_EQ(0, count_events(&self->lp, &self->srv, KMSGR_EV_ACCEPTED,
 				  0));
+}
+
+/* ---- D4/D14: the receive pool against withholding peers and stale RELEASEs */
+
+/* Start kmsgr_rogue against 127.0.0.1:@port committing @fault. */
+static pid_t rogue_start(uint16_t port, const char *fault, const char *data,
+			 int life_ms)
+{
+	char role[64], life[16], path[512];
+	const char *top = getenv("KMSGR_TOP");
+	pid_t pid;
+
+	snprintf(role, sizeof(role), "client:127.0.0.1:%u:0", ntohs(port));
+	snprintf(life, sizeof(life), "%d", life_ms);
+	snprintf(path, sizeof(path), "%s/.build/selftests/kmsgr/kmsgr_rogue",
+		 top ? top : ".");
+	pid = fork();
+	if (pid == 0) {
+		if (data)
+			setenv("KMSGR_ROGUE_DATA", data, 1);
+		execl(path, "kmsgr_rogue", "--life-ms", life, role, fault,
+		      (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* One RELEASE SQE of @seg; with @token != 0 the token form. */
+static void release(struct kt_inst *ti, struct kmsgr_slice seg, uint32_t token,
+		    uint64_t ud)
+{
+	struct kmsgr_sqe *sqe = kt_sqe(ti);
+
+	if (!sqe)
+		return;
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = KMSGR_OP_RELEASE;
+	sqe->seg[2] = seg;
+	sqe->user_data = ud;
+	if (token) {
+		sqe->flags = KMSGR_SQE_F_TOKEN;
+		sqe->tid = token;
+	}
+	kmsgr_submit(ti->k, 0, 0);
+}
+
+/* The next CQE of @ti that is not an event, within 5 s (0 or -ETIME). */
+static int next_non_event(struct kt_inst *ti, struct kmsgr_cqe *out)
+{
+	struct kmsgr_cqe *cqe;
+
+	for (;;) {
+		if (kmsgr_wait_cqe(ti->k, &cqe, 5000000000ULL))
+			return -ETIME;
+		*out = *cqe;
+		kmsgr_cqe_seen(ti->k);
+		if (out->kind != KMSGR_CQE_EVENT)
+			return 0;
+	}
+}
+
+/* Nothing but events for @ms: true. */
+static bool quiet_for(struct kt_inst *ti, int ms)
+{
+	struct kmsgr_cqe *cqe;
+	uint64_t end = kt_now_ms() + ms;
+
+	while (kt_now_ms() < end) {
+		if (kmsgr_wait_cqe(ti->k, &cqe, 100000000ULL))
+			continue;
+		if (cqe->kind != KMSGR_CQE_EVENT)
+			return false;
+		kmsgr_cqe_seen(ti->k);
+	}
+	return true;
+}
+
+TEST_F_TIMEOUT(core, pool_withholders, 180)
+{
+	struct kmsgr_slice none = { 0 }, data = { 0, 300 << 10 };
+	struct kt_inst srv, cli;
+	struct kmsgr_listen l;
+	struct kmsgr_cqe c;
+	struct kmsgr_sqe *sqe;
+	uint32_t cli_id, srv_id;
+	unsigned int old, i;
+	int status;
+	pid_t big, small;
+	struct kt_loop lp;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, param_set("msg_timeout", 3, &old));
+	/* a 1 MiB receive pool: a message may take 512 KiB of it */
+	ASSERT_EQ(0, kt_inst_open(&srv, "pool-srv", 16, 64 << 10, 1 << 20, 4));
+	ASSERT_EQ(0, kt_inst_open(&cli, "pool-cli", 16, 1 << 20, 64 << 10, 5));
+	ASSERT_EQ(0, kt_listen(&srv, "127.0.0.1", 0, 0xd, &l));
+
+	/*
+	 * 900 KiB announced and withheld: more than half the pool, refused
+	 * at once (it used to take the whole pool until the peer went away).
+	 */
+	big = rogue_start(l.bound.port, "withhold", "921600", 20000);
+	ASSERT_LT(0, big);
+	ASSERT_EQ(big, waitpid(big, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("the 900 KiB withholder was not closed");
+	/* 400 KiB withheld: allowed, until msg_timeout closes it */
+	small = rogue_start(l.bound.port, "withhold", "409600", 20000);
+	ASSERT_LT(0, small);
+	usleep(1000000);
+	/* its slice is being received into: no RELEASE can free it */
+	release(&srv, (struct kmsgr_slice){ srv.tx_size, 400 << 10 }, 0, 0x51);
+	ASSERT_EQ(0, next_non_event(&srv, &c));
+	EXPECT_EQ(KMSGR_CQE_OP, c.kind);
+	EXPECT_EQ(-EINVAL, c.res);
+	EXPECT_EQ(0x51, c.user_data);
+
+	/* a healthy client of the same listener is not held up */
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &srv);
+	kt_loop_add(&lp, &cli);
+	ASSERT_EQ(0, kt_connect(&cli, &l.bound, 0, KT_PEER_ANY, 0xe, &cli_id));
+	ASSERT_EQ(0, kt_wait_pair(&lp, &cli, cli_id, &srv, &srv_id, SETUP_MS));
+	for (i = 0; i < 4; i++) {
+		sqe = kt_sqe(&cli);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_send(sqe, cli_id, 0x42, i, none, none, data, i);
+		kmsgr_submit(cli.k, 0, 0);
+		ASSERT_EQ(0, next_non_event(&srv, &c))
+			TH_LOG("message %u stuck behind the withholder", i);
+		ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
+		release(&srv, c.seg[2], c.res, 0x60 + i);
+	}
+	/* msg_timeout (3 s) ended the 400 KiB withholder */
+	ASSERT_EQ(small, waitpid(small, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("the 400 KiB withholder was not closed");
+	kt_inst_close(&cli);
+	kt_inst_close(&srv);
+	EXPECT_EQ(0, param_set("msg_timeout", old, NULL));
+}
+
+/*
+ * Release tokens: in a 128 KiB pool, 64 KiB messages land at offsets 0,
+ * 64 KiB, 0 (first fit from a rotating hint), so the third reuses the
+ * first one's space.  A wrong token frees nothing; a stale RELEASE of the
+ * first (the ABI 1 form would free the third) fails; the third's own works.
+ */
+TEST_F_TIMEOUT(core, stale_release_token, 120)
+{
+	struct kmsgr_slice none = { 0 }, data = { 0, 64 << 10 };
+	struct kmsgr_cqe c, r[3];
+	struct kt_inst srv, cli;
+	struct kmsgr_listen l;
+	struct kmsgr_sqe *sqe;
+	uint32_t cli_id, srv_id;
+	struct kt_loop lp;
+	unsigned int i;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_inst_open(&srv, "tok-srv", 16, 64 << 10, 128 << 10, 6));
+	ASSERT_EQ(0, kt_inst_open(&cli, "tok-cli", 16, 1 << 20, 64 << 10, 7));
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &srv);
+	kt_loop_add(&lp, &cli);
+	ASSERT_EQ(0, kt_listen(&srv, "127.0.0.1", 0, 0xf, &l));
+	ASSERT_EQ(0, kt_connect(&cli, &l.bound, 0, KT_PEER_ANY, 0xe, &cli_id));
+	ASSERT_EQ(0, kt_wait_pair(&lp, &cli, cli_id, &srv, &srv_id, SETUP_MS));
+	for (i = 0; i < 3; i++) {
+		sqe = kt_sqe(&cli);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_send(sqe, cli_id, 0x42, i, none, none, data, i);
+		kmsgr_submit(cli.k, 0, 0);
+		ASSERT_EQ(0, next_non_event(&srv, &r[i]));
+		ASSERT_EQ(KMSGR_CQE_RECV, r[i].kind);
+		ASSERT_LT(0, r[i].res) TH_LOG("a release token");
+		if (i == 0) {
+			release(&srv, r[0].seg[2], r[0].res ^ 1, 0x52);
+			ASSERT_EQ(0, next_non_event(&srv, &c));
+			EXPECT_EQ(-EINVAL, c.res);
+			EXPECT_EQ(0x52, c.user_data);
+		}
+		if (i < 2) {
+			release(&srv, r[i].seg[2], r[i].res, 0x53);
+			EXPECT_TRUE(quiet_for(&srv, 200));
+		}
+	}
+	ASSERT_EQ(r[0].seg[2].off, r[2].seg[2].off) TH_LOG("space reused");
+	release(&srv, r[0].seg[2], r[0].res, 0x54);
+	ASSERT_EQ(0, next_non_event(&srv, &c));
+	EXPECT_EQ(KMSGR_CQE_OP, c.kind);
+	EXPECT_EQ(-EINVAL, c.res);
+	EXPECT_EQ(0x54, c.user_data);
+	release(&srv, r[2].seg[2], r[2].res, 0x55);
+	EXPECT_TRUE(quiet_for(&srv, 300)) TH_LOG("the live message was freed");
+	kt_inst_close(&cli);
+	kt_inst_close(&srv);
 }
 
 /* ---- D10: kernel memory of sessions is charged to the owner's memcg ------ */

@@ -28,7 +28,7 @@
 
 #define MSG_LEN		(1U << 20)
 #define TX_AREA		(2ULL << 20)
-#define RX_POOL		(2ULL << 20)
+#define RX_POOL		(4ULL << 20)	/* a message takes at most half */
 
 /* keep every RECV: the pool never gets its slices back */
 static int keep_recv(struct kt_loop *lp, struct kt_inst *ti,

@@ -1112,7 +1112,14 @@ static void expected_cqe(const struct kmsgr_sqe *sqe, uint64_t buf_size,
 			slices_ok = false;
 	*kind = KMSGR_CQE_OP;
 	*res = -EINVAL;
-	if (sqe->flags || sqe->reserved0 || sqe->reserved1 || sqe->opcode > 2)
+	if (sqe->reserved0 || sqe->reserved1 || sqe->opcode > 2)
+		return;
+	/* only RELEASE takes a flag: KMSGR_SQE_F_TOKEN, with a valid token */
+	if (sqe->flags & ~(sqe->opcode == KMSGR_OP_RELEASE ?
+			   KMSGR_SQE_F_TOKEN : 0))
+		return;
+	if ((sqe->flags & KMSGR_SQE_F_TOKEN) &&
+	    (!sqe->tid || sqe->tid > KMSGR_RELEASE_TOKEN_MAX))
 		return;
 	if (sqe->opcode == KMSGR_OP_NOP) {
 		*res = 0;

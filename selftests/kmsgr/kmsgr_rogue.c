@@ -19,6 +19,10 @@
  *                   changed after its crc was computed
  *   oversize        a full handshake, then a MESSAGE preamble (valid crc)
  *                   announcing a 2 GiB front
+ *   withhold        a full handshake, then the first 77 bytes of a MESSAGE
+ *                   (preamble, ceph_msg_header2 and its crc) announcing a
+ *                   data segment of $KMSGR_ROGUE_DATA bytes (default
+ *                   64 MiB), and nothing more
  *
  * and waits for the peer to close the connection: prints
  * "closed after N ms" and exits 0 when it did, "still open" and exits 1
@@ -49,7 +53,7 @@
 
 enum rogue_fault {
 	F_BANNER, F_GARBAGE, F_HELLO_OVERSIZE,
-	F_PREAMBLE_CRC, F_SEGMENT_CRC, F_OVERSIZE,
+	F_PREAMBLE_CRC, F_SEGMENT_CRC, F_OVERSIZE, F_WITHHOLD,
 };
 
 static const struct {
@@ -62,6 +66,7 @@ static const struct {
 	{ "preamble-crc", F_PREAMBLE_CRC },
 	{ "segment-crc", F_SEGMENT_CRC },
 	{ "oversize", F_OVERSIZE },
+	{ "withhold", F_WITHHOLD },
 };
 
 struct rogue {
@@ -362,6 +367,29 @@ static int commit_fault(struct rogue *r)
 		len[3] = 0;
 		preamble(buf, MSGR2_TAG_MESSAGE, 2, len);
 		return write_all(r->fd, buf, ROGUE_PREAMBLE_LEN);
+	case F_WITHHOLD:
+		ret = rogue_handshake(r);
+		if (ret)
+			return ret;
+		len[0] = ROGUE_HDR2_LEN;
+		len[1] = 0;
+		len[2] = 0;
+		len[3] = getenv("KMSGR_ROGUE_DATA") ?
+			 (u32)strtoul(getenv("KMSGR_ROGUE_DATA"), NULL, 0) :
+			 64U << 20;
+		preamble(buf, MSGR2_TAG_MESSAGE, 4, len);
+		/* ceph_msg_header2: seq 1, type, priority 127, version 1 */
+		memset(buf + ROGUE_PREAMBLE_LEN, 0, ROGUE_HDR2_LEN);
+		msgr2_put_le64(buf + ROGUE_PREAMBLE_LEN, 1);
+		msgr2_put_le16(buf + ROGUE_PREAMBLE_LEN + 16, 0x4321);
+		msgr2_put_le16(buf + ROGUE_PREAMBLE_LEN + 18, 127);
+		msgr2_put_le16(buf + ROGUE_PREAMBLE_LEN + 20, 1);
+		msgr2_put_le16(buf + ROGUE_PREAMBLE_LEN + 37, 1);
+		msgr2_put_le32(buf + ROGUE_PREAMBLE_LEN + ROGUE_HDR2_LEN,
+			       msgr2_crc32c(~0U, buf + ROGUE_PREAMBLE_LEN,
+					    ROGUE_HDR2_LEN));
+		return write_all(r->fd, buf,
+				 ROGUE_PREAMBLE_LEN + ROGUE_HDR2_LEN + 4);
 	case F_PREAMBLE_CRC:
 	case F_SEGMENT_CRC:
 		ret = rogue_handshake(r);
@@ -491,6 +519,6 @@ int main(int argc, char **argv)
 	return ret;
 usage:
 	fprintf(stderr, "usage: kmsgr_rogue [--life-ms N] server|client:IP:PORT:NONCE FAULT\n"
-		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize\n");
+		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize withhold\n");
 	return 2;
 }

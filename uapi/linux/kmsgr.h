@@ -52,7 +52,9 @@
  *  session event) and advances the CQ tail; poll() reports POLLIN while the
  *  CQ is not empty.  The receive pool is the end of the buffer area: the
  *  kernel allocates inbound payloads there and the application gives each
- *  slice back with KMSGR_OP_RELEASE.  When the pool or the CQ is full, the
+ *  slice back with KMSGR_OP_RELEASE.  One inbound message may take at most
+ *  half the pool (its segments rounded up to 512 bytes each): a larger one
+ *  fails its connection (reason BUSY, logged).  When the pool or the CQ is full, the
  *  kernel stops reading from the affected connections (backpressure): no
  *  message or event is ever dropped.
  *
@@ -95,6 +97,9 @@
 #define KMSGR_FEAT_TCP		_BITULL(2)	/* KMSGR_XPRT_TCP sessions */
 #define KMSGR_FEAT_CEPHX	_BITULL(3)	/* KMSGR_AUTH_CEPHX, client role */
 #define KMSGR_FEAT_SECURE	_BITULL(4)	/* KMSGR_SESS_F_SECURE */
+#define KMSGR_FEAT_RELEASE_TOKEN _BITULL(5)	/* RECV res = release token,
+						 * KMSGR_SQE_F_TOKEN
+						 */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -272,6 +277,11 @@ struct kmsgr_slice {
 #define KMSGR_OP_SEND		1	/* send a message: one KMSGR_CQE_SEND */
 #define KMSGR_OP_RELEASE	2	/* give back receive-pool slices */
 
+/* kmsgr_sqe.flags */
+#define KMSGR_SQE_F_TOKEN	_BITUL(0)	/* RELEASE: @tid is the token */
+/* Largest release token; tokens are 1 .. KMSGR_RELEASE_TOKEN_MAX. */
+#define KMSGR_RELEASE_TOKEN_MAX	0x7fffffffU
+
 /*
  * struct kmsgr_sqe - one submission (64 bytes).
  *
@@ -282,7 +292,12 @@ struct kmsgr_slice {
  * peer (lossless), or -errno when it was dropped.
  * RELEASE: up to three receive-pool slices exactly as a RECV CQE gave them
  * (len 0: unused).  Completes silently; a bad or double release completes
- * with a KMSGR_CQE_OP entry, res -EINVAL.
+ * with a KMSGR_CQE_OP entry, res -EINVAL.  With KMSGR_SQE_F_TOKEN in
+ * @flags, @tid carries the RECV's release token (its res) and every slice
+ * must belong to that message: a stale or double RELEASE can then never
+ * free space that a later message reuses.  Without the flag (ABI 1 form,
+ * still accepted, not safe against that) any slice of a delivered message
+ * is taken.  Slices still being received into are never released.
  * The kernel consumes an SQE only when the CQ has room for its completion
  * and fewer than cq_entries - cq_entries / 2 completions of consumed SQEs
  * are outstanding: the other half of the CQ stays free for inbound
@@ -291,7 +306,7 @@ struct kmsgr_slice {
  */
 struct kmsgr_sqe {
 	__u8 opcode;		/* KMSGR_OP_* */
-	__u8 flags;		/* must be 0 */
+	__u8 flags;		/* KMSGR_SQE_F_*; 0 unless stated */
 	__u16 type;		/* SEND: message type */
 	__u16 version;		/* SEND: header version */
 	__u16 compat_version;	/* SEND: header compat version */
@@ -332,7 +347,7 @@ struct kmsgr_sqe {
  */
 struct kmsgr_cqe {
 	__u64 user_data;	/* SQE's, or the session's for RECV/EVENT */
-	__s32 res;		/* 0 or -errno */
+	__s32 res;		/* 0 or -errno; RECV: the release token */
 	__u8 kind;		/* KMSGR_CQE_* */
 	__u8 event;		/* EVENT: KMSGR_EV_* */
 	__u16 reason;		/* EVENT: KMSGR_REASON_* */
