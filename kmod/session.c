@@ -232,7 +232,6 @@ static void kmsgr_obj_release(struct kref *ref)
 	}
 }
 
-
 static struct kmsgr_obj *kmsgr_obj_get(struct kmsgr_instance *inst, u32 id)
 {
 	struct kmsgr_obj *obj;
@@ -571,6 +570,13 @@ static void kmsgr_conn_event(void *priv, enum msgr2_event ev, u64 arg)
 			msgr2_conn_fail(kc->mc, MSGR2_R_LOCAL);
 			break;
 		}
+		/*
+		 * A resumed session whose old connection was still up: the
+		 * engine ended it just now; DOWN before this UP.
+		 */
+		if (s->conn && s->conn != kc && !s->down_posted)
+			kmsgr_sess_event(s, KMSGR_EV_DOWN, KMSGR_REASON_LOCAL,
+					 -ECONNRESET);
 		kc->rx_at = jiffies;
 		s->active_at = jiffies;
 		s->state = KMSGR_SESS_UP;
@@ -653,22 +659,11 @@ static struct msgr2_session *kmsgr_conn_attach(void *priv,
 		return NULL;
 	}
 	/*
-	 * The client gave its old connection up: end ours too (DOWN before
-	 * the UP of the resumed session); its unacked messages go back to
-	 * the out-queue for the new connection.
+	 * Nothing changes for @x yet: the engine checks the cookies and seqs
+	 * first, and a stale or forged reconnect (RETRY, RESET) leaves its
+	 * live connection alone.  Only when the engine takes the session
+	 * over (READY, kmsgr_conn_settle()) does the old connection end.
 	 */
-	if (x->conn) {
-		struct kmsgr_conn *old = x->conn;
-
-		x->conn = NULL;
-		kmsgr_conn_free(old);
-		x->state = KMSGR_SESS_WAITING;
-		if (!x->down_posted) {
-			x->down_posted = true;
-			kmsgr_sess_event(x, KMSGR_EV_DOWN, KMSGR_REASON_LOCAL,
-					 -ECONNRESET);
-		}
-	}
 	kc->adopt = x;
 	return &x->ms;
 }

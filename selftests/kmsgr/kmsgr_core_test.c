@@ -45,6 +45,11 @@
  *                                 received into, cannot be RELEASEd
  *  stale_release_token            a wrong token and a stale one (space
  *                                 reused by a later message) free nothing
+ *  forged_reconnect_leaves_session_alone  a SESSION_RECONNECT with the
+ *                                 client cookie of a live lossless session
+ *                                 and a wrong server cookie is reset; the
+ *                                 live connection stays up and carries a
+ *                                 message (it used to be dropped at once)
  *  readonly_fd_refused            only INFO works on a read-only fd
  *
  * Module parameters changed by a test are put back by it.
@@ -56,6 +61,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -828,6 +834,47 @@ TEST_F_TIMEOUT(core, stale_release_token, 120)
 	EXPECT_TRUE(quiet_for(&srv, 300)) TH_LOG("the live message was freed");
 	kt_inst_close(&cli);
 	kt_inst_close(&srv);
+}
+
+/* ---- D7: a reconnect takes a session over only once it is accepted ------ */
+
+TEST_F_TIMEOUT(core, forged_reconnect_leaves_session_alone, 120)
+{
+	struct kmsgr_listen l;
+	struct kmsgr_cqe *cqe;
+	uint32_t victim = 0;
+	bool got = false, down = false;
+	uint64_t end;
+	pid_t rogue;
+	int status;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS,
+			       0x10, &l));
+	rogue = rogue_start(l.bound.port, "forged-reconnect", NULL, 10000);
+	ASSERT_LT(0, rogue);
+	for (end = kt_now_ms() + 8000; kt_now_ms() < end && !got;) {
+		if (kmsgr_wait_cqe(self->srv.k, &cqe, 100000000ULL))
+			continue;
+		if (cqe->kind == KMSGR_CQE_EVENT) {
+			if (cqe->event == KMSGR_EV_ACCEPTED && !victim)
+				victim = cqe->session;
+			if (cqe->event == KMSGR_EV_DOWN &&
+			    cqe->session == victim)
+				down = true;
+		} else if (cqe->kind == KMSGR_CQE_RECV) {
+			if (cqe->type == 0x4322 && cqe->session == victim)
+				got = true;
+			kt_release(&self->srv, cqe);
+		}
+		kmsgr_cqe_seen(self->srv.k);
+	}
+	kill(rogue, SIGTERM);
+	waitpid(rogue, &status, 0);
+	EXPECT_NE(0, victim);
+	EXPECT_FALSE(down) TH_LOG("the forged reconnect took the session down");
+	EXPECT_TRUE(got) TH_LOG("the live connection did not carry its message");
 }
 
 /* ---- D10: kernel memory of sessions is charged to the owner's memcg ------ */

@@ -19,6 +19,12 @@
  *                   changed after its crc was computed
  *   oversize        a full handshake, then a MESSAGE preamble (valid crc)
  *                   announcing a 2 GiB front
+ *   forged-reconnect  a full lossless handshake; then, on a second
+ *                   connection, a SESSION_RECONNECT with the first one's
+ *                   client cookie and a wrong server cookie (what a third
+ *                   party that saw the cookie on the wire could send);
+ *                   then a message (type 0x4322) on the first connection,
+ *                   which must still be up
  *   withhold        a full handshake, then the first 77 bytes of a MESSAGE
  *                   (preamble, ceph_msg_header2 and its crc) announcing a
  *                   data segment of $KMSGR_ROGUE_DATA bytes (default
@@ -54,6 +60,7 @@
 enum rogue_fault {
 	F_BANNER, F_GARBAGE, F_HELLO_OVERSIZE,
 	F_PREAMBLE_CRC, F_SEGMENT_CRC, F_OVERSIZE, F_WITHHOLD,
+	F_FORGED_RECONNECT,
 };
 
 static const struct {
@@ -67,6 +74,7 @@ static const struct {
 	{ "segment-crc", F_SEGMENT_CRC },
 	{ "oversize", F_OVERSIZE },
 	{ "withhold", F_WITHHOLD },
+	{ "forged-reconnect", F_FORGED_RECONNECT },
 };
 
 struct rogue {
@@ -277,7 +285,7 @@ static int rogue_handshake(struct rogue *r)
 	r->conn = calloc(1, msgr2_conn_size());
 	if (!r->conn)
 		return -ENOMEM;
-	msgr2_session_init(&r->sess, true);
+	msgr2_session_init(&r->sess, r->fault != F_FORGED_RECONNECT);
 	ret = msgr2_conn_init(r->conn, &r->cfg, &r->sess);
 	if (ret)
 		return ret;
@@ -329,6 +337,8 @@ static const u8 good_banner[26] = {
 	'c', 'e', 'p', 'h', ' ', 'v', '2', '\n', 16, 0,
 	1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
 };
+
+static int rogue_forged_reconnect(struct rogue *r);
 
 static int commit_fault(struct rogue *r)
 {
@@ -390,6 +400,8 @@ static int commit_fault(struct rogue *r)
 					    ROGUE_HDR2_LEN));
 		return write_all(r->fd, buf,
 				 ROGUE_PREAMBLE_LEN + ROGUE_HDR2_LEN + 4);
+	case F_FORGED_RECONNECT:
+		return rogue_forged_reconnect(r);
 	case F_PREAMBLE_CRC:
 	case F_SEGMENT_CRC:
 		ret = rogue_handshake(r);
@@ -416,6 +428,68 @@ static int commit_fault(struct rogue *r)
 		return rogue_flush(r);
 	}
 	return -EINVAL;
+}
+
+/*
+ * A second connection that tries to resume the first one's session with a
+ * wrong server cookie; the server must answer with a reset and leave the
+ * first connection alone, which then carries a message.
+ */
+static int rogue_forged_reconnect(struct rogue *r)
+{
+	struct msgr2_conn *c1 = r->conn, *c2;
+	struct msgr2_session forged;
+	struct pollfd p;
+	long long end;
+	int fd1 = r->fd, fd2, ret;
+
+	ret = rogue_handshake(r);
+	if (ret)
+		return ret;
+	fd2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd2 < 0 || connect(fd2, (struct sockaddr *)&r->peer,
+			       sizeof(r->peer)))
+		return -errno;
+	c1 = r->conn;
+	c2 = calloc(1, msgr2_conn_size());
+	if (!c2)
+		return -ENOMEM;
+	msgr2_session_init(&forged, false);
+	forged.client_cookie = r->sess.client_cookie;
+	forged.server_cookie = r->sess.server_cookie ^ 0x5a5a;
+	r->cfg.global_seq = 2;
+	ret = msgr2_conn_init(c2, &r->cfg, &forged);
+	if (ret)
+		return ret;
+	/* drive the second connection for a second */
+	r->conn = c2;
+	r->fd = fd2;
+	for (end = now_ms() + 1000; now_ms() < end;) {
+		if (rogue_flush(r) < 0)
+			break;
+		p.fd = fd2;
+		p.events = POLLIN;
+		if (poll(&p, 1, 50) > 0 && rogue_pump(r) < 0)
+			break;
+	}
+	printf("forged reconnect: %s\n",
+	       msgr2_reason_str(msgr2_conn_reason(c2)));
+	msgr2_conn_release(c2);
+	free(c2);
+	close(fd2);
+	r->conn = c1;
+	r->fd = fd1;
+
+	memset(&r->msg, 0, sizeof(r->msg));
+	r->msg.hdr.type = 0x4322;
+	r->msg.hdr.priority = 127;
+	r->msg.hdr.version = 1;
+	r->msg.seg[MSGR2_FRONT].base = r->front;
+	r->msg.seg[MSGR2_FRONT].len = sizeof(r->front);
+	ret = msgr2_send(&r->sess, &r->msg);
+	if (ret)
+		return ret;
+	return rogue_flush(r);
 }
 
 /* Wait for EOF (or a reset) from the peer, draining what it sends. */
@@ -519,6 +593,6 @@ int main(int argc, char **argv)
 	return ret;
 usage:
 	fprintf(stderr, "usage: kmsgr_rogue [--life-ms N] server|client:IP:PORT:NONCE FAULT\n"
-		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize withhold\n");
+		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize withhold forged-reconnect\n");
 	return 2;
 }
