@@ -7,6 +7,7 @@
 #   make check        all tests (host + guest); prints "N passed, N failed, N skipped"
 #   make check-host   host-only tests (msgr2 engine, interop with ceph-mon, fuzz pass)
 #   make check-vm     guest kselftests
+#   make check-debug  guest kselftests under slub_debug (also in make check)
 #   make fuzz         longer fuzzing run (FUZZ_SECONDS, default 300)
 #   make bench        benchmarks (docs/bench.md)
 #   make lint         checkpatch --strict and sparse on kmod/ and uapi/, shellcheck
@@ -67,8 +68,15 @@ run: deps
 
 check: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory -k check-host-tap check-vm-tap; \
-		tools/testsum $(RESULTS)/*.tap
+	@$(MAKE) --no-print-directory -k check-host-tap check-vm-tap \
+		check-debug-tap; tools/testsum $(RESULTS)/*.tap
+
+# The guest suite again under SLUB debugging (red zones, poisoning, user
+# tracking; slab_nomerge keeps kmsgr's caches apart): a use-after-free or
+# an overrun that the plain run survives shows up as a kernel warning.
+check-debug: deps
+	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
+	@$(MAKE) --no-print-directory check-debug-tap; tools/testsum $(RESULTS)/*.tap
 
 check-host: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
@@ -78,7 +86,7 @@ check-vm: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory check-vm-tap; tools/testsum $(RESULTS)/*.tap
 
-.PHONY: check-host-tap check-vm-tap
+.PHONY: check-host-tap check-vm-tap check-debug-tap check-debug vm-build
 check-host-tap: ksrc
 	@mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory -C lib test_lib >/dev/null && \
@@ -89,15 +97,24 @@ check-host-tap: ksrc
 		printf 'not ok 1 msgr2 host tests did not build or run\n1..1\n' \
 			>$(RESULTS)/msgr2-incomplete.tap
 
-check-vm-tap: ksrc
+vm-build: ksrc
 	@mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory all >$(RESULTS)/build.log 2>&1 || \
 		{ cat $(RESULTS)/build.log; \
 		  echo "not ok 1 build kmsgr (see above)" >$(RESULTS)/build.tap; \
 		  exit 1; }
 	@$(MAKE) --no-print-directory -C selftests/kmsgr
+
+check-vm-tap: vm-build
 	@tools/vm/run --rxe --timeout $(VMTIMEOUT) -- selftests/kmsgr/run_guest.sh \
 		2>&1 | tee $(RESULTS)/vm.tap
+
+check-debug-tap: vm-build
+	@KMSGR_VM_APPEND="slub_debug=FZPU slab_nomerge" \
+		tools/vm/run --rxe --timeout $(VMTIMEOUT) -- \
+		selftests/kmsgr/run_guest.sh 2>&1 | \
+		sed -e 's/^\(not \)\{0,1\}ok [0-9]* - /&slub_debug: /' \
+		| tee $(RESULTS)/vm-debug.tap
 
 fuzz: deps ksrc
 	@$(MAKE) --no-print-directory -C selftests/msgr2 fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)

@@ -1299,8 +1299,14 @@ static void kmsgr_sess_cfg_common(struct kmsgr_sess *s)
 {
 	struct msgr2_config *cfg = &s->cfg;
 
+	unsigned int ka = READ_ONCE(kmsgr_keepalive_timeout);
+
 	cfg->features_supported = MSGR2_FEATURES_DEFAULT;
+	/* at least three keepalives per keepalive_timeout */
 	cfg->keepalive_ms = KMSGR_SESS_KEEPALIVE_MS;
+	if (ka)
+		cfg->keepalive_ms = clamp(ka * 1000U / 3, 1000U,
+					  (unsigned int)KMSGR_SESS_KEEPALIVE_MS);
 }
 
 /* ---- CONNECT -------------------------------------------------------------- */

@@ -52,6 +52,11 @@
  *                                 message (it used to be dropped at once)
  *  readonly_fd_refused            only INFO works on a read-only fd
  *
+ *  silent_peer_times_out          a peer that goes silent after its
+ *                                 handshake (answers no keepalive) is
+ *                                 closed with TIMEOUT after
+ *                                 keepalive_timeout, not after minutes
+ *
  * Module parameters changed by a test are put back by it.
  *
  * Copyright (C) 2025 The kmsgr authors
@@ -834,6 +839,46 @@ TEST_F_TIMEOUT(core, stale_release_token, 120)
 	EXPECT_TRUE(quiet_for(&srv, 300)) TH_LOG("the live message was freed");
 	kt_inst_close(&cli);
 	kt_inst_close(&srv);
+}
+
+/* ---- D11: dead peers are detected ----------------------------------------- */
+
+TEST_F_TIMEOUT(core, silent_peer_times_out, 120)
+{
+	char cmd[512], line[64];
+	const char *top = getenv("KMSGR_TOP");
+	struct kmsgr_addr a;
+	unsigned int old, port;
+	uint32_t id;
+	uint64_t t_up;
+	FILE *rogue;
+	int i;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, param_set("keepalive_timeout", 3, &old));
+	snprintf(cmd, sizeof(cmd),
+		 "%s/.build/selftests/kmsgr/kmsgr_rogue --life-ms 30000 server silent",
+		 top ? top : ".");
+	rogue = popen(cmd, "r");
+	ASSERT_NE(NULL, rogue);
+	ASSERT_NE(NULL, fgets(line, sizeof(line), rogue));
+	port = (unsigned int)atoi(line);
+	ASSERT_LT(0, port);
+	ASSERT_EQ(0, kt_addr(&a, "127.0.0.1", (uint16_t)port));
+	ASSERT_EQ(0, kt_connect(&self->cli, &a, 0, KT_PEER_ANY, 0x5, &id));
+	ASSERT_LE(0, wait_event(&self->lp, &self->cli, id, KMSGR_EV_UP, 0,
+				SETUP_MS));
+	t_up = kt_now_ms();
+	i = wait_event(&self->lp, &self->cli, id, KMSGR_EV_CLOSED, 0, 20000);
+	ASSERT_LE(0, i);
+	EXPECT_EQ(KMSGR_REASON_TIMEOUT, self->lp.ev[i].reason);
+	EXPECT_LE(2500, kt_now_ms() - t_up);
+	TH_LOG("closed %llu ms after UP",
+	       (unsigned long long)(kt_now_ms() - t_up));
+	/* the rogue saw the close: exit 0 */
+	EXPECT_EQ(0, pclose(rogue));
+	EXPECT_EQ(0, param_set("keepalive_timeout", old, NULL));
 }
 
 /* ---- D7: a reconnect takes a session over only once it is accepted ------ */

@@ -25,6 +25,8 @@
  *                   party that saw the cookie on the wire could send);
  *                   then a message (type 0x4322) on the first connection,
  *                   which must still be up
+ *   silent          a full handshake, then silence: nothing more is sent,
+ *                   not even an answer to a keepalive
  *   withhold        a full handshake, then the first 77 bytes of a MESSAGE
  *                   (preamble, ceph_msg_header2 and its crc) announcing a
  *                   data segment of $KMSGR_ROGUE_DATA bytes (default
@@ -60,7 +62,7 @@
 enum rogue_fault {
 	F_BANNER, F_GARBAGE, F_HELLO_OVERSIZE,
 	F_PREAMBLE_CRC, F_SEGMENT_CRC, F_OVERSIZE, F_WITHHOLD,
-	F_FORGED_RECONNECT,
+	F_FORGED_RECONNECT, F_SILENT,
 };
 
 static const struct {
@@ -75,6 +77,7 @@ static const struct {
 	{ "oversize", F_OVERSIZE },
 	{ "withhold", F_WITHHOLD },
 	{ "forged-reconnect", F_FORGED_RECONNECT },
+	{ "silent", F_SILENT },
 };
 
 struct rogue {
@@ -402,6 +405,8 @@ static int commit_fault(struct rogue *r)
 				 ROGUE_PREAMBLE_LEN + ROGUE_HDR2_LEN + 4);
 	case F_FORGED_RECONNECT:
 		return rogue_forged_reconnect(r);
+	case F_SILENT:
+		return rogue_handshake(r);	/* wait_close() only drains */
 	case F_PREAMBLE_CRC:
 	case F_SEGMENT_CRC:
 		ret = rogue_handshake(r);
@@ -593,6 +598,6 @@ int main(int argc, char **argv)
 	return ret;
 usage:
 	fprintf(stderr, "usage: kmsgr_rogue [--life-ms N] server|client:IP:PORT:NONCE FAULT\n"
-		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize withhold forged-reconnect\n");
+		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize withhold forged-reconnect silent\n");
 	return 2;
 }
