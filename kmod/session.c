@@ -269,19 +269,25 @@ static int kmsgr_sess_charge(struct kmsgr_instance *inst)
 
 /* ---- CQEs --------------------------------------------------------------- */
 
-static void kmsgr_sess_event(struct kmsgr_sess *s, u8 ev, u16 reason, int res)
+/* An event of a session or a listener: its id and user_data. */
+static void kmsgr_obj_event(struct kmsgr_obj *obj, u8 ev, u16 reason, int res)
 {
 	struct kmsgr_cqe cqe = {
-		.user_data = s->obj.user_data,
+		.user_data = obj->user_data,
 		.res = res,
 		.kind = KMSGR_CQE_EVENT,
 		.event = ev,
 		.reason = reason,
-		.session = s->obj.id,
+		.session = obj->id,
 	};
 
+	kmsgr_cq_post_event(obj->inst, &cqe);
+}
+
+static void kmsgr_sess_event(struct kmsgr_sess *s, u8 ev, u16 reason, int res)
+{
 	if (!s->no_cq)
-		kmsgr_cq_post_event(s->obj.inst, &cqe);
+		kmsgr_obj_event(&s->obj, ev, reason, res);
 }
 
 /* A SEND is finished: its reserved CQ slot gets the result. */
@@ -448,14 +454,6 @@ static void kmsgr_listener_refused(struct kmsgr_listener *l,
 				   u16 reason, int err)
 {
 	struct kmsgr_instance *inst = l->obj.inst;
-	struct kmsgr_cqe cqe = {
-		.user_data = l->obj.user_data,
-		.res = err,
-		.kind = KMSGR_CQE_EVENT,
-		.event = KMSGR_EV_REFUSED,
-		.reason = reason,
-		.session = l->obj.id,
-	};
 
 	if (peer->ss_family == AF_INET6)
 		pr_warn_ratelimited("instance %llu (pid %d) listener %u: refused [%pI6c]:%u: %d\n",
@@ -469,7 +467,7 @@ static void kmsgr_listener_refused(struct kmsgr_listener *l,
 				    &((const struct sockaddr_in *)peer)->sin_addr,
 				    ntohs(((const struct sockaddr_in *)peer)->sin_port),
 				    err);
-	kmsgr_cq_post_event(inst, &cqe);
+	kmsgr_obj_event(&l->obj, KMSGR_EV_REFUSED, reason, err);
 }
 
 /*

@@ -181,6 +181,27 @@ static unsigned int count_events(const struct kt_loop *lp,
 	return n;
 }
 
+/*
+ * Run @fn(@arg) in a child process while @lp keeps running (up to @rounds
+ * of 100 ms, then wait without it); its exit status, or -1.
+ */
+static int in_child(struct kt_loop *lp, int (*fn)(const struct kmsgr_addr *),
+		    const struct kmsgr_addr *arg, int rounds)
+{
+	int status, i;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (!pid)
+		_exit(fn(arg));
+	for (i = 0; i < rounds && !waitpid(pid, &status, WNOHANG); i++)
+		kt_loop_run_once(lp, 100);
+	if (i == rounds && waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /* LISTEN on 127.0.0.1:0 presenting entity type @my_type. */
 static int listen_as(struct kt_inst *ti, uint32_t flags, uint8_t my_type,
 		     struct kmsgr_listen *l)
@@ -620,22 +641,11 @@ static int netns_child(const struct kmsgr_addr *a)
 TEST_F_TIMEOUT(core, sockets_in_openers_netns, 120)
 {
 	struct kmsgr_listen l;
-	int status, i;
-	pid_t pid;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0xb, &l));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid)
-		_exit(netns_child(&l.bound));
-	for (i = 0; i < 100 && !waitpid(pid, &status, WNOHANG); i++)
-		kt_loop_run_once(&self->lp, 100);
-	if (i == 100)
-		ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status))
+	EXPECT_EQ(0, in_child(&self->lp, netns_child, &l.bound, 100))
 		TH_LOG("child: 1 reached the host listener, 10+ set-up failed");
 	kt_loop_run_once(&self->lp, 100);
 	EXPECT_EQ(0, count_events(&self->lp, &self->srv, KMSGR_EV_ACCEPTED,
@@ -994,8 +1004,7 @@ static int memcg_child(const struct kmsgr_addr *a)
 TEST_F_TIMEOUT(core, session_memory_charged_to_memcg, 180)
 {
 	struct kmsgr_listen l;
-	int status, i;
-	pid_t pid;
+	int i;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
@@ -1007,16 +1016,7 @@ TEST_F_TIMEOUT(core, session_memory_charged_to_memcg, 180)
 	rmdir(CG_TEST);
 	ASSERT_EQ(0, mkdir(CG_TEST, 0755));
 	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0xcc, &l));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid)
-		_exit(memcg_child(&l.bound));
-	for (i = 0; i < 600 && !waitpid(pid, &status, WNOHANG); i++)
-		kt_loop_run_once(&self->lp, 100);
-	if (i == 600)
-		ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status))
+	EXPECT_EQ(0, in_child(&self->lp, memcg_child, &l.bound, 600))
 		TH_LOG("child: 1 session memory not charged, 2+ set-up failed");
 	/* the instance is gone with the child: the cgroup can go */
 	for (i = 0; i < 50 && rmdir(CG_TEST); i++)

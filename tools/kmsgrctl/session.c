@@ -28,7 +28,7 @@ static void session_usage(FILE *f)
 	fprintf(f,
 		"Usage: %s session listen [--transport tcp] [--echo] [--lossless]\n"
 		"                  [--as TYPE] [--count N] [--time S] [--pool-size BYTES]\n"
-		"                  ADDR:PORT\n"
+		"                  [--sq N] ADDR:PORT\n"
 		"       %s session connect [--transport tcp] [--lossless] [--secure]\n"
 		"                  [--name client.ID --keyring FILE] [--peer-type TYPE]\n"
 		"                  [--send N [--size BYTES] [--verify-echo]] [--timeout S]\n"
@@ -40,7 +40,8 @@ static void session_usage(FILE *f)
 		"  every message with the same type, tid, version and segments, sent\n"
 		"  straight from the receive-pool slices (zero copy), released when the\n"
 		"  send completes; without --echo messages are counted and released.\n"
-		"  --pool-size: receive pool (default 64M).  --as: the entity type the\n"
+		"  --pool-size: receive pool (default 64M); --sq: SQ entries (default\n"
+		"  256; the CQ has twice as many).  --as: the entity type the\n"
 		"  listener presents in HELLO (mon, osd, mds, mgr, client; default\n"
 		"  client): a Ceph client dialling a mon wants mon.  Sessions that end\n"
 		"  are closed; refused connections are reported with their reason.\n"
@@ -57,7 +58,7 @@ static void session_usage(FILE *f)
 enum {
 	OPT_TRANSPORT = 256, OPT_ECHO, OPT_LOSSLESS, OPT_COUNT, OPT_TIME,
 	OPT_POOL, OPT_SECURE, OPT_NAME, OPT_KEYRING, OPT_PEER, OPT_SEND,
-	OPT_SIZE, OPT_VERIFY, OPT_TIMEOUT, OPT_AS, OPT_HELP,
+	OPT_SIZE, OPT_VERIFY, OPT_TIMEOUT, OPT_AS, OPT_SQ, OPT_HELP,
 };
 
 /* ---- listen ------------------------------------------------------------- */
@@ -220,10 +221,12 @@ static int session_listen(int argc, char **argv)
 		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "time", required_argument, NULL, OPT_TIME },
 		{ "pool-size", required_argument, NULL, OPT_POOL },
+		{ "sq", required_argument, NULL, OPT_SQ },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct listen_state st = { 0 };
+	__u64 sq = 256;
 	struct kmsgr_listen l;
 	__u64 pool = 64ULL << 20, time_ns = 0, deadline = 0;
 	__u32 xprt = KMSGR_XPRT_TCP;
@@ -275,6 +278,12 @@ static int session_listen(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case OPT_SQ:
+			if (ctl_parse_size(optarg, 1, 32768, &sq)) {
+				error("bad --sq \"%s\" (1 to 32768)", optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case OPT_HELP:
 			session_usage(stdout);
 			return EXIT_SUCCESS;
@@ -295,7 +304,7 @@ static int session_listen(int argc, char **argv)
 	l.transport = xprt;
 
 	ctl_catch_signals();
-	if (ctl_setup(256, 4096, pool))
+	if (ctl_setup((__u32)sq, 4096, pool))
 		return EXIT_FAILURE;
 	ret = kmsgr_listen(ctl_k, &l);
 	if (ret) {
