@@ -639,6 +639,7 @@ void kmsgr_cq_post_event(struct kmsgr_instance *inst,
 		ovf = kmalloc(sizeof(*ovf), GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
 	if (!ovf) {
 		lost = ++inst->stats.cq_lost;
+		WRITE_ONCE(inst->cq->dropped, (u32)lost);
 		goto out_unlock;
 	}
 	ovf->cqe = *cqe;

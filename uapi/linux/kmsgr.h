@@ -149,7 +149,11 @@ struct kmsgr_ring {
 	__u32 mask;		/* entries - 1 */
 	__u32 entries;		/* power of two */
 	__u32 flags;		/* KMSGR_RING_F_* (kernel-written) */
-	__u32 dropped;		/* SQ: invalid SQEs skipped; CQ: 0 */
+	__u32 dropped;		/* SQ: 0 (every SQE is answered, an invalid
+				 * one with an error CQE); CQ: events lost
+				 * because the overflow list was full
+				 * (kernel-written, wraps)
+				 */
 	__u32 entries_off;	/* byte offset of entry 0 in the region */
 	__u32 reserved[9];
 };
