@@ -112,7 +112,7 @@ check-vm-tap: vm-build
 check-debug-tap: vm-build
 	@KMSGR_VM_APPEND="slub_debug=FZPU slab_nomerge" \
 		tools/vm/run --rxe --timeout $(VMTIMEOUT) -- \
-		env KMSGR_LOAD_MSGS=20000 selftests/kmsgr/run_guest.sh 2>&1 | \
+		env KMSGR_LOAD_MSGS=5000 selftests/kmsgr/run_guest.sh 2>&1 | \
 		sed -e 's/^\(not \)\{0,1\}ok [0-9]* - /&slub_debug: /' \
 		| tee $(RESULTS)/vm-debug.tap
 
