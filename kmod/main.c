@@ -134,8 +134,10 @@ static int kmsgr_param_set_buf(const char *val, const struct kernel_param *kp)
 	return 0;
 }
 
-static int kmsgr_param_set_sessions(const char *val,
-				    const struct kernel_param *kp)
+/* An unsigned int in [@min, @max]. */
+static int kmsgr_param_set_range(const char *val,
+				 const struct kernel_param *kp,
+				 unsigned int min, unsigned int max)
 {
 	unsigned int n;
 	int ret;
@@ -143,25 +145,22 @@ static int kmsgr_param_set_sessions(const char *val,
 	ret = kstrtouint(val, 0, &n);
 	if (ret)
 		return ret;
-	if (!n || n > KMSGR_SESSIONS_LIMIT)
+	if (n < min || n > max)
 		return -EINVAL;
 	WRITE_ONCE(*(unsigned int *)kp->arg, n);
 	return 0;
 }
 
+static int kmsgr_param_set_sessions(const char *val,
+				    const struct kernel_param *kp)
+{
+	return kmsgr_param_set_range(val, kp, 1, KMSGR_SESSIONS_LIMIT);
+}
+
 /* A timeout in seconds, 0 (off) to a day. */
 static int kmsgr_param_set_secs(const char *val, const struct kernel_param *kp)
 {
-	unsigned int n;
-	int ret;
-
-	ret = kstrtouint(val, 0, &n);
-	if (ret)
-		return ret;
-	if (n > KMSGR_TIMEOUT_LIMIT)
-		return -EINVAL;
-	WRITE_ONCE(*(unsigned int *)kp->arg, n);
-	return 0;
+	return kmsgr_param_set_range(val, kp, 0, KMSGR_TIMEOUT_LIMIT);
 }
 
 static const struct kernel_param_ops kmsgr_param_secs_ops = {
