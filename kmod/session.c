@@ -927,18 +927,34 @@ static int kmsgr_sess_check_timeouts(struct kmsgr_sess *s,
 	unsigned int ka = READ_ONCE(kmsgr_keepalive_timeout);
 	unsigned int idle = READ_ONCE(kmsgr_idle_timeout);
 	unsigned int mt = READ_ONCE(kmsgr_msg_timeout);
+	const char *what;
 
 	if (s->state != KMSGR_SESS_UP)
 		return 0;
-	if ((ka && time_after(jiffies, kc->rx_at + kmsgr_secs(ka))) ||
-	    (mt && kc->rx_msg_at &&
-	     time_after(jiffies, kc->rx_msg_at + kmsgr_secs(mt))) ||
-	    (idle && s->server &&
-	     time_after(jiffies, s->active_at + kmsgr_secs(idle)))) {
-		msgr2_conn_fail(kc->mc, MSGR2_R_TIMEOUT);
-		return -ETIMEDOUT;
-	}
-	return 0;
+	/*
+	 * Not reading for want of CQ or pool room is our doing: silence
+	 * from the peer means nothing then.
+	 */
+	if (READ_ONCE(s->paused))
+		kc->rx_at = jiffies;
+	if (ka && time_after(jiffies, kc->rx_at + kmsgr_secs(ka)))
+		what = "keepalive_timeout: nothing received";
+	else if (mt && kc->rx_msg_at &&
+		 time_after(jiffies, kc->rx_msg_at + kmsgr_secs(mt)))
+		what = "msg_timeout: a message still incomplete";
+	else if (idle && s->server &&
+		 time_after(jiffies, s->active_at + kmsgr_secs(idle)))
+		what = "idle_timeout: no message";
+	else
+		return 0;
+	pr_info_ratelimited("instance %llu session %u: %s (paused %d held %d cq room %u pool %llu/%llu in %llu out %llu acked %llu)\n",
+			    s->obj.inst->id, s->obj.id, what, READ_ONCE(s->paused),
+			    s->rx_held, kmsgr_cq_room(s->obj.inst),
+			    s->obj.inst->stats.pool_bytes,
+			    s->obj.inst->buf_size - s->obj.inst->pool_off,
+			    s->ms.in_seq, s->ms.out_seq, s->ms.acked_seq);
+	msgr2_conn_fail(kc->mc, MSGR2_R_TIMEOUT);
+	return -ETIMEDOUT;
 }
 
 /* Run the connection: connect completion, receive, send, tick. */

@@ -654,6 +654,14 @@ static int m2_rx_msg_begin(struct msgr2_conn *c, const u8 *hdr)
 	m2_hdr2_decode(hdr, &m->hdr);
 	for (i = 0; i < MSGR2_NSEG; i++)
 		m->len[i] = c->rx_len[i + 1];
+	/*
+	 * The header is verified (its own crc, or the authenticated inline
+	 * block): take its ack now, before the payload needs room.  A
+	 * receiver whose room is held by its own sends waiting for that ack
+	 * (a lossless reply sent from the request's buffer) would otherwise
+	 * wait for an ack queued behind the very message it cannot place.
+	 */
+	m2_sess_ack(c->s, c, m->hdr.ack_seq);
 	c->rx_state = M2_RX_MSG_ALLOC;
 	ret = m2_rx_try_alloc(c);
 	return ret < 0 ? ret : 0;

@@ -48,7 +48,8 @@ static void session_usage(FILE *f)
 		"connect: open a session, report UP, optionally send N messages whose\n"
 		"  data segment has BYTES bytes (default 4096; up to %d in flight) and\n"
 		"  wait for their completions; --verify-echo also waits for N echoes\n"
-		"  (from \"listen --echo\") and checks their payloads; then close.\n"
+		"  (from \"listen --echo\") and checks their payloads, keeping at most\n"
+		"  32 messages without their echo (a request/response client); then close.\n"
 		"  TYPE: mon, osd, mds, mgr, client or any (default any).  cephx when\n"
 		"  --keyring is given (--name defaults to client.admin); --secure needs\n"
 		"  cephx.  --timeout: bound for each wait (default 10 s).\n",
@@ -391,7 +392,9 @@ static int send_messages(struct ctl_conn *c, struct send_state *st)
 
 	fill_pattern(kmsgr_buf(ctl_k), st->size);
 	for (;;) {
-		while (st->sent < st->n && st->sent - st->done < CTL_SEND_DEPTH) {
+		while (st->sent < st->n && st->sent - st->done < CTL_SEND_DEPTH &&
+		       (!st->verify ||
+			st->sent - st->echoes - st->failed < CTL_SEND_DEPTH)) {
 			kmsgr_prep_send(&sqe, c->id, CTL_MSG_TYPE, st->sent + 1,
 					none, none, data, st->sent);
 			sqe.version = 1;
