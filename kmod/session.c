@@ -53,6 +53,7 @@
 #include <linux/kref.h>
 #include <linux/ktime.h>
 #include <linux/list.h>
+#include <linux/log2.h>
 #include <linux/math64.h>
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
@@ -82,6 +83,7 @@
 /* secure mode: largest message sent; the tx scratch holds one tail */
 #define KMSGR_SESS_SECURE_MSG_MAX	(4U << 20)
 #define KMSGR_SESS_SCRATCH_LEN		(KMSGR_SESS_SECURE_MSG_MAX + 4096)
+#define KMSGR_SESS_SCRATCH_MIN		(16U << 10)
 
 enum kmsgr_obj_kind {
 	KMSGR_OBJ_SESS = 1,
@@ -182,6 +184,8 @@ struct kmsgr_sess {
 	struct msgr2_config cfg;
 	struct msgr2_auth_none anone;
 	struct msgr2_auth_cephx *cephx;	/* holds the key: kfree_sensitive */
+	void *tx_scratch;		/* secure: sealed message tails */
+	size_t tx_scratch_len;
 	struct delayed_work work;
 	struct work_struct reap_work;	/* failed fresh server sessions */
 };
@@ -666,12 +670,37 @@ static struct msgr2_session *kmsgr_conn_attach(void *priv,
 	return &x->ms;
 }
 
+/*
+ * Secure mode: the scratch a message's encrypted tail is sealed into,
+ * grown to the largest message sent so far (a power of two, at least
+ * KMSGR_SESS_SCRATCH_MIN), not allocated for the largest one allowed.
+ */
+static void *kmsgr_conn_tx_scratch(void *priv, size_t len)
+{
+	struct kmsgr_sess *s = kmsgr_conn_owner(priv);
+	size_t want;
+	void *p;
+
+	if (len <= s->tx_scratch_len)
+		return s->tx_scratch;
+	want = clamp_t(size_t, roundup_pow_of_two(len), KMSGR_SESS_SCRATCH_MIN,
+		       max_t(size_t, len, KMSGR_SESS_SCRATCH_LEN));
+	p = kvmalloc(want, GFP_KERNEL_ACCOUNT);
+	if (!p)
+		return NULL;
+	kvfree(s->tx_scratch);
+	s->tx_scratch = p;
+	s->tx_scratch_len = want;
+	return p;
+}
+
 static const struct msgr2_ops kmsgr_sess_client_ops = {
 	.rx_alloc	= kmsgr_conn_rx_alloc,
 	.rx_msg		= kmsgr_conn_rx_msg,
 	.tx_done	= kmsgr_conn_tx_done,
 	.event		= kmsgr_conn_event,
 	.next_global_seq = kmsgr_next_global_seq,
+	.tx_scratch	= kmsgr_conn_tx_scratch,
 };
 
 static const struct msgr2_ops kmsgr_sess_server_ops = {
@@ -1125,8 +1154,8 @@ static void kmsgr_sess_free_mem(struct kmsgr_sess *s)
 {
 	kfree_sensitive(s->cephx);	/* the key: wiped */
 	s->cephx = NULL;
-	kvfree(s->cfg.tx_scratch);
-	s->cfg.tx_scratch = NULL;
+	kvfree(s->tx_scratch);
+	s->tx_scratch = NULL;
 }
 
 /*
@@ -1383,12 +1412,8 @@ static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 		return -EFAULT;
 	cfg->auth[0] = &msgr2_auth_cephx_ops;
 	cfg->auth_priv[0] = s->cephx;
-	if (c->flags & KMSGR_SESS_F_SECURE) {
-		cfg->tx_scratch = kvmalloc(KMSGR_SESS_SCRATCH_LEN, GFP_KERNEL_ACCOUNT);
-		if (!cfg->tx_scratch)
-			return -ENOMEM;
-		cfg->tx_scratch_len = KMSGR_SESS_SCRATCH_LEN;
-	}
+	if (c->flags & KMSGR_SESS_F_SECURE)
+		cfg->tx_scratch_len = KMSGR_SESS_SCRATCH_LEN;	/* on demand */
 	return 0;
 }
 
@@ -1778,7 +1803,7 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe)
 	mutex_lock(&s->lock);
 	if (s->state == KMSGR_SESS_DEAD || s->state == KMSGR_SESS_CLOSED) {
 		ret = -EPIPE;
-	} else if (s->cfg.tx_scratch && total > KMSGR_SESS_SECURE_MSG_MAX) {
+	} else if (s->cfg.tx_scratch_len && total > KMSGR_SESS_SECURE_MSG_MAX) {
 		ret = -EMSGSIZE;
 	} else {
 		ret = msgr2_send(&s->ms, &tx->m);

@@ -992,7 +992,7 @@ static int m2_check_config(const struct msgr2_config *cfg)
 	    cfg->n_modes > MSGR2_MAX_MODES || cfg->n_auth > MSGR2_MAX_AUTH ||
 	    cfg->my_addrs.n > MSGR2_MAX_ADDRS)
 		return -EINVAL;
-	if (cfg->tx_scratch_len && !cfg->tx_scratch)
+	if (cfg->tx_scratch_len && !cfg->tx_scratch && !ops->tx_scratch)
 		return -EINVAL;
 	return 0;
 }

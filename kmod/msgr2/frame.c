@@ -328,7 +328,7 @@ static int m2_tx_build_msg(struct msgr2_conn *c, struct msgr2_msg *m,
 	u16 align[M2_MAX_SEGS] = { M2_ALIGN_DEFAULT, M2_ALIGN_DEFAULT,
 				   M2_ALIGN_DEFAULT, M2_ALIGN_DATA };
 	struct msgr2_iov src[2 * MSGR2_NSEG + 1];
-	u8 *h = c->tx_head;
+	u8 *h = c->tx_head, *buf;
 	u32 i, pad;
 	int k = 0, n = 0, ret;
 
@@ -383,11 +383,16 @@ static int m2_tx_build_msg(struct msgr2_conn *c, struct msgr2_msg *m,
 		}
 		src[n].base = (void *)m2_secure_epilogue;
 		src[n++].len = M2_EPI_SECURE_LEN;
-		ret = m2_seal(c, src, n, c->cfg.tx_scratch,
-			      (u8 *)c->cfg.tx_scratch + tail);
+		buf = c->cfg.tx_scratch;
+		if (c->cfg.ops->tx_scratch)
+			buf = c->cfg.ops->tx_scratch(c->cfg.priv,
+						     tail + M2_GCM_TAG_LEN);
+		if (!buf)
+			return m2_fail(c, MSGR2_R_NOMEM);
+		ret = m2_seal(c, src, n, buf, buf + tail);
 		if (ret)
 			return ret;
-		c->tx_v[k].base = c->cfg.tx_scratch;
+		c->tx_v[k].base = buf;
 		c->tx_v[k++].len = tail + M2_GCM_TAG_LEN;
 	}
 out:

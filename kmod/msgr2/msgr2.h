@@ -332,6 +332,12 @@ struct msgr2_ops {
 					u64 client_cookie, bool reconnect);
 	/* client: a global_seq greater than @at_least (SESSION_RETRY_GLOBAL) */
 	u64 (*next_global_seq)(void *priv, u64 at_least);
+	/*
+	 * Secure mode: a buffer of at least @len bytes (<= cfg.tx_scratch_len)
+	 * for one encrypted message tail, kept until the next call; NULL when
+	 * out of memory.  Optional: without it cfg.tx_scratch is used.
+	 */
+	void *(*tx_scratch)(void *priv, size_t len);
 };
 
 /* ---- connections -------------------------------------------------------- */
@@ -370,7 +376,10 @@ struct msgr2_config {
 	u32 max_seg_len[MSGR2_NSEG];
 	u32 handshake_timeout_ms;	/* 0: default 10000 */
 	u32 keepalive_ms;		/* 0: no keepalives */
-	/* secure mode: scratch for one encrypted message tail */
+	/*
+	 * secure mode: scratch for one encrypted message tail (or NULL with
+	 * ops->tx_scratch); @tx_scratch_len bounds a message's tail either way
+	 */
 	void *tx_scratch;
 	size_t tx_scratch_len;
 	const struct msgr2_ops *ops;
@@ -396,7 +405,7 @@ enum msgr2_reason {
 	MSGR2_R_PEER,			/* wrong peer type or address */
 	MSGR2_R_SEQ,			/* sequence gap on a lossless session */
 	MSGR2_R_WAIT,			/* server said WAIT: retry later */
-	MSGR2_R_TIMEOUT,		/* handshake timeout */
+	MSGR2_R_TIMEOUT,		/* handshake deadline, or the caller's */
 	MSGR2_R_EOF,			/* transport closed (mid-frame: truncated) */
 	MSGR2_R_LOCAL,			/* closed by the caller */
 	MSGR2_R_NOMEM,

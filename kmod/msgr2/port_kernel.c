@@ -3,16 +3,18 @@
  * kmsgr msgr2 engine - the kernel port.
  *
  *   crc32c         crc32c() (the kernel's, no inversion: Ceph's convention)
- *   AES-128-GCM    "gcm(aes)" AEAD, synchronous implementations only, one
- *                  transform and one preallocated request per msgr2_gcm
+ *   AES-128-GCM    "gcm(aes)" AEAD, asynchronous implementations allowed
+ *                  (AES-NI/PCLMUL and offload drivers), waited for with
+ *                  crypto_wait_req(); one transform, one preallocated
+ *                  request and a scatterlist array kept per msgr2_gcm
  *   HMAC-SHA256    built here on the SHA-256 library (no transform, no
  *                  allocation, any memory)
  *   AES-128-CBC    built here on the AES library (CephX: a few blocks per
  *                  handshake; no transform, no allocation, any memory)
  *
- * Context: msgr2_gcm_alloc() and msgr2_zalloc() may sleep (setup paths).
- * Every other function here neither sleeps nor allocates with GFP_KERNEL,
- * so the engine may be driven from softirq context.
+ * Context: msgr2_gcm_alloc(), msgr2_gcm_seal(), msgr2_gcm_open() and
+ * msgr2_zalloc() may sleep: the engine runs in process context (under a
+ * session mutex).  Every other function here neither sleeps nor allocates.
  *
  * Memory rules for msgr2_gcm_seal() / msgr2_gcm_open(): the iov pieces and
  * @dst are mapped into scatterlists, so they must be kmalloc'd, page or
@@ -21,6 +23,7 @@
  */
 #include <linux/crc32c.h>
 #include <linux/kernel.h>
+#include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/random.h>
@@ -118,7 +121,10 @@ int msgr2_memneq(const void *a, const void *b, size_t len)
  */
 MODULE_SOFTDEP("pre: gcm");
 
-/* scatterlist entries kept in the object; more are allocated GFP_ATOMIC */
+/*
+ * Scatterlist entries in the object; a larger array is allocated when a
+ * message needs it (process context, GFP_KERNEL) and kept for the next.
+ */
 #define MSGR2_GCM_SG_INLINE	16
 
 struct msgr2_gcm {
@@ -126,6 +132,8 @@ struct msgr2_gcm {
 	struct aead_request *req;
 	u8 iv[12];
 	u8 tag[16];
+	struct scatterlist *sg_big;	/* or NULL */
+	int sg_big_n;
 	struct scatterlist sg[MSGR2_GCM_SG_INLINE];
 };
 
@@ -135,11 +143,11 @@ int msgr2_gcm_alloc(struct msgr2_gcm **gcm, const u8 key[16])
 	int ret;
 
 	*gcm = NULL;
-	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	g = kzalloc(sizeof(*g), GFP_KERNEL_ACCOUNT);
 	if (!g)
 		return -ENOMEM;
-	/* synchronous only: the engine never waits for a completion */
-	g->tfm = crypto_alloc_aead("gcm(aes)", 0, CRYPTO_ALG_ASYNC);
+	/* any implementation: an asynchronous one is waited for */
+	g->tfm = crypto_alloc_aead("gcm(aes)", 0, 0);
 	if (IS_ERR(g->tfm)) {
 		ret = PTR_ERR(g->tfm);
 		g->tfm = NULL;
@@ -173,6 +181,7 @@ void msgr2_gcm_free(struct msgr2_gcm *gcm)
 	if (!gcm)
 		return;
 	aead_request_free(gcm->req);	/* kfree_sensitive */
+	kfree(gcm->sg_big);
 	crypto_free_aead(gcm->tfm);	/* NULL-safe; wipes the key */
 	kfree_sensitive(gcm);
 }
@@ -250,19 +259,36 @@ static void msgr2_sg_build(struct scatterlist *sg, int nents,
 		sg_set_buf(&sg[k], tag, 16);
 }
 
-/* the object's inline array, or an atomic allocation for large messages */
+/* the object's inline array, or its kept large one, grown if needed */
 static struct scatterlist *msgr2_sg_get(struct msgr2_gcm *gcm, int nents)
 {
+	struct scatterlist *sg;
+	int n;
+
 	if (nents <= MSGR2_GCM_SG_INLINE)
 		return gcm->sg;
-	return kmalloc_array(nents, sizeof(struct scatterlist),
-			     GFP_ATOMIC | __GFP_NOWARN);
+	if (nents <= gcm->sg_big_n)
+		return gcm->sg_big;
+	n = roundup_pow_of_two(nents);
+	sg = kmalloc_array(n, sizeof(*sg), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!sg)
+		return NULL;
+	kfree(gcm->sg_big);
+	gcm->sg_big = sg;
+	gcm->sg_big_n = n;
+	return sg;
 }
 
-static void msgr2_sg_put(struct msgr2_gcm *gcm, struct scatterlist *sg)
+/* Run one prepared request to its end, asynchronous or not. */
+static int msgr2_gcm_run(struct msgr2_gcm *gcm, bool encrypt)
 {
-	if (sg != gcm->sg)
-		kfree(sg);
+	DECLARE_CRYPTO_WAIT(wait);
+
+	aead_request_set_callback(gcm->req, CRYPTO_TFM_REQ_MAY_BACKLOG |
+				  CRYPTO_TFM_REQ_MAY_SLEEP,
+				  crypto_req_done, &wait);
+	return crypto_wait_req(encrypt ? crypto_aead_encrypt(gcm->req) :
+				 crypto_aead_decrypt(gcm->req), &wait);
 }
 
 int msgr2_gcm_seal(struct msgr2_gcm *gcm, const u8 nonce[12],
@@ -295,15 +321,13 @@ int msgr2_gcm_seal(struct msgr2_gcm *gcm, const u8 nonce[12],
 	}
 
 	memcpy(gcm->iv, nonce, sizeof(gcm->iv));
-	aead_request_set_callback(gcm->req, 0, NULL, NULL);
 	aead_request_set_crypt(gcm->req, ssg, sg, total, gcm->iv);
 	aead_request_set_ad(gcm->req, 0);
-	ret = crypto_aead_encrypt(gcm->req);
+	ret = msgr2_gcm_run(gcm, true);
 	if (!ret)
 		memcpy(tag, gcm->tag, sizeof(gcm->tag));
 	else if (ret == -EBADMSG)
 		ret = -EIO;
-	msgr2_sg_put(gcm, sg);
 	return ret;
 }
 
@@ -312,7 +336,7 @@ int msgr2_gcm_open(struct msgr2_gcm *gcm, const u8 nonce[12],
 {
 	struct scatterlist *sg;
 	size_t total;
-	int nents, ret;
+	int nents;
 
 	if (n < 0 || !msgr2_gcm_mem_ok(buf, n, &total))
 		return -EINVAL;
@@ -324,13 +348,10 @@ int msgr2_gcm_open(struct msgr2_gcm *gcm, const u8 nonce[12],
 
 	memcpy(gcm->tag, tag, sizeof(gcm->tag));
 	memcpy(gcm->iv, nonce, sizeof(gcm->iv));
-	aead_request_set_callback(gcm->req, 0, NULL, NULL);
 	aead_request_set_crypt(gcm->req, sg, sg, total + sizeof(gcm->tag),
 			       gcm->iv);
 	aead_request_set_ad(gcm->req, 0);
-	ret = crypto_aead_decrypt(gcm->req);	/* -EBADMSG: bad tag */
-	msgr2_sg_put(gcm, sg);
-	return ret;
+	return msgr2_gcm_run(gcm, false);	/* -EBADMSG: bad tag */
 }
 
 /* ---- AES-128-CBC without padding ---------------------------------------- */

@@ -5,7 +5,8 @@
  * Variants: auth none in crc mode; cephx in crc mode; cephx in secure mode.
  * Each connects one lossy session to the mon through libkmsgr and checks:
  *
- *   MPing (2)            -> an MPing whose front is JSON with "health"
+ *   MPing (2)            -> an MPing whose front is JSON with "health";
+ *                           again with a 64 KiB and a 3 MiB data segment
  *   MMonGetVersion (19)  -> MMonGetVersionReply (20): echoed handle (front
  *                           and tid), version == `ceph osd dump` epoch
  *   MMonGetMap (5)       -> MMonMap (4) whose fsid is the cluster's
@@ -32,6 +33,8 @@
 #define MSG_MON_GET_VERSION_REPLY 20
 #define ENTITY_MON		1
 #define WAIT_MS			30000
+#define DATA_OFF		4096		/* tx area: data after the front */
+#define DATA_MAX		(3U << 20)
 
 FIXTURE(ceph) {
 	const char *why;
@@ -116,8 +119,8 @@ FIXTURE_SETUP(ceph)
 				       sizeof(addr)));
 
 	self->kmsg = kt_kmsg_open();
-	ASSERT_EQ(0, kt_inst_open(&self->ti, "mon-client", 64, 1 << 20,
-				  8 << 20, 1));
+	ASSERT_EQ(0, kt_inst_open(&self->ti, "mon-client", 64,
+				  DATA_OFF + DATA_MAX, 8 << 20, 1));
 	memset(&c, 0, sizeof(c));
 	ASSERT_EQ(0, kmsgr_addr_parse(addr, &c.addr));
 	c.transport = KMSGR_XPRT_TCP;
@@ -214,7 +217,7 @@ static uint32_t get_le32(const uint8_t *p)
 
 /*
  * Send a message whose front is @front (copied to the start of the tx
- * area), wait for its SEND completion and for a message of @reply_type
+ * area) and whose data segment is @data_len bytes of a pattern, wait for its SEND completion and for a message of @reply_type
  * (others are released and ignored); keep that one's front in self->reply.
  * Return: 0 or a negative errno (-ETIME, the send's error, -ECONNRESET on
  * a session event).
@@ -222,20 +225,25 @@ static uint32_t get_le32(const uint8_t *p)
 static int mon_call(struct __test_metadata *_metadata,
 		    FIXTURE_DATA(ceph) *self, uint16_t type, uint16_t version,
 		    uint16_t compat, uint64_t tid, const void *front,
-		    uint32_t front_len, uint16_t reply_type)
+		    uint32_t front_len, uint32_t data_len,
+		    uint16_t reply_type)
 {
 	struct kmsgr_slice f = { 0, front_len }, none = { 0, 0 };
+	struct kmsgr_slice d = { DATA_OFF, data_len };
 	struct kmsgr_cqe *cqe, c;
 	struct kmsgr_sqe *sqe;
 	bool sent = false, got = false;
 	uint64_t end = kt_now_ms() + WAIT_MS;
+	uint32_t i;
 	int ret;
 
 	memcpy(self->ti.buf, front, front_len);
+	for (i = 0; i < data_len; i++)
+		self->ti.buf[DATA_OFF + i] = (uint8_t)(i * 13 + (i >> 12));
 	sqe = kt_sqe(&self->ti);
 	if (!sqe)
 		return -EBUSY;
-	kmsgr_prep_send(sqe, self->id, type, tid, f, none, none, 0x5e4d);
+	kmsgr_prep_send(sqe, self->id, type, tid, f, none, d, 0x5e4d);
 	sqe->version = version;
 	sqe->compat_version = compat;
 	free(self->reply);
@@ -335,19 +343,33 @@ TEST_F_TIMEOUT(ceph, ping_version_map, 300)
 		SKIP(return, "%s", self->why);
 
 	/* MPing: the mon answers with a JSON report */
-	ret = mon_call(_metadata, self, MSG_PING, 1, 0, 0, NULL, 0, MSG_PING);
+	ret = mon_call(_metadata, self, MSG_PING, 1, 0, 0, NULL, 0, 0, MSG_PING);
 	ASSERT_EQ(0, ret) TH_LOG("MPing: %s", kmsgr_strerror(ret));
 	ASSERT_LE(4, self->reply_len);
 	EXPECT_EQ(self->reply_len - 4, get_le32(self->reply));
 	EXPECT_TRUE(strstr((char *)self->reply + 4, "\"health\""))
 		TH_LOG("MPing reply: %.200s", self->reply + 4);
 
+	/*
+	 * The same with a data segment of 64 KiB, then 3 MiB (the mon
+	 * ignores it but must verify it): in secure mode the tail is sealed
+	 * in a scratch grown to the message and a scatterlist of hundreds
+	 * of vmalloc pages, then checked by the mon's own crypto.
+	 */
+	ret = mon_call(_metadata, self, MSG_PING, 1, 0, 0, NULL, 0, 64 << 10,
+		       MSG_PING);
+	ASSERT_EQ(0, ret) TH_LOG("MPing + 64 KiB: %s", kmsgr_strerror(ret));
+	ret = mon_call(_metadata, self, MSG_PING, 1, 0, 0, NULL, 0, DATA_MAX,
+		       MSG_PING);
+	ASSERT_EQ(0, ret) TH_LOG("MPing + 3 MiB: %s", kmsgr_strerror(ret));
+	EXPECT_TRUE(strstr((char *)self->reply + 4, "\"health\""));
+
 	/* MMonGetVersion(osdmap): handle echoed, version = osdmap epoch */
 	put_le64(front, handle);
 	put_le32(front + 8, 6);
 	memcpy(front + 12, "osdmap", 6);
 	ret = mon_call(_metadata, self, MSG_MON_GET_VERSION, 1, 0, handle,
-		       front, 18, MSG_MON_GET_VERSION_REPLY);
+		       front, 18, 0, MSG_MON_GET_VERSION_REPLY);
 	ASSERT_EQ(0, ret) TH_LOG("MMonGetVersion: %s", kmsgr_strerror(ret));
 	ASSERT_LE(24, self->reply_len);
 	EXPECT_EQ(handle, get_le64(self->reply));
@@ -359,7 +381,7 @@ TEST_F_TIMEOUT(ceph, ping_version_map, 300)
 	       (unsigned long long)get_le64(self->reply + 8), epoch);
 
 	/* MMonGetMap: the monmap's fsid is the cluster's */
-	ret = mon_call(_metadata, self, MSG_MON_GET_MAP, 1, 1, 0, NULL, 0,
+	ret = mon_call(_metadata, self, MSG_MON_GET_MAP, 1, 1, 0, NULL, 0, 0,
 		       MSG_MON_MAP);
 	ASSERT_EQ(0, ret) TH_LOG("MMonGetMap: %s", kmsgr_strerror(ret));
 	ASSERT_LE(30, self->reply_len);

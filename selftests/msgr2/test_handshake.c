@@ -659,4 +659,55 @@ TEST(header_ack_before_payload_room_secure)
 	header_ack_case(_metadata, MSGR2_MODE_SECURE);
 }
 
+/*
+ * Secure mode with the scratch supplied on demand (ops->tx_scratch, as
+ * kmsgr.ko does): each message's tail is sealed into a buffer asked for
+ * with the tail's size, and a NULL answer fails the connection with
+ * NOMEM instead of sealing anywhere.
+ */
+static size_t scratch_asked;
+static bool scratch_refuse;
+static u8 scratch_buf[256 << 10];
+
+static void *grow_scratch(void *priv, size_t len)
+{
+	if (len > scratch_asked)
+		scratch_asked = len;
+	if (scratch_refuse || len > sizeof(scratch_buf))
+		return NULL;
+	return scratch_buf;
+}
+
+TEST(secure_scratch_on_demand)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+	static u8 big[100000];
+	size_t i;
+
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = (u8)(i * 31);
+	p->cl.cfg.tx_scratch = NULL;
+	p->cl.cfg.tx_scratch_len = sizeof(scratch_buf);
+	p->cl.ops.tx_scratch = grow_scratch;
+	scratch_asked = 0;
+	scratch_refuse = false;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	ASSERT_EQ(0, pair_send(&p->cl, 1, NULL, 0, NULL, 0, big, sizeof(big)));
+	pair_pump(p);
+	ASSERT_EQ(1, p->sv.n_rx);
+	ASSERT_EQ(sizeof(big), p->sv.rx[0].len[MSGR2_DATA]);
+	EXPECT_EQ(0, memcmp(big, p->sv.rx[0].buf[MSGR2_DATA], sizeof(big)));
+	/* the tail: data padded to 16, epilogue, tag */
+	EXPECT_GE(scratch_asked, sizeof(big));
+	EXPECT_LE(scratch_asked, sizeof(big) + 64);
+	scratch_refuse = true;
+	ASSERT_EQ(0, pair_send(&p->cl, 1, NULL, 0, NULL, 0, big, 10));
+	pair_pump(p);
+	EXPECT_EQ(1, p->sv.n_rx);
+	EXPECT_EQ(MSGR2_R_NOMEM, msgr2_conn_reason(p->cl.c));
+	pair_free(p);
+}
+
 TEST_HARNESS_MAIN

@@ -406,6 +406,9 @@ static int send_messages(struct ctl_conn *c, struct send_state *st)
 		if (st->done == st->n &&
 		    (!st->verify || st->echoes + st->failed >= st->n))
 			return 0;
+		/* a signal that came between two waits interrupts no wait */
+		if (ctl_stopped())
+			return -EINTR;
 		ret = ctl_wait(&cqe, ctl_now_ns() + c->timeout_ns);
 		if (ret == -ETIME) {
 			error("timed out after %.1f s: %llu of %llu sends completed, %llu echoes",
