@@ -468,11 +468,45 @@ static bool kmsgr_cq_flush(struct kmsgr_instance *inst)
 	return moved;
 }
 
+/*
+ * Unreserved room for an event or inbound message (none while older events
+ * wait on the overflow list).  When there is none, delivery is marked
+ * paused and the application's head read once more: an application that
+ * advanced its head before it could see the flag is seen here (the
+ * set-then-recheck of io_uring's NEED_WAKEUP; the application's side is
+ * described at KMSGR_RING_F_CQ_PAUSED).
+ */
+static u32 kmsgr_cq_room_locked(struct kmsgr_instance *inst)
+	__must_hold(&inst->cq_lock)
+{
+	kmsgr_cq_sync_head(inst);
+	kmsgr_cq_flush(inst);
+	if (list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst))
+		return kmsgr_cq_free(inst);
+	kmsgr_cq_set_paused(inst);
+	/* the flag before the head; pairs with the application's barrier */
+	smp_mb();
+	kmsgr_cq_sync_head(inst);
+	kmsgr_cq_flush(inst);
+	return list_empty(&inst->cq_overflow) ? kmsgr_cq_free(inst) : 0;
+}
+
 static void kmsgr_cq_wake(struct kmsgr_instance *inst)
 {
 	/* wq_has_sleeper() orders the tail store before the check. */
 	if (wq_has_sleeper(&inst->cq_wait))
 		wake_up_all(&inst->cq_wait);
+}
+
+/*
+ * After a cq_lock section: wake the waiters if it posted anything (its
+ * own entry, or overflowed events it moved in), whether or not the
+ * caller's own post succeeded.  @tail: cq_tail when the section began.
+ */
+static void kmsgr_cq_wake_if(struct kmsgr_instance *inst, u32 tail)
+{
+	if (READ_ONCE(inst->cq_tail) != tail)
+		kmsgr_cq_wake(inst);
 }
 
 /*
@@ -537,8 +571,10 @@ static bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
 {
 	unsigned long flags;
 	bool ok = false;
+	u32 tail;
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
+	tail = inst->cq_tail;
 	kmsgr_cq_sync_head(inst);
 	kmsgr_cq_flush(inst);
 	if (list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst) &&
@@ -547,6 +583,7 @@ static bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
 		ok = true;
 	}
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	kmsgr_cq_wake_if(inst, tail);
 	return ok;
 }
 
@@ -580,26 +617,26 @@ int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
 {
 	unsigned long flags;
 	int ret = 0;
+	u32 tail;
 
 	if (WARN_ON_ONCE(!kmsgr_inst_ready(inst)))
 		return -ENOSPC;
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
+	tail = inst->cq_tail;
 	kmsgr_cq_sync_head(inst);
 	kmsgr_cq_flush(inst);
 	if (reserved && !WARN_ON_ONCE(!inst->cq_reserved)) {
 		/* The slot was counted in the invariant: it is free. */
 		inst->cq_reserved--;
-	} else if (!list_empty(&inst->cq_overflow) || !kmsgr_cq_free(inst)) {
-		kmsgr_cq_set_paused(inst);
+	} else if (!kmsgr_cq_room_locked(inst)) {
 		ret = -ENOSPC;
 		goto out_unlock;
 	}
 	kmsgr_cq_write(inst, cqe);
 out_unlock:
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
-	if (!ret)
-		kmsgr_cq_wake(inst);
+	kmsgr_cq_wake_if(inst, tail);
 	return ret;
 }
 
@@ -618,22 +655,19 @@ void kmsgr_cq_post_event(struct kmsgr_instance *inst,
 {
 	struct kmsgr_cq_ovf *ovf;
 	unsigned long flags;
-	bool posted = false;
 	u64 lost = 0;
+	u32 tail;
 
 	if (WARN_ON_ONCE(!kmsgr_inst_ready(inst)))
 		return;
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
-	kmsgr_cq_sync_head(inst);
-	kmsgr_cq_flush(inst);
-	if (list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst)) {
+	tail = inst->cq_tail;
+	if (kmsgr_cq_room_locked(inst)) {
 		kmsgr_cq_write(inst, cqe);
-		posted = true;
 		goto out_unlock;
 	}
 
-	kmsgr_cq_set_paused(inst);
 	ovf = NULL;
 	if (inst->cq_overflow_nr < KMSGR_CQ_OVERFLOW_MAX)
 		ovf = kmalloc(sizeof(*ovf), GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
@@ -649,8 +683,7 @@ void kmsgr_cq_post_event(struct kmsgr_instance *inst,
 out_unlock:
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
 
-	if (posted)
-		kmsgr_cq_wake(inst);
+	kmsgr_cq_wake_if(inst, tail);
 	if (lost)
 		pr_warn_ratelimited("instance %llu: CQ overflow list full, event %u of session %u lost (%llu lost)\n",
 				    inst->id, cqe->event, cqe->session, lost);
@@ -670,18 +703,15 @@ out_unlock:
 u32 kmsgr_cq_room(struct kmsgr_instance *inst)
 {
 	unsigned long flags;
-	u32 room = 0;
+	u32 room, tail;
 
 	if (!kmsgr_inst_ready(inst))
 		return 0;
 	spin_lock_irqsave(&inst->cq_lock, flags);
-	kmsgr_cq_sync_head(inst);
-	kmsgr_cq_flush(inst);
-	if (list_empty(&inst->cq_overflow))
-		room = kmsgr_cq_free(inst);
-	if (!room)
-		kmsgr_cq_set_paused(inst);
+	tail = inst->cq_tail;
+	room = kmsgr_cq_room_locked(inst);
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	kmsgr_cq_wake_if(inst, tail);
 	return room;
 }
 

@@ -756,10 +756,13 @@ static void kmsgr_sess_arm(struct kmsgr_sess *s, unsigned long delay)
 
 static u16 kmsgr_reason(enum msgr2_reason r)
 {
+	/* the engine's reasons up to BUSY have the uapi's numbers */
 	BUILD_BUG_ON(KMSGR_REASON_BUSY != MSGR2_R_BUSY);
 	BUILD_BUG_ON(KMSGR_REASON_EOF != MSGR2_R_EOF);
-	BUILD_BUG_ON(KMSGR_REASON_CONNECT != MSGR2_R__MAX);
-	return r < MSGR2_R__MAX ? (u16)r : KMSGR_REASON_MALFORMED;
+	BUILD_BUG_ON(MSGR2_R_MODE + 1 != MSGR2_R__MAX);
+	if (r == MSGR2_R_MODE)
+		return KMSGR_REASON_MODE;
+	return r <= MSGR2_R_BUSY ? (u16)r : KMSGR_REASON_MALFORMED;
 }
 
 /*

@@ -347,9 +347,17 @@ struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k)
 		return NULL;
 	head = k->cq->head;	/* ours: only we write it */
 	tail = load_acquire(&k->cq->tail);
-	if (head == tail)
-		return NULL;
-	return &k->cqes[head & k->cq->mask];
+	if (head != tail)
+		return &k->cqes[head & k->cq->mask];
+	/*
+	 * Empty.  If the kernel paused delivery for want of room we have
+	 * made since, tell it now (the flag is read after our head stores:
+	 * the kernel sets it, then reads our head again).
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (load_acquire(&k->cq->flags) & KMSGR_RING_F_CQ_PAUSED)
+		(void)kmsgr_submit(k, 0, 0);
+	return NULL;
 }
 
 void kmsgr_cqe_seen(struct kmsgr *k)
@@ -770,6 +778,7 @@ static const char *const kmsgr_reason_names[] = {
 	[KMSGR_REASON_CONNECT] = "connect failed",
 	[KMSGR_REASON_HALF_OPEN] = "too many handshakes in progress (max_half_open)",
 	[KMSGR_REASON_SESSIONS] = "too many sessions (max_sessions)",
+	[KMSGR_REASON_MODE] = "connection mode refused by the peer (secure or crc)",
 };
 
 const char *kmsgr_reason_str(unsigned int reason)

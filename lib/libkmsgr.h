@@ -182,7 +182,9 @@ int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns);
  * @k: handle
  *
  * Loads the CQ tail with acquire semantics.  The entry stays valid until
- * kmsgr_cqe_seen(); copy it if it must outlive that.
+ * kmsgr_cqe_seen(); copy it if it must outlive that.  When the CQ is empty
+ * and the kernel marked delivery paused (KMSGR_RING_F_CQ_PAUSED), it also
+ * submits (KMSGR_IOC_ENTER), which resumes delivery at once.
  *
  * Return: the entry, or NULL when the CQ is empty (or not set up).
  */

@@ -296,6 +296,17 @@ static int m2_send_auth_request(struct msgr2_conn *c)
 	return m2_auth_pick(c, NULL, 0);
 }
 
+/* Does one of our modes appear in the peer's list? */
+static bool m2_modes_meet(const struct msgr2_conn *c, const u32 *modes, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < c->cfg.n_modes; i++)
+		if (m2_has_mode(modes, n, c->cfg.modes[i]))
+			return true;
+	return false;
+}
+
 static int m2_on_auth_bad_method(struct msgr2_conn *c, struct m2_dec *d)
 {
 	const struct msgr2_auth_ops *a = c->cfg.auth[c->auth_idx];
@@ -322,6 +333,13 @@ static int m2_on_auth_bad_method(struct msgr2_conn *c, struct m2_dec *d)
 		c->crc_retry_done = true;
 		return m2_auth_request(c);
 	}
+	/*
+	 * The method is allowed but none of our modes is (a secure-only mon
+	 * and a crc-only client): no other method changes that.
+	 */
+	if (m2_has_mode(methods, n_methods, a->method) &&
+	    !m2_modes_meet(c, modes, n_modes))
+		return m2_fail(c, MSGR2_R_MODE);
 	c->auth_idx++;
 	c->crc_retry_done = false;
 	return m2_auth_pick(c, methods, n_methods);

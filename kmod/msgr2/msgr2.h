@@ -411,6 +411,7 @@ enum msgr2_reason {
 	MSGR2_R_NOMEM,
 	MSGR2_R_NONCE,			/* secure mode: out of nonces */
 	MSGR2_R_BUSY,			/* payload allocation failed */
+	MSGR2_R_MODE,			/* the peer allows none of our modes */
 	/* keep MSGR2_R__MAX last: msgr2_reason_str() covers every value */
 	MSGR2_R__MAX
 };

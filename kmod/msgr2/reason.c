@@ -28,6 +28,7 @@ static const char *const m2_reason_names[MSGR2_R__MAX] = {
 	[MSGR2_R_NOMEM] = "out of memory",
 	[MSGR2_R_NONCE] = "out of nonces",
 	[MSGR2_R_BUSY] = "receive buffer allocation failed",
+	[MSGR2_R_MODE] = "connection mode refused by the peer",
 };
 
 const char *msgr2_reason_str(enum msgr2_reason r)

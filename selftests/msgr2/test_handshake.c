@@ -275,6 +275,27 @@ TEST(auth_none_needs_crc)
 	pair_free(p);
 }
 
+/*
+ * A secure-only server and a crc-only client: the method is fine, the
+ * mode is not, and the client says so (MODE, not AUTH).
+ */
+TEST(mode_refused)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+
+	p->sv.cfg.n_modes = 1;
+	p->sv.cfg.modes[0] = MSGR2_MODE_SECURE;
+	p->cl.cfg.n_modes = 1;
+	p->cl.cfg.modes[0] = MSGR2_MODE_CRC;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_R_MODE, msgr2_conn_reason(p->cl.c));
+	EXPECT_STREQ("connection mode refused by the peer",
+		     msgr2_reason_str(MSGR2_R_MODE));
+	EXPECT_FALSE(msgr2_conn_ready(p->sv.c));
+	pair_free(p);
+}
+
 static void feed_frame(struct msgr2_conn *c, u8 tag, const void *pl,
 		       u32 len)
 {

@@ -377,6 +377,9 @@ void ctl_report_event(const char *what, const struct kmsgr_cqe *cqe)
 		error("%s: session %u %s: %s", what, cqe->session,
 		      kmsgr_event_str(cqe->event),
 		      kmsgr_reason_str(cqe->reason));
+	if (cqe->reason == KMSGR_REASON_MODE)
+		fprintf(stderr, "hint: the peer allows none of the modes asked for: %s\n",
+			"with a keyring, try --secure (or drop it)");
 }
 
 int ctl_conn_open(struct ctl_conn *c)

@@ -158,8 +158,18 @@ struct kmsgr_ring {
 	__u32 reserved[9];
 };
 
-/* kmsgr_ring.flags */
-#define KMSGR_RING_F_CQ_PAUSED	_BITUL(0)	/* CQ: full, delivery paused */
+/*
+ * kmsgr_ring.flags
+ *
+ * KMSGR_RING_F_CQ_PAUSED (CQ): an inbound message or event found no room
+ * and waits.  KMSGR_IOC_ENTER or poll() resumes delivery once there is room
+ * again (paused sessions also look again by themselves every 20 ms).  The
+ * kernel sets the flag, then reads the CQ head again, so an application
+ * that does not sleep in ENTER must, after advancing the head, issue a full
+ * barrier, read this flag and call ENTER (to_submit 0) when it is set
+ * (libkmsgr's kmsgr_peek_cqe() does this when it finds the CQ empty).
+ */
+#define KMSGR_RING_F_CQ_PAUSED	_BITUL(0)	/* CQ: delivery paused */
 
 /*
  * struct kmsgr_setup - argument of KMSGR_IOC_SETUP, once per instance.
@@ -393,6 +403,10 @@ struct kmsgr_cqe {
 #define KMSGR_REASON_CONNECT		23	/* connect() failed (res: errno) */
 #define KMSGR_REASON_HALF_OPEN		24	/* listener: too many handshakes */
 #define KMSGR_REASON_SESSIONS		25	/* max_sessions reached */
+#define KMSGR_REASON_MODE		26	/* the peer refused our connection
+						 * modes (e.g. a secure-only mon
+						 * and a crc client)
+						 */
 
 /* Commands; see "ioctl namespace" above for the reserved numbers. */
 #define KMSGR_IOC_INFO		_IOWR(KMSGR_IOC_MAGIC, 0x00, struct kmsgr_info)
