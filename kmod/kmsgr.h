@@ -10,7 +10,8 @@
  *   xprt.h       the transport interface; xprt_tcp.c: kernel TCP sockets
  *
  * Locking, outermost first: inst->lock (control ioctls: main.c holds it
- * around SETUP, LISTEN, CONNECT and CLOSE) or inst->submit_lock (ENTER:
+ * around INFO, SETUP, LISTEN and CONNECT; CLOSE only while it unlinks the
+ * id, then tears down without it) or inst->submit_lock (ENTER:
  * SQ consumption, calls kmsgr_sess_send(); never nested with inst->lock) >
  * sess->lock (one session's engine state) > inst->cq_lock (CQ producer,
  * pool).  Nothing sleeps under cq_lock.  Two sess->locks nest only as a

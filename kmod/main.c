@@ -330,7 +330,7 @@ static __poll_t kmsgr_ch_poll(struct file *file, poll_table *wait)
 
 /*
  * LISTEN and CONNECT need the rings (their events go to the CQ): -EINVAL
- * before SETUP.  Called with inst->lock held, like every control ioctl.
+ * before SETUP.  Called with inst->lock held.
  */
 static long kmsgr_ctrl_session(struct kmsgr_instance *inst, unsigned int cmd,
 			       void __user *argp)
@@ -345,8 +345,6 @@ static long kmsgr_ctrl_session(struct kmsgr_instance *inst, unsigned int cmd,
 		if (!inst->setup_done)
 			return -EINVAL;
 		return kmsgr_sess_connect(inst, argp);
-	case KMSGR_IOC_CLOSE:
-		return kmsgr_sess_close(inst, argp);
 	default:
 		return -ENOTTY;
 	}
@@ -383,10 +381,13 @@ static long kmsgr_ch_ioctl(struct file *file, unsigned int cmd,
 		break;
 	case KMSGR_IOC_LISTEN:
 	case KMSGR_IOC_CONNECT:
-	case KMSGR_IOC_CLOSE:
 		mutex_lock(&inst->lock);
 		ret = kmsgr_ctrl_session(inst, cmd, argp);
 		mutex_unlock(&inst->lock);
+		break;
+	case KMSGR_IOC_CLOSE:
+		/* inst->lock inside, not across its RCU grace period */
+		ret = kmsgr_sess_close(inst, argp);
 		break;
 	default:
 		ret = -ENOTTY;

@@ -32,7 +32,9 @@
  * of their listener (see struct kmsgr_listener): no id, no CQE.
  *
  * Locking (see also kmsgr.h): inst->lock is held by main.c around
- * CONNECT/LISTEN/CLOSE; submit_lock around kmsgr_sess_send/resume.
+ * CONNECT/LISTEN, and by CLOSE while it takes the id out of inst->objs
+ * (not across the grace period); submit_lock around
+ * kmsgr_sess_send/resume.
  * sess->lock serialises every engine call of the session.  The only
  * nesting of two session locks is a fresh, never announced server session
  * (its work) taking an established one of the same listener while the
@@ -1742,11 +1744,13 @@ int kmsgr_sess_close(struct kmsgr_instance *inst,
 	 * Whoever takes it out of objs tears it down: CLOSE is idempotent.
 	 * A slot reserved by kmsgr_sess_announce() reads as NULL and must
 	 * stay reserved: look before erasing (nothing else erases an id
-	 * while inst->lock is held).
+	 * while inst->lock is held).  Once erased, the object is ours: the
+	 * lock is not held across the grace period, so closing many
+	 * sessions does not stall the instance's other control ioctls.
 	 */
-	if (!xa_load(&inst->objs, c.id))
-		return -ENOENT;
-	obj = xa_erase(&inst->objs, c.id);
+	mutex_lock(&inst->lock);
+	obj = xa_load(&inst->objs, c.id) ? xa_erase(&inst->objs, c.id) : NULL;
+	mutex_unlock(&inst->lock);
 	if (!obj)
 		return -ENOENT;
 	/* no kick or resume still looks at it after this */

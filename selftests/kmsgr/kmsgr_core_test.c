@@ -891,6 +891,76 @@ TEST_F_TIMEOUT(core, silent_peer_times_out, 120)
 	EXPECT_EQ(0, param_set("keepalive_timeout", old, NULL));
 }
 
+/* ---- loss: CLOSE completes every queued SEND, then CLOSED ------------------ */
+
+/*
+ * A lossless session to a peer that completes the handshake and then
+ * never acks: 16 SENDs stay queued (written or not).  CLOSE must give
+ * exactly 16 SEND completions, each with an error, and then CLOSED
+ * (reason NONE) as the session's last CQE; nothing of it after that.
+ */
+TEST_F_TIMEOUT(core, close_fails_queued_sends, 120)
+{
+	struct kmsgr_slice none = { 0 }, data = { 0, 64 << 10 };
+	const char *top = getenv("KMSGR_TOP");
+	unsigned int port, sends = 0, after = 0, i;
+	bool closed = false;
+	struct kmsgr_cqe *cqe;
+	struct kmsgr_addr a;
+	struct kmsgr_sqe *sqe;
+	char cmd[512], line[64];
+	uint64_t end;
+	uint32_t id;
+	FILE *rogue;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	snprintf(cmd, sizeof(cmd),
+		 "%s/.build/selftests/kmsgr/kmsgr_rogue --life-ms 20000 server silent",
+		 top ? top : ".");
+	rogue = popen(cmd, "r");
+	ASSERT_NE(NULL, rogue);
+	ASSERT_NE(NULL, fgets(line, sizeof(line), rogue));
+	port = (unsigned int)atoi(line);
+	ASSERT_LT(0, port);
+	ASSERT_EQ(0, kt_addr(&a, "127.0.0.1", (uint16_t)port));
+	ASSERT_EQ(0, kt_connect(&self->cli, &a, KMSGR_SESS_F_LOSSLESS,
+				KT_PEER_ANY, 0x5, &id));
+	ASSERT_LE(0, wait_event(&self->lp, &self->cli, id, KMSGR_EV_UP, 0,
+				SETUP_MS));
+	for (i = 0; i < 16; i++) {
+		sqe = kt_sqe(&self->cli);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_send(sqe, id, 0x4321, i, none, none, data, 0x5e00 + i);
+	}
+	ASSERT_EQ(16, kmsgr_submit(self->cli.k, 0, 0));
+	usleep(300000);		/* let them reach the socket */
+	ASSERT_EQ(0, kmsgr_close_id(self->cli.k, id));
+	for (end = kt_now_ms() + 10000; kt_now_ms() < end;) {
+		if (kmsgr_wait_cqe(self->cli.k, &cqe, 100000000ULL))
+			continue;
+		if (cqe->session == id) {
+			if (closed)
+				after++;
+			else if (cqe->kind == KMSGR_CQE_SEND) {
+				EXPECT_GT(0, cqe->res);
+				EXPECT_EQ(0x5e00 + sends, cqe->user_data);
+				sends++;
+			} else if (cqe->kind == KMSGR_CQE_EVENT &&
+				   cqe->event == KMSGR_EV_CLOSED) {
+				EXPECT_EQ(KMSGR_REASON_NONE, cqe->reason);
+				closed = true;
+				end = kt_now_ms() + 500;  /* nothing after it */
+			}
+		}
+		kmsgr_cqe_seen(self->cli.k);
+	}
+	pclose(rogue);
+	EXPECT_EQ(16, sends);
+	EXPECT_TRUE(closed);
+	EXPECT_EQ(0, after);
+}
+
 /* ---- D7: a reconnect takes a session over only once it is accepted ------ */
 
 TEST_F_TIMEOUT(core, forged_reconnect_leaves_session_alone, 120)
