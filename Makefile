@@ -20,7 +20,7 @@ BUILD	:= $(CURDIR)/.build
 RESULTS	:= $(BUILD)/results
 KSRC	:= $(BUILD)/linux-source-6.1
 KSRC_TAR := /usr/src/linux-source-6.1.tar.xz
-VMTIMEOUT ?= 1500
+VMTIMEOUT ?= 2400
 FUZZ_SECONDS ?= 300
 
 export KVER KDIR KSRC
@@ -112,7 +112,7 @@ check-vm-tap: vm-build
 check-debug-tap: vm-build
 	@KMSGR_VM_APPEND="slub_debug=FZPU slab_nomerge" \
 		tools/vm/run --rxe --timeout $(VMTIMEOUT) -- \
-		env KMSGR_LOAD_MSGS=5000 selftests/kmsgr/run_guest.sh 2>&1 | \
+		env KMSGR_LOAD_MSGS=5000 KMSGR_TINY_MSGS=5000 selftests/kmsgr/run_guest.sh 2>&1 | \
 		sed -e 's/^\(not \)\{0,1\}ok [0-9]* - /&slub_debug: /' \
 		| tee $(RESULTS)/vm-debug.tap
 

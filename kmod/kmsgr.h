@@ -70,6 +70,7 @@ extern unsigned int kmsgr_keepalive_timeout;	/* seconds, 0: off */
 extern unsigned int kmsgr_idle_timeout;		/* seconds, 0: off */
 extern unsigned int kmsgr_resume_timeout;	/* seconds */
 extern unsigned int kmsgr_msg_timeout;		/* seconds, 0: off */
+extern unsigned int kmsgr_rx_spill_max;		/* bytes per session */
 
 /**
  * struct kmsgr_instance - state of one open file of /dev/kmsgr

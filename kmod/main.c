@@ -58,6 +58,9 @@ unsigned int kmsgr_idle_timeout = 900;
 unsigned int kmsgr_resume_timeout = 60;
 unsigned int kmsgr_msg_timeout = 30;
 #define KMSGR_TIMEOUT_LIMIT	86400U
+/* Lossless receive spill per session (session.c), bytes. */
+unsigned int kmsgr_rx_spill_max = SZ_1M;
+#define KMSGR_SPILL_LIMIT	SZ_256M
 
 /* Live instances; must be zero when the module goes away. */
 static atomic_t kmsgr_instances = ATOMIC_INIT(0);
@@ -163,6 +166,17 @@ static int kmsgr_param_set_secs(const char *val, const struct kernel_param *kp)
 	return kmsgr_param_set_range(val, kp, 0, KMSGR_TIMEOUT_LIMIT);
 }
 
+/* Spill bytes per session, 0 (off) to 256 MiB. */
+static int kmsgr_param_set_spill(const char *val, const struct kernel_param *kp)
+{
+	return kmsgr_param_set_range(val, kp, 0, KMSGR_SPILL_LIMIT);
+}
+
+static const struct kernel_param_ops kmsgr_param_spill_ops = {
+	.set = kmsgr_param_set_spill,
+	.get = param_get_uint,
+};
+
 static const struct kernel_param_ops kmsgr_param_secs_ops = {
 	.set = kmsgr_param_set_secs,
 	.get = param_get_uint,
@@ -222,6 +236,10 @@ module_param_cb(msg_timeout, &kmsgr_param_secs_ops, &kmsgr_msg_timeout,
 		0644);
 MODULE_PARM_DESC(msg_timeout,
 		 "Seconds an inbound message may hold receive-pool space before it is complete; then the connection is closed (reason TIMEOUT). 0: off; default 30");
+module_param_cb(rx_spill_max, &kmsgr_param_spill_ops, &kmsgr_rx_spill_max,
+		0644);
+MODULE_PARM_DESC(rx_spill_max,
+		 "Bytes of inbound messages a lossless session may hold in kernel memory while the receive pool is full, so that it keeps reading the acks behind them (0: off, up to 256 MiB; default 1 MiB)");
 MODULE_PARM_DESC(max_half_open,
 		 "Most connections per listener still in their handshake; more are refused (1-65536; default 64)");
 

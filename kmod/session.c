@@ -78,6 +78,7 @@
 #define KMSGR_SESS_TX_ROUNDS		64	/* send calls per flush */
 #define KMSGR_SESS_TICK_MS		1000	/* msgr2_tick() period */
 #define KMSGR_SESS_PAUSED_MS		20	/* re-check while paused */
+#define KMSGR_SESS_STALL_S		10	/* paused that long: log it */
 #define KMSGR_SESS_KEEPALIVE_MS		10000
 #define KMSGR_SESS_BACKOFF_MIN_MS	100
 #define KMSGR_SESS_BACKOFF_MAX_MS	15000
@@ -137,6 +138,20 @@ struct kmsgr_conn {
 	unsigned long rx_msg_at;	/* jiffies: payload allocated for the
 					 * message being received, 0: none
 					 */
+	struct kmsgr_spill *rx_spill;	/* it is received into this */
+};
+
+/*
+ * An inbound message of a lossless session held in kernel memory because
+ * the receive pool had no room for it (see kmsgr_conn_rx_alloc()).  It is
+ * the session's (the engine counted and acknowledged it) and is copied
+ * into the pool and delivered, in order, as soon as there is room.
+ */
+struct kmsgr_spill {
+	struct list_head node;		/* on sess->spill */
+	struct msgr2_msg_hdr hdr;
+	u32 len[MSGR2_NSEG];
+	u8 data[];
 };
 
 /*
@@ -170,6 +185,10 @@ struct kmsgr_sess {
 	bool down_posted;		/* DOWN posted since the last UP */
 	bool no_cq;			/* teardown of the instance: no CQEs */
 	bool paused;			/* rx waits for CQ/pool room (R/W once) */
+	struct list_head spill;		/* struct kmsgr_spill, oldest first */
+	u32 spill_bytes;		/* on it, and being received into one */
+	bool stall_logged;		/* this pause was reported */
+	unsigned long paused_at;	/* jiffies: since when */
 	bool rx_held;			/* @rx_cqe found the CQ full */
 	struct kmsgr_cqe rx_cqe;
 	u32 listener_id;		/* server */
@@ -336,6 +355,8 @@ static void kmsgr_sess_free_slices(struct kmsgr_instance *inst,
  */
 static void kmsgr_sess_set_paused(struct kmsgr_sess *s, bool paused)
 {
+	if (paused && !s->paused)
+		s->paused_at = jiffies;
 	WRITE_ONCE(s->paused, paused);
 	/* pairs with kmsgr_sess_resume(): room made before it looks */
 	smp_mb();
@@ -377,6 +398,43 @@ static struct kmsgr_sess *kmsgr_conn_owner(struct kmsgr_conn *kc)
 	return kc->sess;
 }
 
+static u32 kmsgr_msg_bytes(const u32 *len)
+{
+	return len[0] + len[1] + len[2];
+}
+
+/*
+ * A lossless session whose next message finds the pool full takes it into
+ * kernel memory (up to rx_spill_max bytes per session) and reads on: the
+ * pool may be held by its own sends, waiting for acks that the peer sent
+ * behind this very message.  0 when spilled, -EAGAIN to wait.
+ */
+static int kmsgr_conn_rx_spill(struct kmsgr_conn *kc, struct kmsgr_sess *s,
+			       struct msgr2_rx_msg *m)
+{
+	u32 total = kmsgr_msg_bytes(m->len), off = 0;
+	struct kmsgr_spill *sp;
+	int i;
+
+	if (s->ms.lossy ||
+	    total > READ_ONCE(kmsgr_rx_spill_max) - min(s->spill_bytes,
+						READ_ONCE(kmsgr_rx_spill_max)))
+		return -EAGAIN;
+	sp = kvmalloc(struct_size(sp, data, total),
+		      GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!sp)
+		return -EAGAIN;
+	for (i = 0; i < MSGR2_NSEG; i++) {
+		sp->len[i] = m->len[i];
+		if (m->len[i])
+			m->buf[i] = sp->data + off;
+		off += m->len[i];
+	}
+	kc->rx_spill = sp;
+	s->spill_bytes += total;
+	return 0;
+}
+
 static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 {
 	struct kmsgr_conn *kc = priv;
@@ -390,6 +448,11 @@ static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 	kmsgr_sess_set_paused(s, true);
 	if (s->rx_held || !kmsgr_cq_room(inst))
 		return -EAGAIN;
+	/* behind spilled messages: spill too (order), or wait */
+	if (!list_empty(&s->spill)) {
+		ret = kmsgr_conn_rx_spill(kc, s, m);
+		goto placed;
+	}
 	/* the whole message at once, or nothing: waits never hold a part */
 	ret = kmsgr_pool_alloc_msg(inst, m->len, kc->rx_off, MSGR2_NSEG);
 	if (ret == -EMSGSIZE) {		/* larger than the pool: never fits */
@@ -399,34 +462,41 @@ static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 				    m->len[2], inst->buf_size - inst->pool_off);
 		return ret;
 	}
-	if (ret)
-		return -EAGAIN;
+	if (ret) {
+		ret = kmsgr_conn_rx_spill(kc, s, m);
+		goto placed;
+	}
 	for (i = 0; i < MSGR2_NSEG; i++)
 		if (m->len[i])
 			m->buf[i] = kmsgr_buf_ptr(inst, kc->rx_off[i],
 						  m->len[i]);
+placed:
+	if (ret)
+		return -EAGAIN;
 	kc->rx_msg_at = jiffies | 1;	/* msg_timeout runs from here */
 	kmsgr_sess_set_paused(s, false);
 	return 0;
 }
 
-static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
+/*
+ * Hand a received message to the application: its RECV CQE, or held in
+ * @rx_cqe while the CQ has no room (reading stops until it is posted).
+ */
+static void kmsgr_sess_deliver(struct kmsgr_sess *s,
+			       const struct msgr2_msg_hdr *hdr,
+			       const u32 *off, const u32 *len)
 {
-	struct kmsgr_conn *kc = priv;
-	struct kmsgr_sess *s = kmsgr_conn_owner(kc);
 	struct kmsgr_cqe *cqe = &s->rx_cqe;
 	int i;
 
-	kc->rx_msg_at = 0;
 	memset(cqe, 0, sizeof(*cqe));
 	for (i = 0; i < MSGR2_NSEG; i++) {
-		if (!m->buf[i])
+		if (!len[i])
 			continue;
-		cqe->seg[i].off = kc->rx_off[i];
-		cqe->seg[i].len = m->len[i];
-		m->buf[i] = NULL;
+		cqe->seg[i].off = off[i];
+		cqe->seg[i].len = len[i];
 	}
-	if (status || s->no_cq) {
+	if (s->no_cq) {
 		kmsgr_sess_free_slices(s->obj.inst, cqe->seg);
 		return;
 	}
@@ -435,13 +505,94 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 	cqe->res = kmsgr_pool_deliver(s->obj.inst, cqe->seg);
 	cqe->kind = KMSGR_CQE_RECV;
 	cqe->session = s->obj.id;
-	cqe->type = m->hdr.type;
-	cqe->version = m->hdr.version;
-	cqe->seq = m->hdr.seq;
-	cqe->tid = m->hdr.tid;
-	/* room was checked in rx_alloc; if another session took it, hold */
+	cqe->type = hdr->type;
+	cqe->version = hdr->version;
+	cqe->seq = hdr->seq;
+	cqe->tid = hdr->tid;
+	/* room was checked before; if another session took it, hold */
 	s->rx_held = true;
 	kmsgr_sess_flush_held(s);
+}
+
+/*
+ * Deliver spilled messages, oldest first, while the CQ and the pool have
+ * room: each is copied into the pool.  True when none is left.
+ */
+static bool kmsgr_sess_drain_spill(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	struct kmsgr_instance *inst = s->obj.inst;
+	struct kmsgr_spill *sp;
+	u32 off[MSGR2_NSEG], pos;
+	int i;
+
+	while ((sp = list_first_entry_or_null(&s->spill, struct kmsgr_spill,
+					      node))) {
+		kmsgr_sess_set_paused(s, true);
+		if (!kmsgr_sess_flush_held(s) || !kmsgr_cq_room(inst) ||
+		    kmsgr_pool_alloc_msg(inst, sp->len, off, MSGR2_NSEG))
+			return false;
+		for (i = 0, pos = 0; i < MSGR2_NSEG; i++) {
+			if (sp->len[i])
+				memcpy(kmsgr_buf_ptr(inst, off[i], sp->len[i]),
+				       sp->data + pos, sp->len[i]);
+			pos += sp->len[i];
+		}
+		list_del(&sp->node);
+		s->spill_bytes -= kmsgr_msg_bytes(sp->len);
+		kmsgr_sess_deliver(s, &sp->hdr, off, sp->len);
+		kvfree(sp);
+	}
+	kmsgr_sess_set_paused(s, s->rx_held);
+	return true;
+}
+
+/* Deliver what waits (a held CQE, spilled messages); true when none does. */
+static bool kmsgr_sess_flush_rx(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	if (!kmsgr_sess_flush_held(s))
+		return false;
+	if (list_empty(&s->spill))
+		return true;
+	if (s->no_cq || s->state == KMSGR_SESS_CLOSED)
+		return true;	/* freed with the session */
+	return kmsgr_sess_drain_spill(s);
+}
+
+static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
+{
+	struct kmsgr_conn *kc = priv;
+	struct kmsgr_sess *s = kmsgr_conn_owner(kc);
+	struct kmsgr_spill *sp = kc->rx_spill;
+	struct kmsgr_slice seg[MSGR2_NSEG] = { };
+	int i;
+
+	kc->rx_msg_at = 0;
+	for (i = 0; i < MSGR2_NSEG; i++)
+		m->buf[i] = NULL;
+	if (sp) {
+		kc->rx_spill = NULL;
+		if (status || s->no_cq) {
+			s->spill_bytes -= kmsgr_msg_bytes(sp->len);
+			kvfree(sp);
+			return;
+		}
+		sp->hdr = m->hdr;
+		list_add_tail(&sp->node, &s->spill);
+		s->active_at = jiffies;
+		kmsgr_sess_drain_spill(s);
+		return;
+	}
+	if (status || s->no_cq) {
+		for (i = 0; i < MSGR2_NSEG; i++) {
+			seg[i].off = kc->rx_off[i];
+			seg[i].len = m->len[i];
+		}
+		kmsgr_sess_free_slices(s->obj.inst, seg);
+		return;
+	}
+	kmsgr_sess_deliver(s, &m->hdr, kc->rx_off, m->len);
 }
 
 static void kmsgr_conn_tx_done(void *priv, struct msgr2_msg *m, int status)
@@ -756,6 +907,16 @@ static void kmsgr_sess_arm(struct kmsgr_sess *s, unsigned long delay)
 	queue_delayed_work(kmsgr_wq, &s->work, delay);
 }
 
+/* Run again at @at, or sooner while deliveries wait for room. */
+static void kmsgr_sess_arm_until(struct kmsgr_sess *s, unsigned long at)
+{
+	unsigned long delay = time_after(at, jiffies) ? at - jiffies : 0;
+
+	if (READ_ONCE(s->paused))
+		delay = min(delay, msecs_to_jiffies(KMSGR_SESS_PAUSED_MS));
+	kmsgr_sess_arm(s, delay);
+}
+
 static u16 kmsgr_reason(enum msgr2_reason r)
 {
 	/* the engine's reasons up to BUSY have the uapi's numbers */
@@ -947,6 +1108,30 @@ static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
 }
 
 /*
+ * A session that has not read for KMSGR_SESS_STALL_S because the CQ or
+ * the receive pool has no room says so, once per pause: the application
+ * is not reaping or not releasing (or holds the pool with lossless sends
+ * waiting for acks its peer cannot get through).
+ */
+static void kmsgr_sess_report_stall(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	struct kmsgr_instance *inst = s->obj.inst;
+
+	if (s->stall_logged ||
+	    time_before(jiffies, s->paused_at + KMSGR_SESS_STALL_S * HZ))
+		return;
+	s->stall_logged = true;
+	pr_info_ratelimited("instance %llu (pid %d) session %u: not reading for %u s: %s (CQ room %u, pool %llu of %llu bytes in use; seq in %llu, out %llu, acked %llu)\n",
+			    inst->id, inst->pid, s->obj.id, KMSGR_SESS_STALL_S,
+			    s->rx_held ? "a message waits for CQ room" :
+					 "no room for the next message",
+			    kmsgr_cq_room(inst), READ_ONCE(inst->stats.pool_bytes),
+			    inst->buf_size - inst->pool_off, s->ms.in_seq,
+			    s->ms.out_seq, s->ms.acked_seq);
+}
+
+/*
  * READY connections: the peer must answer our keepalives (any bytes from
  * it count) within keepalive_timeout, must complete a message whose
  * payload holds receive-pool space within msg_timeout (trickling bytes do
@@ -969,8 +1154,12 @@ static int kmsgr_sess_check_timeouts(struct kmsgr_sess *s,
 	 * Not reading for want of CQ or pool room is our doing: silence
 	 * from the peer means nothing then.
 	 */
-	if (READ_ONCE(s->paused))
+	if (READ_ONCE(s->paused)) {
 		kc->rx_at = jiffies;
+		kmsgr_sess_report_stall(s);
+	} else {
+		s->stall_logged = false;
+	}
 	if (ka && time_after(jiffies, kc->rx_at + kmsgr_secs(ka)))
 		what = "keepalive_timeout: nothing received";
 	else if (mt && kc->rx_msg_at &&
@@ -981,12 +1170,8 @@ static int kmsgr_sess_check_timeouts(struct kmsgr_sess *s,
 		what = "idle_timeout: no message";
 	else
 		return 0;
-	pr_info_ratelimited("instance %llu session %u: %s (paused %d held %d cq room %u pool %llu/%llu in %llu out %llu acked %llu)\n",
-			    s->obj.inst->id, s->obj.id, what, READ_ONCE(s->paused),
-			    s->rx_held, kmsgr_cq_room(s->obj.inst),
-			    s->obj.inst->stats.pool_bytes,
-			    s->obj.inst->buf_size - s->obj.inst->pool_off,
-			    s->ms.in_seq, s->ms.out_seq, s->ms.acked_seq);
+	pr_info_ratelimited("instance %llu session %u: %s\n",
+			    s->obj.inst->id, s->obj.id, what);
 	msgr2_conn_fail(kc->mc, MSGR2_R_TIMEOUT);
 	return -ETIMEDOUT;
 }
@@ -1016,7 +1201,7 @@ static void kmsgr_sess_run(struct kmsgr_sess *s)
 		s->state = KMSGR_SESS_HANDSHAKE;
 	}
 
-	kmsgr_sess_flush_held(s);	/* if it fails, rx_held stops rx */
+	kmsgr_sess_flush_rx(s);	/* if it fails, rx_held stops rx */
 	for (budget = KMSGR_SESS_BUDGET; budget; budget--) {
 		ret = kmsgr_conn_flush(kc);
 		if (ret < 0)
@@ -1100,9 +1285,9 @@ static void kmsgr_sess_work(struct work_struct *work)
 	mutex_lock(&s->lock);
 	switch (s->state) {
 	case KMSGR_SESS_BACKOFF:
-		kmsgr_sess_flush_held(s);
+		kmsgr_sess_flush_rx(s);
 		if (time_before(jiffies, s->retry_at)) {
-			kmsgr_sess_arm(s, s->retry_at - jiffies);
+			kmsgr_sess_arm_until(s, s->retry_at);
 			break;
 		}
 		ret = kmsgr_sess_dial(s);
@@ -1115,15 +1300,17 @@ static void kmsgr_sess_work(struct work_struct *work)
 		kmsgr_sess_run(s);
 		break;
 	case KMSGR_SESS_WAITING:
-		kmsgr_sess_flush_held(s);
+		kmsgr_sess_flush_rx(s);
 		if (time_before(jiffies, s->retry_at)) {
-			kmsgr_sess_arm(s, s->retry_at - jiffies);
+			kmsgr_sess_arm_until(s, s->retry_at);
 			break;
 		}
 		kmsgr_sess_end(s, KMSGR_REASON_TIMEOUT, -ETIMEDOUT);
 		break;
 	case KMSGR_SESS_DEAD:
-		if (kmsgr_sess_flush_held(s) && s->server)
+		if (!kmsgr_sess_flush_rx(s))
+			kmsgr_sess_arm(s, msecs_to_jiffies(KMSGR_SESS_PAUSED_MS));
+		else if (s->server)
 			queue_work(kmsgr_wq, &s->reap_work);	/* retire */
 		break;
 	default:
@@ -1148,6 +1335,7 @@ static struct kmsgr_sess *kmsgr_sess_alloc(struct kmsgr_instance *inst)
 	atomic_inc(&inst->nr_live);
 	INIT_LIST_HEAD(&s->obj.teardown);
 	INIT_LIST_HEAD(&s->embryo);
+	INIT_LIST_HEAD(&s->spill);
 	mutex_init(&s->lock);
 	INIT_DELAYED_WORK(&s->work, kmsgr_sess_work);
 	INIT_WORK(&s->reap_work, kmsgr_sess_reap);
@@ -1157,6 +1345,12 @@ static struct kmsgr_sess *kmsgr_sess_alloc(struct kmsgr_instance *inst)
 /* Free what a never-published (or torn-down) session holds. */
 static void kmsgr_sess_free_mem(struct kmsgr_sess *s)
 {
+	struct kmsgr_spill *sp, *tmp;
+
+	list_for_each_entry_safe(sp, tmp, &s->spill, node)
+		kvfree(sp);
+	INIT_LIST_HEAD(&s->spill);
+	s->spill_bytes = 0;
 	kfree_sensitive(s->cephx);	/* the key: wiped */
 	s->cephx = NULL;
 	kvfree(s->tx_scratch);

@@ -172,6 +172,21 @@ static int m2_on_hello(struct msgr2_conn *c, struct m2_dec *d)
 
 /* ---- authentication: common ------------------------------------------------ */
 
+/* The transcripts are not needed after auth: wipe and free them. */
+static void m2_rec_free(struct msgr2_conn *c)
+{
+	c->recording = false;
+	if (!c->rx_rec)
+		return;
+	msgr2_wipe(c->rx_rec, c->rx_rec_len);
+	msgr2_wipe(c->tx_rec, c->tx_rec_len);
+	msgr2_free(c->rx_rec);	/* one allocation for both */
+	c->rx_rec = NULL;
+	c->tx_rec = NULL;
+	c->rx_rec_len = 0;
+	c->tx_rec_len = 0;
+}
+
 static int m2_auth_finish(struct msgr2_conn *c, u32 con_mode)
 {
 	const struct msgr2_auth_result *r = &c->ares;
@@ -197,10 +212,7 @@ static int m2_auth_finish(struct msgr2_conn *c, u32 con_mode)
 		if (ret)
 			return m2_fail(c, MSGR2_R_NOMEM);
 	}
-	msgr2_wipe(c->rx_rec, c->rx_rec_len);
-	msgr2_wipe(c->tx_rec, c->tx_rec_len);
-	c->rx_rec_len = 0;
-	c->tx_rec_len = 0;
+	m2_rec_free(c);
 
 	c->mode = con_mode;
 	if (con_mode == MSGR2_MODE_SECURE) {
@@ -876,6 +888,13 @@ static int m2_on_session_reconnect(struct msgr2_conn *c, struct m2_dec *d)
 				   s->peer_global_seq);
 	if (s->connect_seq > cseq)
 		return m2_send_u64(c, MSGR2_TAG_SESSION_RETRY, s->connect_seq);
+	/*
+	 * Step 7, equal connect_seq: WAIT is for a connect race, where both
+	 * ends dial each other for one session and the side with the lower
+	 * address wins.  A session this engine serves is server-policy: it
+	 * never dials its peer, so there is no race and, as in Ceph for a
+	 * server-policy connection, the new connection wins.
+	 */
 	m2_use_session(c, s);
 	s->connect_seq = cseq;
 	s->peer_global_seq = gseq;
@@ -1032,6 +1051,10 @@ int msgr2_conn_init(struct msgr2_conn *c, const struct msgr2_config *cfg,
 	if (s->conn)
 		return -EBUSY;
 	memset(c, 0, sizeof(*c));
+	c->rx_rec = msgr2_zalloc(2 * MSGR2_PREAUTH_MAX);
+	if (!c->rx_rec)
+		return -ENOMEM;
+	c->tx_rec = c->rx_rec + MSGR2_PREAUTH_MAX;
 	c->cfg = *cfg;
 	if (!c->cfg.max_ctrl_len)
 		c->cfg.max_ctrl_len = MSGR2_CTRL_MAX;
@@ -1053,7 +1076,10 @@ int msgr2_conn_init(struct msgr2_conn *c, const struct msgr2_config *cfg,
 	c->recording = true;
 	c->in_seq_told = s->in_seq;
 	m2_rx_start(c);
-	return m2_banner_queue(c);
+	ret = m2_banner_queue(c);
+	if (ret)
+		msgr2_conn_release(c);
+	return ret;
 }
 
 void msgr2_conn_release(struct msgr2_conn *c)
@@ -1080,8 +1106,7 @@ void msgr2_conn_release(struct msgr2_conn *c)
 	m2_crypto_free(c);
 	msgr2_wipe(&c->ares, sizeof(c->ares));
 	msgr2_wipe(c->sig_expect, sizeof(c->sig_expect));
-	msgr2_wipe(c->rx_rec, c->rx_rec_len);
-	msgr2_wipe(c->tx_rec, c->tx_rec_len);
+	m2_rec_free(c);
 	msgr2_wipe(c->rx_buf, sizeof(c->rx_buf));
 	c->state = M2_S_RELEASED;
 }

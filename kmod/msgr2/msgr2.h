@@ -423,7 +423,9 @@ size_t msgr2_conn_size(void);
 /*
  * Start a connection on @s (which must outlive it).  The banner is queued
  * for transmission at once.  A client whose session has a server cookie
- * resumes it with SESSION_RECONNECT, otherwise sends CLIENT_IDENT.
+ * resumes it with SESSION_RECONNECT, otherwise sends CLIENT_IDENT.  The
+ * pre-auth transcripts are allocated here (-ENOMEM) and freed after auth;
+ * after a successful init, msgr2_conn_release() frees what is left.
  */
 int msgr2_conn_init(struct msgr2_conn *c, const struct msgr2_config *cfg,
 		    struct msgr2_session *s);

@@ -243,12 +243,16 @@ struct msgr2_conn {
 	u8 rx_pad[3 * 16];
 	u8 rx_tail[M2_EPI_SECURE_LEN + M2_GCM_TAG_LEN];
 
-	/* pre-auth transcript (msgr2.md 5.3) */
+	/*
+	 * pre-auth transcript (msgr2.md 5.3): MSGR2_PREAUTH_MAX bytes per
+	 * direction, allocated by msgr2_conn_init(), freed once the
+	 * signatures are computed (or at release)
+	 */
 	bool recording;
 	u32 rx_rec_len;
 	u32 tx_rec_len;
-	u8 rx_rec[MSGR2_PREAUTH_MAX];
-	u8 tx_rec[MSGR2_PREAUTH_MAX];
+	u8 *rx_rec;
+	u8 *tx_rec;
 
 	u8 rx_buf[M2_RX_BUF];
 	u8 arena[M2_TX_ARENA];

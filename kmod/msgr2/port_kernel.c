@@ -404,7 +404,7 @@ void msgr2_wipe(void *buf, size_t len)
 
 void *msgr2_zalloc(size_t len)
 {
-	return kvzalloc(len, GFP_KERNEL);
+	return kvzalloc(len, GFP_KERNEL_ACCOUNT);
 }
 
 void msgr2_free(void *p)
