@@ -106,13 +106,15 @@ vm-build: ksrc
 	@$(MAKE) --no-print-directory -C selftests/kmsgr
 
 check-vm-tap: vm-build
-	@tools/vm/run --rxe --timeout $(VMTIMEOUT) -- selftests/kmsgr/run_guest.sh \
+	@tools/vm/run --rxe --timeout $(VMTIMEOUT) -- \
+		env KMSGR_NO_SKIP=1 selftests/kmsgr/run_guest.sh \
 		2>&1 | tee $(RESULTS)/vm.tap
 
 check-debug-tap: vm-build
 	@KMSGR_VM_APPEND="slub_debug=FZPU slab_nomerge" \
 		tools/vm/run --rxe --timeout $(VMTIMEOUT) -- \
-		env KMSGR_LOAD_MSGS=5000 KMSGR_TINY_MSGS=5000 selftests/kmsgr/run_guest.sh 2>&1 | \
+		env KMSGR_NO_SKIP=1 KMSGR_LOAD_MSGS=5000 KMSGR_TINY_MSGS=5000 \
+		selftests/kmsgr/run_guest.sh 2>&1 | \
 		sed -e 's/^\(not \)\{0,1\}ok [0-9]* - /&slub_debug: /' \
 		| tee $(RESULTS)/vm-debug.tap
 

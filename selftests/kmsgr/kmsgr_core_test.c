@@ -69,6 +69,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -791,6 +792,100 @@ TEST_F_TIMEOUT(core, pool_withholders, 180)
 	kt_inst_close(&cli);
 	kt_inst_close(&srv);
 	EXPECT_EQ(0, param_set("msg_timeout", old, NULL));
+}
+
+/*
+ * 1000 half-open connections to one listener (each sends a valid banner,
+ * then nothing): beyond max_half_open (64) they are refused at once, the
+ * rest closed by the handshake deadline (10 s); meanwhile an established
+ * session of the same listener keeps carrying messages; afterwards a new
+ * client is served, and the TCP socket cache is back where it was (no
+ * accepted socket is kept).
+ */
+#define FLOOD_CONNS	1000
+
+static long slab_active(const char *cache)
+{
+	char line[512], name[64];
+	long active = -1, n;
+	FILE *f = fopen("/proc/slabinfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %ld", name, &n) == 2 &&
+		    !strcmp(name, cache))
+			active = n;
+	fclose(f);
+	return active;
+}
+
+TEST_F_TIMEOUT(core, thousand_half_open, 300)
+{
+	/* "ceph v2\n", le16 16, supported features 1 (rev 1), required 0 */
+	static const uint8_t banner[26] = "ceph v2\n\x10\x00\x01";
+	struct kmsgr_slice none = { 0 }, data = { 0, 4096 };
+	struct rlimit rl = { FLOOD_CONNS + 256, FLOOD_CONNS + 256 };
+	uint32_t cli_id, srv_id, cli2_id, srv2_id;
+	struct kmsgr_listen l;
+	struct kmsgr_sqe *sqe;
+	struct kmsgr_cqe c;
+	long tcp0, tcp1 = -1;
+	static int fd[FLOOD_CONNS];
+	unsigned int i, open_left = 0;
+	uint64_t end;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
+	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0xf1, &l));
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xf2,
+				&cli_id));
+	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				  &srv_id, SETUP_MS));
+	tcp0 = slab_active("TCP");
+	ASSERT_LT(0, tcp0) TH_LOG("no TCP cache in /proc/slabinfo");
+
+	for (i = 0; i < FLOOD_CONNS; i++) {
+		fd[i] = raw_connect(l.bound.port);
+		ASSERT_LE(0, fd[i]) TH_LOG("connection %u: %s", i,
+					   strerror(-fd[i]));
+		ASSERT_EQ((ssize_t)sizeof(banner),
+			  write(fd[i], banner, sizeof(banner)));
+	}
+	/* the established session still carries messages */
+	for (i = 0; i < 4; i++) {
+		sqe = kt_sqe(&self->cli);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_send(sqe, cli_id, 0x42, i, none, none, data, i);
+		kmsgr_submit(self->cli.k, 0, 0);
+		ASSERT_EQ(0, next_non_event(&self->srv, &c))
+			TH_LOG("message %u stuck during the flood", i);
+		ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
+		EXPECT_EQ(srv_id, c.session);
+		release(&self->srv, c.seg[2], c.res, 0x70 + i);
+	}
+	/* every one closed: refused at once, or by the handshake deadline */
+	for (i = 0; i < FLOOD_CONNS; i++) {
+		if (!raw_closed_within(fd[i], 15000))
+			open_left++;
+		close(fd[i]);
+	}
+	EXPECT_EQ(0, open_left);
+	/* a new client is served */
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xf3,
+				&cli2_id));
+	EXPECT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli2_id, &self->srv,
+				  &srv2_id, SETUP_MS));
+	/* no accepted socket kept: the TCP cache returns to where it was */
+	for (end = kt_now_ms() + 10000; kt_now_ms() < end;) {
+		tcp1 = slab_active("TCP");
+		if (tcp1 <= tcp0 + 2)	/* + the new client's two ends */
+			break;
+		usleep(200000);
+	}
+	EXPECT_GE(tcp0 + 2, tcp1) TH_LOG("TCP sockets: %ld before, %ld after",
+					 tcp0, tcp1);
 }
 
 /*
