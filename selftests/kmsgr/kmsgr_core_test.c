@@ -1011,7 +1011,7 @@ TEST_F_TIMEOUT(core, close_fails_queued_sends, 120)
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	snprintf(cmd, sizeof(cmd),
-		 "%s/.build/selftests/kmsgr/kmsgr_rogue --life-ms 20000 server silent",
+		 "%s/.build/selftests/kmsgr/kmsgr_rogue --life-ms 20000 server unacked",
 		 top ? top : ".");
 	rogue = popen(cmd, "r");
 	ASSERT_NE(NULL, rogue);

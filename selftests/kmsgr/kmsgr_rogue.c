@@ -27,6 +27,8 @@
  *                   which must still be up
  *   silent          a full handshake, then silence: nothing more is sent,
  *                   not even an answer to a keepalive
+ *   unacked         the same, but the session it accepts is lossless (a
+ *                   server cookie): what the peer sends is never acked
  *   withhold        a full handshake, then the first 77 bytes of a MESSAGE
  *                   (preamble, ceph_msg_header2 and its crc) announcing a
  *                   data segment of $KMSGR_ROGUE_DATA bytes (default
@@ -62,7 +64,7 @@
 enum rogue_fault {
 	F_BANNER, F_GARBAGE, F_HELLO_OVERSIZE,
 	F_PREAMBLE_CRC, F_SEGMENT_CRC, F_OVERSIZE, F_WITHHOLD,
-	F_FORGED_RECONNECT, F_SILENT,
+	F_FORGED_RECONNECT, F_SILENT, F_UNACKED,
 };
 
 static const struct {
@@ -78,6 +80,7 @@ static const struct {
 	{ "withhold", F_WITHHOLD },
 	{ "forged-reconnect", F_FORGED_RECONNECT },
 	{ "silent", F_SILENT },
+	{ "unacked", F_UNACKED },
 };
 
 struct rogue {
@@ -288,7 +291,8 @@ static int rogue_handshake(struct rogue *r)
 	r->conn = calloc(1, msgr2_conn_size());
 	if (!r->conn)
 		return -ENOMEM;
-	msgr2_session_init(&r->sess, r->fault != F_FORGED_RECONNECT);
+	msgr2_session_init(&r->sess, r->fault != F_FORGED_RECONNECT &&
+			   r->fault != F_UNACKED);
 	ret = msgr2_conn_init(r->conn, &r->cfg, &r->sess);
 	if (ret)
 		return ret;
@@ -406,6 +410,7 @@ static int commit_fault(struct rogue *r)
 	case F_FORGED_RECONNECT:
 		return rogue_forged_reconnect(r);
 	case F_SILENT:
+	case F_UNACKED:
 		return rogue_handshake(r);	/* wait_close() only drains */
 	case F_PREAMBLE_CRC:
 	case F_SEGMENT_CRC:
@@ -598,6 +603,6 @@ int main(int argc, char **argv)
 	return ret;
 usage:
 	fprintf(stderr, "usage: kmsgr_rogue [--life-ms N] server|client:IP:PORT:NONCE FAULT\n"
-		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize withhold forged-reconnect silent\n");
+		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize withhold forged-reconnect silent unacked\n");
 	return 2;
 }
