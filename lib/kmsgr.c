@@ -443,10 +443,15 @@ void kmsgr_prep_nop(struct kmsgr_sqe *sqe, __u64 user_data)
 
 /* ---- addresses ---------------------------------------------------------- */
 
+/*
+ * @len decimal digits and nothing else, at most @max (<= UINT32_MAX).  At
+ * most ten digits, summed in 64 bits: nothing wraps around to a small valid
+ * value (in a 32-bit unsigned long, ILP32, "4294967376" would be 80).
+ */
 static int kmsgr_parse_uint(const char *s, size_t len, unsigned long max,
 			    unsigned long *val)
 {
-	unsigned long v = 0;
+	unsigned long long v = 0;
 	size_t i;
 
 	if (!len || len > 10)
@@ -454,11 +459,11 @@ static int kmsgr_parse_uint(const char *s, size_t len, unsigned long max,
 	for (i = 0; i < len; i++) {
 		if (!isdigit((unsigned char)s[i]))
 			return -EINVAL;
-		v = v * 10 + (unsigned long)(s[i] - '0');
+		v = v * 10 + (unsigned int)(s[i] - '0');
 	}
 	if (v > max)
 		return -EINVAL;
-	*val = v;
+	*val = (unsigned long)v;
 	return 0;
 }
 

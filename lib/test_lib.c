@@ -60,10 +60,30 @@ static void test_addr(void)
 	addr_case("[::1]:3300", 0, "[::1]:3300");
 	addr_case("[fe80::1%7]:1", 0, "[fe80::1%7]:1");
 	addr_case("[2001:db8::2]:65535", 0, "[2001:db8::2]:65535");
+	addr_case("127.0.0.1:65535", 0, "127.0.0.1:65535");
+	addr_case("[::1]:0", 0, "[::1]:0");
+	addr_case("127.0.0.1:0080", 0, "127.0.0.1:80");
+	addr_case("127.0.0.1:1/4294967295", 0, "127.0.0.1:1/4294967295");
 	addr_case("127.0.0.1", -EINVAL, NULL);
+	/* ports: digits only, at most 65535, no wrap-around to a valid one */
 	addr_case("127.0.0.1:", -EINVAL, NULL);
 	addr_case("127.0.0.1:65536", -EINVAL, NULL);
+	addr_case("[::1]:65536", -EINVAL, NULL);
+	addr_case("127.0.0.1:4294967376", -EINVAL, NULL);	/* 2^32 + 80 */
+	addr_case("127.0.0.1:18446744073709551617", -EINVAL, NULL);
+	addr_case("127.0.0.1:18446744073709551696", -EINVAL, NULL);
+	addr_case("127.0.0.1:99999999999999999999", -EINVAL, NULL);
+	addr_case("[::1]:18446744073709551617", -EINVAL, NULL);
 	addr_case("127.0.0.1:-1", -EINVAL, NULL);
+	addr_case("127.0.0.1:+80", -EINVAL, NULL);
+	addr_case("127.0.0.1: 80", -EINVAL, NULL);
+	addr_case("127.0.0.1:80 ", -EINVAL, NULL);
+	addr_case("127.0.0.1:0x50", -EINVAL, NULL);
+	/* nonces: at most 2^32 - 1, no wrap-around either */
+	addr_case("127.0.0.1:1/4294967296", -EINVAL, NULL);
+	addr_case("127.0.0.1:1/18446744073709551617", -EINVAL, NULL);
+	addr_case("127.0.0.1:1/-1", -EINVAL, NULL);
+	addr_case("127.0.0.1:1/", -EINVAL, NULL);
 	addr_case("127.0.0.1:33a", -EINVAL, NULL);
 	addr_case("1.2.3:4", -EINVAL, NULL);
 	addr_case("::1:3300", -EINVAL, NULL);
