@@ -105,6 +105,7 @@ static int cb_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 	}
 	for (i = 0; i < MSGR2_NSEG; i++)
 		m->buf[i] = m->len[i] ? malloc(m->len[i]) : NULL;
+	e->n_rx_alloc++;
 	return 0;
 }
 
@@ -114,6 +115,10 @@ static void cb_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 	struct pair_rx *r;
 	int i;
 
+	if (pair_rx_outstanding(e) <= 0)
+		e->n_rx_unpaired++;
+	e->n_rx_back++;
+	e->rx_last_status = status;
 	if (status) {
 		if (status == -EALREADY)
 			e->n_rx_dup++;
@@ -311,11 +316,25 @@ static void pair_drain_cb(void *priv, struct msgr2_msg *m, int status)
 	cb_tx_done(priv, m, status);
 }
 
+int pair_rx_outstanding(const struct pair_end *e)
+{
+	return e->n_rx_alloc - e->n_rx_back;
+}
+
 void pair_free(struct pair *p)
 {
 	int i;
 
 	pair_disconnect(p);
+	/* released connections give every receive buffer back, once */
+	if (pair_rx_outstanding(&p->cl) || pair_rx_outstanding(&p->sv) ||
+	    p->cl.n_rx_unpaired || p->sv.n_rx_unpaired) {
+		fprintf(stderr, "pair: rx buffers kept %d/%d, unpaired %d/%d\n",
+			pair_rx_outstanding(&p->cl),
+			pair_rx_outstanding(&p->sv), p->cl.n_rx_unpaired,
+			p->sv.n_rx_unpaired);
+		abort();
+	}
 	msgr2_session_drain(&p->cl.s, pair_drain_cb, &p->cl, -ECONNRESET);
 	for (i = 0; i < p->n_sv_sess; i++) {
 		msgr2_session_drain(p->sv_sess[i], pair_drain_cb, &p->sv,

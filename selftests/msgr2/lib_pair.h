@@ -79,6 +79,10 @@ struct pair_end {
 	int rx_cap;
 	int n_rx_dup;			/* rx_msg(-EALREADY) */
 	int n_rx_drop;			/* other rx_msg(status < 0) */
+	int n_rx_alloc;			/* rx_alloc()s that gave buffers */
+	int n_rx_back;			/* rx_msg()s: buffers given back */
+	int n_rx_unpaired;		/* rx_msg()s with nothing handed out */
+	int rx_last_status;		/* status of the last rx_msg() */
 	int n_tx_ok;
 	int n_tx_err;
 	int n_ready;
@@ -129,6 +133,12 @@ void pair_msg_free(struct msgr2_msg *m);
 /* Queue a message on @e's session; segments are copied.  0 or -errno. */
 int pair_send(struct pair_end *e, u16 type, const void *front, u32 flen,
 	      const void *middle, u32 mlen, const void *data, u32 dlen);
+/*
+ * Messages whose buffers rx_alloc() handed out and rx_msg() has not given
+ * back yet (0 whenever no MESSAGE is in progress).  pair_free() aborts when
+ * a released connection still holds any: buffers must never be kept.
+ */
+int pair_rx_outstanding(const struct pair_end *e);
 /* The session @e uses now (the server's follows its connection). */
 struct msgr2_session *pair_session(struct pair_end *e);
 
