@@ -503,11 +503,9 @@ static struct msgr2_msg *getversion(u64 tid, u64 handle)
 	return m;
 }
 
-/* a 7.1 client fed up to SERVER_IDENT: READY, lossy */
-static struct script *ready_71(void)
+/* @sc (a 7.1 client, config adjusted) fed up to SERVER_IDENT: READY, lossy */
+static struct script *ready_from(struct script *sc)
 {
-	struct script *sc = client_71();
-
 	script_start(sc);
 	feed_hex(sc, crc_f2);
 	feed_hex(sc, crc_f4);
@@ -515,6 +513,11 @@ static struct script *ready_71(void)
 	feed_hex(sc, crc_f8);
 	feed_hex(sc, crc_f10);
 	return sc;
+}
+
+static struct script *ready_71(void)
+{
+	return ready_from(client_71());
 }
 
 TEST(capture_crc_71)
@@ -1067,6 +1070,775 @@ TEST(lossless_gap_and_duplicate)
 	EXPECT_EQ(-EILSEQ, msgr2_rx_feed(p->cl.c, f, n, NULL));
 	EXPECT_EQ(MSGR2_R_SEQ, msgr2_conn_reason(p->cl.c));
 	pair_free(p);
+}
+
+/* ---- MESSAGE segments: crcs, limits, receive buffers -------------------- */
+
+#define MSG_HEAD_LEN	(32 + 41 + 4)	/* preamble, header, header crc */
+
+/* Payload bytes: segment i of a test message starts at pat() + i. */
+static const u8 *pat(void)
+{
+	static u8 b[MSGR2_CTRL_MAX + 64];
+	static bool done;
+	size_t i;
+
+	if (!done) {
+		for (i = 0; i < sizeof(b); i++)
+			b[i] = (u8)(i * 7 + i / 251);
+		done = true;
+	}
+	return b;
+}
+
+/*
+ * Preamble, header (seq @seq, type 19) and header crc of a MESSAGE frame
+ * with front, middle and data of len[0..2] bytes; trailing empty segments
+ * are not counted.
+ */
+static size_t msg_head(u8 *f, u64 seq, const u32 len[3])
+{
+	const u32 l[4] = { 41, len[0], len[1], len[2] };
+	u8 *h = f + 32;
+	int i, nsegs = 1;
+
+	memset(f, 0, MSG_HEAD_LEN);
+	for (i = 1; i < 4; i++)
+		if (l[i])
+			nsegs = i + 1;
+	f[0] = MSGR2_TAG_MESSAGE;
+	f[1] = nsegs;
+	for (i = 0; i < nsegs; i++) {
+		msgr2_put_le32(f + 2 + 6 * i, l[i]);
+		msgr2_put_le16(f + 6 + 6 * i, i == 3 ? 4096 : 8);
+	}
+	msgr2_put_le32(f + 28, msgr2_crc32c(0, f, 28));
+	msgr2_put_le64(h, seq);
+	msgr2_put_le16(h + 16, 19);		/* type */
+	msgr2_put_le16(h + 18, 127);		/* priority */
+	msgr2_put_le16(h + 20, 1);		/* version */
+	msgr2_put_le16(h + 37, 1);		/* compat_version */
+	msgr2_put_le32(h + 41, msgr2_crc32c(~0U, h, 41));
+	return MSG_HEAD_LEN;
+}
+
+/* The whole frame: msg_head(), the segments, the epilogue with @late. */
+static size_t msg_frame3(u8 *f, size_t cap, u64 seq, u8 late,
+			 const u32 len[3])
+{
+	size_t n = msg_head(f, seq, len);
+	int i, nsegs = f[1];
+
+	if (n + len[0] + len[1] + len[2] + 13 > cap)
+		abort();
+	for (i = 0; i < 3; i++) {
+		memcpy(f + n, pat() + i, len[i]);
+		n += len[i];
+	}
+	if (nsegs == 1)
+		return n;
+	f[n] = late;
+	for (i = 0; i < 3; i++)
+		msgr2_put_le32(f + n + 1 + 4 * i, i + 1 < nsegs ?
+			       msgr2_crc32c(~0U, pat() + i, len[i]) : 0);
+	return n + 13;
+}
+
+/* @r holds front, middle and data of msg_frame3() with @len */
+static bool msg_is(const struct pair_rx *r, const u32 len[3])
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (r->len[i] != len[i] ||
+		    (len[i] && memcmp(r->buf[i], pat() + i, len[i])))
+			return false;
+	return true;
+}
+
+/*
+ * The MESSAGE header segment (ceph_msg_header2) has its own crc in rev1
+ * crc mode: a corrupted header byte or header crc fails the connection
+ * with SEGMENT_CRC before rx_alloc() is asked for buffers, and nothing is
+ * delivered.
+ */
+TEST(msg_header_crc)
+{
+	static const size_t flip[] = {
+		32 + 16,		/* the type */
+		32 + 41,		/* first byte of the crc */
+		32 + 44,		/* last byte of the crc */
+	};
+	static const u32 len[3] = { 8 };
+	static u8 f[256];
+	struct script *sc;
+	size_t i, n;
+
+	/* untouched, it is delivered */
+	sc = ready_71();
+	n = msg_frame3(f, sizeof(f), 1, 0x0e, len);
+	ASSERT_EQ(0, feed(sc, f, n));
+	ASSERT_EQ(1, sc->p->cl.n_rx);
+	EXPECT_TRUE(msg_is(&sc->p->cl.rx[0], len));
+	script_free(sc);
+
+	for (i = 0; i < ARRAY_SIZE(flip); i++) {
+		sc = ready_71();
+		n = msg_frame3(f, sizeof(f), 1, 0x0e, len);
+		f[flip[i]] ^= 0x20;
+		EXPECT_EQ(-EBADMSG, feed(sc, f, n)) {
+			TH_LOG("header byte %zu flipped", flip[i]);
+		}
+		EXPECT_REASON(sc, MSGR2_R_SEGMENT_CRC, -EBADMSG);
+		EXPECT_EQ(0, sc->p->cl.n_rx_alloc);
+		EXPECT_EQ(0, sc->p->cl.n_rx);
+		script_free(sc);
+	}
+}
+
+static void seg_crc_case(struct __test_metadata *_metadata,
+			 const u32 len[3], size_t flip, const char *what)
+{
+	struct script *sc = ready_71();
+	static u8 f[256];
+	size_t n = msg_frame3(f, sizeof(f), 1, 0x0e, len);
+
+	f[flip] ^= 0x10;
+	EXPECT_EQ(-EBADMSG, feed(sc, f, n)) {
+		TH_LOG("%s flipped", what);
+	}
+	EXPECT_REASON(sc, MSGR2_R_SEGMENT_CRC, -EBADMSG);
+	EXPECT_EQ(0, sc->p->cl.n_rx);
+	EXPECT_EQ(1, sc->p->cl.n_rx_alloc);
+	EXPECT_EQ(1, sc->p->cl.n_rx_drop);	/* buffers given back */
+	EXPECT_EQ(0, pair_rx_outstanding(&sc->p->cl));
+	script_free(sc);
+}
+
+/*
+ * Each payload segment has its own crc in the 13-byte epilogue and each
+ * is checked: one flipped byte in front, middle or data, or in that
+ * segment's epilogue crc, fails the connection with SEGMENT_CRC; nothing
+ * is delivered and the buffers rx_alloc() gave come back.  A counted
+ * empty middle segment's crc (0xffffffff) is checked as well.
+ */
+TEST(msg_segment_crcs)
+{
+	static const u32 len[3] = { 8, 16, 24 };
+	static const u32 hole[3] = { 8, 0, 24 };
+	const size_t epi = MSG_HEAD_LEN + 8 + 16 + 24;
+	const size_t epi_hole = MSG_HEAD_LEN + 8 + 24;
+	struct script *sc;
+	static u8 f[256];
+	size_t n;
+
+	/* untouched, both are delivered */
+	sc = ready_71();
+	n = msg_frame3(f, sizeof(f), 1, 0x0e, len);
+	ASSERT_EQ(0, feed(sc, f, n));
+	n = msg_frame3(f, sizeof(f), 2, 0x0e, hole);
+	ASSERT_EQ(0, feed(sc, f, n));
+	ASSERT_EQ(2, sc->p->cl.n_rx);
+	EXPECT_TRUE(msg_is(&sc->p->cl.rx[0], len));
+	EXPECT_TRUE(msg_is(&sc->p->cl.rx[1], hole));
+	script_free(sc);
+
+	seg_crc_case(_metadata, len, MSG_HEAD_LEN + 3, "front byte");
+	seg_crc_case(_metadata, len, MSG_HEAD_LEN + 8 + 5, "middle byte");
+	seg_crc_case(_metadata, len, MSG_HEAD_LEN + 24 + 7, "data byte");
+	seg_crc_case(_metadata, len, epi + 1, "front crc");
+	seg_crc_case(_metadata, len, epi + 5 + 2, "middle crc");
+	seg_crc_case(_metadata, len, epi + 9 + 3, "data crc");
+	seg_crc_case(_metadata, hole, epi_hole + 5, "empty middle's crc");
+}
+
+static void secure_tamper_case(struct __test_metadata *_metadata,
+			       size_t flip, bool allocated)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+	struct msgr2_iov iov[8];
+	static u8 f[1024];
+	size_t n = 0;
+	int i, k;
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	ASSERT_TRUE(msgr2_conn_ready(p->sv.c));
+	ASSERT_EQ(MSGR2_MODE_SECURE, msgr2_conn_mode(p->cl.c));
+	ASSERT_EQ(0, pair_send(&p->cl, 42, pat(), 20, pat() + 1, 20,
+			       pat() + 2, 20));
+	/* head (96), then 3 padded segments, epilogue and tag */
+	k = msgr2_tx_iov(p->cl.c, iov, 8);
+	for (i = 0; i < k; i++) {
+		ASSERT_LE(n + iov[i].len, sizeof(f));
+		memcpy(f + n, iov[i].base, iov[i].len);
+		n += iov[i].len;
+	}
+	ASSERT_EQ(96 + 3 * 32 + 16 + 16, n);
+	ASSERT_EQ(0, msgr2_tx_done(p->cl.c, n));
+	f[flip] ^= 0x04;
+	EXPECT_EQ(-EBADMSG, msgr2_rx_feed(p->sv.c, f, n, NULL)) {
+		TH_LOG("ciphertext byte %zu flipped", flip);
+	}
+	EXPECT_EQ(MSGR2_R_GCM_TAG, msgr2_conn_reason(p->sv.c));
+	EXPECT_EQ(0, p->sv.n_rx);
+	EXPECT_EQ(allocated, p->sv.n_rx_alloc);
+	EXPECT_EQ(0, pair_rx_outstanding(&p->sv));
+	pair_free(p);
+}
+
+/*
+ * Secure mode: the payload segments and the epilogue are one GCM message
+ * after the head; one flipped ciphertext byte in front, middle, data,
+ * epilogue or tag fails the connection with GCM_TAG, nothing is delivered
+ * and the buffers come back.  A flipped byte in the head (the header) fails
+ * before rx_alloc().
+ */
+TEST(secure_msg_tampered)
+{
+	secure_tamper_case(_metadata, 40, false);		/* header */
+	secure_tamper_case(_metadata, 96 + 3, true);		/* front */
+	secure_tamper_case(_metadata, 96 + 32 + 5, true);	/* middle */
+	secure_tamper_case(_metadata, 96 + 64 + 7, true);	/* data */
+	secure_tamper_case(_metadata, 96 + 96, true);		/* epilogue */
+	secure_tamper_case(_metadata, 96 + 112 + 1, true);	/* tag */
+}
+
+/*
+ * cfg.max_seg_len[] is inclusive and per segment: a MESSAGE whose front,
+ * middle and data are each exactly at their limits is delivered; one byte
+ * over in any one of them fails the connection with OVERSIZE at the
+ * preamble, before rx_alloc().
+ */
+TEST(msg_seg_limits_exact)
+{
+	static const u32 max[3] = { 100, 200, 300 };
+	static u8 f[1024];
+	struct script *sc;
+	u32 len[3];
+	size_t n;
+	int i;
+
+	sc = client_71();
+	memcpy(sc->p->cl.cfg.max_seg_len, max, sizeof(max));
+	ready_from(sc);
+	ASSERT_TRUE(msgr2_conn_ready(sc->c));
+	n = msg_frame3(f, sizeof(f), 1, 0x0e, max);
+	ASSERT_EQ(0, feed(sc, f, n));
+	ASSERT_EQ(1, sc->p->cl.n_rx);
+	EXPECT_TRUE(msg_is(&sc->p->cl.rx[0], max));
+	script_free(sc);
+
+	for (i = 0; i < 3; i++) {
+		sc = client_71();
+		memcpy(sc->p->cl.cfg.max_seg_len, max, sizeof(max));
+		ready_from(sc);
+		memcpy(len, max, sizeof(len));
+		len[i]++;
+		n = msg_frame3(f, sizeof(f), 1, 0x0e, len);
+		EXPECT_EQ(-EMSGSIZE, feed(sc, f, n)) {
+			TH_LOG("segment %d one over", i + 1);
+		}
+		EXPECT_REASON(sc, MSGR2_R_OVERSIZE, -EMSGSIZE);
+		EXPECT_EQ(0, sc->p->cl.n_rx_alloc);
+		script_free(sc);
+	}
+}
+
+/*
+ * The default limits (16 MiB front and middle, 64 MiB data) are inclusive
+ * too: a MESSAGE head announcing exactly the limit is taken and rx_alloc()
+ * asked for the buffers; one byte more fails with OVERSIZE before
+ * rx_alloc().  (The payload is not sent: the release gives the buffers
+ * back.)
+ */
+TEST(msg_seg_limits_default)
+{
+	static const u32 lim[3] = { 16U << 20, 16U << 20, 64U << 20 };
+	struct script *sc;
+	u8 f[MSG_HEAD_LEN];
+	int i, over, ret;
+
+	for (i = 0; i < 3; i++) {
+		for (over = 0; over < 2; over++) {
+			u32 len[3] = { 0 };
+
+			len[i] = lim[i] + over;
+			sc = ready_71();
+			ret = feed(sc, f, msg_head(f, 1, len));
+			if (over) {
+				EXPECT_EQ(-EMSGSIZE, ret) {
+					TH_LOG("segment %d one over", i + 1);
+				}
+				EXPECT_EQ(MSGR2_R_OVERSIZE,
+					  msgr2_conn_reason(sc->c));
+				EXPECT_EQ(0, sc->p->cl.n_rx_alloc);
+			} else {
+				EXPECT_EQ(0, ret) {
+					TH_LOG("segment %d at limit", i + 1);
+				}
+				EXPECT_TRUE(msgr2_conn_ready(sc->c));
+				EXPECT_EQ(1, sc->p->cl.n_rx_alloc);
+			}
+			script_free(sc);
+		}
+	}
+}
+
+/* A control frame to the client: tag @tag, @len pattern bytes. */
+static int ctrl_to(struct script *sc, u8 tag, u32 len)
+{
+	static u8 f[MSGR2_CTRL_MAX + 64];
+	const void *s[4] = { pat() };
+	const u32 l[4] = { len };
+
+	return feed(sc, f, pair_frame_crc(f, sizeof(f), tag, 1, s, l, 0));
+}
+
+/*
+ * The control segment limit is inclusive: a KEEPALIVE2 whose segment is
+ * exactly cfg.max_ctrl_len bytes (MSGR2_CTRL_MAX when 0) is taken and
+ * answered with a KEEPALIVE2_ACK; one byte more fails with OVERSIZE.  A
+ * configured limit of exactly MSGR2_CTRL_MAX is valid.
+ */
+TEST(ctrl_limit_exact)
+{
+	static const u32 cfg_lim[2] = { 128, 0 };
+	static const u32 lim[2] = { 128, MSGR2_CTRL_MAX };
+	struct script *sc;
+	int i, over, ret;
+	size_t txn;
+
+	for (i = 0; i < 2; i++) {
+		for (over = 0; over < 2; over++) {
+			sc = client_71();
+			sc->p->cl.cfg.max_ctrl_len = cfg_lim[i];
+			ready_from(sc);
+			ASSERT_TRUE(msgr2_conn_ready(sc->c));
+			txn = sc->txn;
+			ret = ctrl_to(sc, MSGR2_TAG_KEEPALIVE2, lim[i] + over);
+			if (over) {
+				EXPECT_EQ(-EMSGSIZE, ret) {
+					TH_LOG("%u + 1 bytes", lim[i]);
+				}
+				EXPECT_REASON(sc, MSGR2_R_OVERSIZE, -EMSGSIZE);
+			} else {
+				EXPECT_EQ(0, ret) {
+					TH_LOG("%u bytes", lim[i]);
+				}
+				ASSERT_EQ(32 + 8 + 4, sc->txn - txn);
+				EXPECT_EQ(MSGR2_TAG_KEEPALIVE2_ACK,
+					  sc->tx[txn]);
+				EXPECT_EQ(0, memcmp(sc->tx + txn + 32, pat(),
+						    8));
+			}
+			script_free(sc);
+		}
+	}
+	sc = client_71();
+	sc->p->cl.cfg.max_ctrl_len = MSGR2_CTRL_MAX;
+	EXPECT_EQ(0, pair_connect(sc->p));
+	script_free(sc);
+}
+
+/*
+ * The peer's banner payload may be 16 (the two feature words) to
+ * M2_BANNER_PAYLOAD_MAX (4096) bytes, extra bytes ignored: the handshake
+ * goes on (the HELLO that follows is taken); 15 or 4097 fail with BANNER.
+ */
+TEST(banner_payload_limits)
+{
+	static const u32 len[] = { 15, 16, 4096, 4097 };
+	static u8 b[10 + 4097];
+	struct script *sc;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(len); i++) {
+		bool ok = len[i] >= 16 && len[i] <= 4096;
+
+		sc = client_71();
+		script_start(sc);
+		memset(b, 0, sizeof(b));
+		memcpy(b, "ceph v2\n", 8);
+		msgr2_put_le16(b + 8, len[i]);
+		b[10] = 1;			/* supported: REVISION_1 */
+		ret = feed(sc, b, 10 + len[i]);
+		if (ok) {
+			EXPECT_EQ(0, ret) {
+				TH_LOG("payload %u", len[i]);
+			}
+			EXPECT_EQ(0, feed_hex(sc, crc_f4));
+			EXPECT_EQ(MSGR2_R_NONE, msgr2_conn_reason(sc->c));
+		} else {
+			EXPECT_EQ(-EPROTO, ret) {
+				TH_LOG("payload %u", len[i]);
+			}
+			EXPECT_EQ(MSGR2_R_BANNER, msgr2_conn_reason(sc->c));
+		}
+		script_free(sc);
+	}
+}
+
+/*
+ * The pre-auth transcript keeps MSGR2_PREAUTH_MAX bytes per direction,
+ * inclusive.  Received: banner, a HELLO padded with trailing bytes (its
+ * decoder ignores them) and AUTH_DONE coming to exactly the limit complete
+ * the handshake; one byte more fails with OVERSIZE.
+ */
+TEST(preauth_limit_rx)
+{
+	static u8 hello[MSGR2_CTRL_MAX], f[MSGR2_CTRL_MAX + 64], f4[128];
+	const void *s[4] = { hello };
+	struct script *sc;
+	u32 l[4];
+	int over, ret;
+
+	hex(crc_f4, f4);
+	for (over = 0; over < 2; over++) {
+		/* banner 26 + HELLO 32 + l + 4 + AUTH_DONE 52 */
+		l[0] = MSGR2_PREAUTH_MAX - 26 - 36 - 52 + over;
+		memset(hello, 0, sizeof(hello));
+		memcpy(hello, f4 + 32, 36);
+		sc = client_71();
+		script_start(sc);
+		ASSERT_EQ(0, feed_hex(sc, crc_f2));
+		ASSERT_EQ(0, feed(sc, f, pair_frame_crc(f, sizeof(f),
+							MSGR2_TAG_HELLO, 1,
+							s, l, 0)));
+		ret = feed_hex(sc, crc_f6);
+		if (over) {
+			EXPECT_EQ(-EMSGSIZE, ret);
+			EXPECT_REASON(sc, MSGR2_R_OVERSIZE, -EMSGSIZE);
+		} else {
+			EXPECT_EQ(0, ret);
+			EXPECT_EQ(0, feed_hex(sc, crc_f8));
+			EXPECT_EQ(0, feed_hex(sc, crc_f10));
+			EXPECT_TRUE(msgr2_conn_ready(sc->c));
+		}
+		script_free(sc);
+	}
+}
+
+static u32 pad_request_len;
+
+static int pad_request(void *priv, u8 *out, u32 cap)
+{
+	if (cap < pad_request_len)
+		return -ENOSPC;
+	memset(out, 0, pad_request_len);
+	return pad_request_len;
+}
+
+static int pad_done(void *priv, u64 global_id, u32 con_mode, const u8 *in,
+		    u32 len, struct msgr2_auth_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->global_id = global_id;
+	return 0;
+}
+
+/* AUTH_NONE's number, with an auth payload of pad_request_len bytes */
+static const struct msgr2_auth_ops pad_ops = {
+	.method = MSGR2_AUTH_NONE,
+	.request = pad_request,
+	.done = pad_done,
+};
+
+/*
+ * Sent: banner, HELLO and an AUTH_REQUEST padded by its auth method to
+ * exactly MSGR2_PREAUTH_MAX bytes complete the handshake; one byte more
+ * fails with OVERSIZE when the AUTH_REQUEST is built.
+ */
+TEST(preauth_limit_tx)
+{
+	struct script *sc;
+	int over, ret;
+
+	for (over = 0; over < 2; over++) {
+		/* banner 26 + HELLO 72 + AUTH_REQUEST 32 + 16 + pad + 4 */
+		pad_request_len = MSGR2_PREAUTH_MAX - 26 - 72 - 52 + over;
+		sc = client_71();
+		sc->p->cl.cfg.auth[0] = &pad_ops;
+		script_start(sc);
+		ASSERT_EQ(0, feed_hex(sc, crc_f2));
+		ret = feed_hex(sc, crc_f4);
+		if (over) {
+			EXPECT_EQ(-EMSGSIZE, ret);
+			EXPECT_REASON(sc, MSGR2_R_OVERSIZE, -EMSGSIZE);
+		} else {
+			EXPECT_EQ(0, ret);
+			EXPECT_EQ(MSGR2_PREAUTH_MAX, sc->txn);
+			EXPECT_EQ(0, feed_hex(sc, crc_f6));
+			EXPECT_EQ(0, feed_hex(sc, crc_f8));
+			EXPECT_EQ(0, feed_hex(sc, crc_f10));
+			EXPECT_TRUE(msgr2_conn_ready(sc->c));
+		}
+		script_free(sc);
+	}
+}
+
+/*
+ * Decoded u32 vectors hold at most M2_MAX_VEC (16) entries: an
+ * AUTH_BAD_METHOD listing 16 allowed methods is taken (the client goes on
+ * with its second method, AUTH_NONE); 17 fail with MALFORMED.
+ */
+TEST(vec_limit)
+{
+	static u8 pl[128], f[256];
+	const void *s[4] = { pl };
+	struct script *sc;
+	u32 l[4], n, i;
+	size_t txn;
+	int ret;
+
+	for (n = 16; n <= 17; n++) {
+		sc = client_71();
+		sc->p->cl.cfg.n_auth = 2;
+		sc->p->cl.cfg.auth[0] = &pair_auth_fixed_ops;
+		sc->p->cl.cfg.auth_priv[0] = &sc->p->cl.fixed;
+		sc->p->cl.cfg.auth[1] = &msgr2_auth_none_ops;
+		sc->p->cl.cfg.auth_priv[1] = &sc->p->cl.none;
+		script_start(sc);
+		ASSERT_EQ(0, feed_hex(sc, crc_f2));
+		ASSERT_EQ(0, feed_hex(sc, crc_f4));
+		msgr2_put_le32(pl, PAIR_AUTH_FIXED);	/* method */
+		msgr2_put_le32(pl + 4, (u32)-EOPNOTSUPP);
+		msgr2_put_le32(pl + 8, n);		/* allowed methods */
+		for (i = 0; i < n; i++)
+			msgr2_put_le32(pl + 12 + 4 * i, MSGR2_AUTH_NONE);
+		l[0] = 12 + 4 * n;
+		msgr2_put_le32(pl + l[0], 1);		/* allowed modes */
+		msgr2_put_le32(pl + l[0] + 4, MSGR2_MODE_CRC);
+		l[0] += 8;
+		txn = sc->txn;
+		ret = feed(sc, f, pair_frame_crc(f, sizeof(f),
+						 MSGR2_TAG_AUTH_BAD_METHOD, 1,
+						 s, l, 0));
+		if (n > 16) {
+			EXPECT_EQ(-EPROTO, ret);
+			EXPECT_REASON(sc, MSGR2_R_MALFORMED, -EPROTO);
+		} else {
+			EXPECT_EQ(0, ret);
+			ASSERT_GT(sc->txn, txn);
+			EXPECT_EQ(MSGR2_TAG_AUTH_REQUEST, sc->tx[txn]);
+			EXPECT_EQ(MSGR2_AUTH_NONE,
+				  msgr2_get_le32(sc->tx + txn + 32));
+		}
+		script_free(sc);
+	}
+}
+
+/*
+ * Decoded address vectors hold at most M2_MAX_ADDRVEC (64) entries: a
+ * SERVER_IDENT with 64 addresses, the one dialled last (beyond the
+ * MSGR2_MAX_ADDRS kept, still found), makes the client READY; 65 fail
+ * with MALFORMED.
+ */
+TEST(addrvec_limit)
+{
+	static u8 f10[256], pl[4096], f[4200];
+	const void *s[4] = { pl };
+	struct script *sc;
+	u32 l[4], n, i;
+	int ret;
+
+	hex(crc_f10, f10);
+	for (n = 64; n <= 65; n++) {
+		/* crc_f10's payload: addrvec of 1 (40 bytes), 48 more */
+		pl[0] = 2;
+		msgr2_put_le32(pl + 1, n);
+		for (i = 0; i < n; i++) {
+			memcpy(pl + 5 + 35 * i, f10 + 37, 35);
+			if (i < n - 1)
+				pl[5 + 35 * i + 11] = i + 1;	/* nonce */
+		}
+		memcpy(pl + 5 + 35 * n, f10 + 72, 48);
+		l[0] = 5 + 35 * n + 48;
+		sc = client_71();
+		script_start(sc);
+		feed_hex(sc, crc_f2);
+		feed_hex(sc, crc_f4);
+		feed_hex(sc, crc_f6);
+		ASSERT_EQ(0, feed_hex(sc, crc_f8));
+		ret = feed(sc, f, pair_frame_crc(f, sizeof(f),
+						 MSGR2_TAG_SERVER_IDENT, 1,
+						 s, l, 0));
+		if (n > 64) {
+			EXPECT_EQ(-EPROTO, ret);
+			EXPECT_REASON(sc, MSGR2_R_MALFORMED, -EPROTO);
+		} else {
+			EXPECT_EQ(0, ret);
+			EXPECT_TRUE(msgr2_conn_ready(sc->c));
+			EXPECT_EQ(MSGR2_MAX_ADDRS, sc->p->cl.s.peer_addrs.n);
+		}
+		script_free(sc);
+	}
+}
+
+/*
+ * A client answers at most M2_MAX_AUTH_ROUNDS (16) AUTH_REPLY_MOREs per
+ * AUTH_REQUEST: the 16th is answered with AUTH_REQUEST_MORE, the 17th
+ * fails with AUTH.
+ */
+TEST(auth_rounds_limit_client)
+{
+	static const u8 more[12] = { 8, 0, 0, 0, 'c', 'h', 'a', 'l', 'l' };
+	const void *s[4] = { more };
+	const u32 l[4] = { sizeof(more) };
+	struct script *sc = client_71();
+	static u8 f[64];
+	size_t n, txn;
+	int i;
+
+	sc->p->cl.cfg.auth[0] = &pair_auth_fixed_ops;
+	sc->p->cl.cfg.auth_priv[0] = &sc->p->cl.fixed;
+	script_start(sc);
+	ASSERT_EQ(0, feed_hex(sc, crc_f2));
+	ASSERT_EQ(0, feed_hex(sc, crc_f4));
+	n = pair_frame_crc(f, sizeof(f), MSGR2_TAG_AUTH_REPLY_MORE, 1, s, l,
+			   0);
+	for (i = 1; i <= 16; i++) {
+		txn = sc->txn;
+		ASSERT_EQ(0, feed(sc, f, n)) {
+			TH_LOG("round %d", i);
+		}
+		ASSERT_GT(sc->txn, txn);
+		EXPECT_EQ(MSGR2_TAG_AUTH_REQUEST_MORE, sc->tx[txn]);
+	}
+	EXPECT_EQ(-EACCES, feed(sc, f, n));
+	EXPECT_REASON(sc, MSGR2_R_AUTH, -EACCES);
+	script_free(sc);
+}
+
+/*
+ * A client takes at most M2_MAX_RETRIES (16) SESSION_RETRYs: each of the
+ * first 16 is answered with a new SESSION_RECONNECT, the 17th fails with
+ * PEER.
+ */
+TEST(session_retry_limit)
+{
+	static u8 b[8], f[64];
+	const void *s[4] = { b };
+	const u32 l[4] = { sizeof(b) };
+	struct script *sc = client_71();
+	size_t n, txn;
+	int i;
+
+	sc->p->cl.s.server_cookie = 77;		/* resume: SESSION_RECONNECT */
+	script_start(sc);
+	feed_hex(sc, crc_f2);
+	feed_hex(sc, crc_f4);
+	feed_hex(sc, crc_f6);
+	ASSERT_EQ(0, feed_hex(sc, crc_f8));
+	for (i = 1; i <= 16; i++) {
+		msgr2_put_le64(b, i);
+		n = pair_frame_crc(f, sizeof(f), MSGR2_TAG_SESSION_RETRY, 1,
+				   s, l, 0);
+		txn = sc->txn;
+		ASSERT_EQ(0, feed(sc, f, n)) {
+			TH_LOG("retry %d", i);
+		}
+		ASSERT_GT(sc->txn, txn);
+		EXPECT_EQ(MSGR2_TAG_SESSION_RECONNECT, sc->tx[txn]);
+	}
+	msgr2_put_le64(b, 17);
+	n = pair_frame_crc(f, sizeof(f), MSGR2_TAG_SESSION_RETRY, 1, s, l, 0);
+	EXPECT_EQ(-EPROTO, feed(sc, f, n));
+	EXPECT_REASON(sc, MSGR2_R_PEER, -EPROTO);
+	script_free(sc);
+}
+
+/*
+ * Without a session key (AUTH_NONE) the peer's AUTH_SIGNATURE must be 32
+ * zero bytes, in crc mode as in secure mode: any other value fails with
+ * SIGNATURE.
+ */
+TEST(auth_none_signature_nonzero)
+{
+	struct script *sc = client_71();
+	static u8 f[128];
+	size_t n;
+
+	script_start(sc);
+	feed_hex(sc, crc_f2);
+	feed_hex(sc, crc_f4);
+	ASSERT_EQ(0, feed_hex(sc, crc_f6));
+	n = hex(crc_f8, f);
+	f[32 + 5] = 1;
+	msgr2_put_le32(f + 64, msgr2_crc32c(~0U, f + 32, 32));
+	EXPECT_EQ(-EACCES, feed(sc, f, n));
+	EXPECT_REASON(sc, MSGR2_R_SIGNATURE, -EACCES);
+	script_free(sc);
+}
+
+/*
+ * Receive buffers always come back, once.  An aborted MESSAGE (late
+ * status ABORTED) gives what rx_alloc() handed out back through rx_msg()
+ * with -ECONNABORTED whatever its segments; so does a message cut by a
+ * release (-ECONNRESET) or by a failure (the connection's errno); a
+ * message still waiting for rx_alloc() has nothing to give back.
+ */
+TEST(rx_buffers_given_back)
+{
+	static const u32 lens[][3] = {
+		{ 8 }, { 0, 8 }, { 0, 0, 8 }, { 8, 16, 24 }, { 1, 0, 4096 },
+	};
+	static u8 f[8192];
+	struct pair_end *e;
+	struct script *sc;
+	size_t i, n, used;
+
+	sc = ready_71();
+	e = &sc->p->cl;
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		n = msg_frame3(f, sizeof(f), 1, 0x01, lens[i]);
+		ASSERT_EQ(0, feed(sc, f, n));
+		EXPECT_EQ(i + 1, e->n_rx_alloc);
+		EXPECT_EQ(i + 1, e->n_rx_drop);
+		EXPECT_EQ(-ECONNABORTED, e->rx_last_status);
+		EXPECT_EQ(0, pair_rx_outstanding(e));
+	}
+	EXPECT_EQ(0, e->n_rx);
+	/* the seq is still free */
+	n = msg_frame3(f, sizeof(f), 1, 0x0e, lens[3]);
+	ASSERT_EQ(0, feed(sc, f, n));
+	ASSERT_EQ(1, e->n_rx);
+	EXPECT_TRUE(msg_is(&e->rx[0], lens[3]));
+	/* released in the middle of an aborted frame's payload */
+	n = msg_frame3(f, sizeof(f), 2, 0x01, lens[3]);
+	ASSERT_EQ(0, feed(sc, f, n - 20));
+	EXPECT_EQ(1, pair_rx_outstanding(e));
+	pair_disconnect(sc->p);
+	EXPECT_EQ(0, pair_rx_outstanding(e));
+	EXPECT_EQ(-ECONNRESET, e->rx_last_status);
+	EXPECT_EQ(0, e->n_rx_unpaired);
+	script_free(sc);
+
+	/* a bad late status fails the connection: buffers back too */
+	sc = ready_71();
+	e = &sc->p->cl;
+	n = msg_frame3(f, sizeof(f), 1, 0x05, lens[3]);
+	EXPECT_EQ(-EPROTO, feed(sc, f, n));
+	EXPECT_EQ(MSGR2_R_LATE_STATUS, msgr2_conn_reason(sc->c));
+	EXPECT_EQ(1, e->n_rx_alloc);
+	EXPECT_EQ(0, pair_rx_outstanding(e));
+	EXPECT_EQ(-EPROTO, e->rx_last_status);
+	script_free(sc);
+
+	/* no room yet: nothing handed out, nothing given back */
+	sc = ready_71();
+	e = &sc->p->cl;
+	e->rx_eagain = 100;
+	n = msg_frame3(f, sizeof(f), 1, 0x01, lens[3]);
+	EXPECT_EQ(0, msgr2_rx_feed(sc->c, f, n, &used));
+	EXPECT_EQ(MSG_HEAD_LEN, used);
+	EXPECT_GE(e->n_eagain, 1);
+	pair_disconnect(sc->p);
+	EXPECT_EQ(0, e->n_rx_alloc);
+	EXPECT_EQ(0, e->n_rx_back);
+	script_free(sc);
 }
 
 TEST(reason_strings)
