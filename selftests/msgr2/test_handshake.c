@@ -237,6 +237,118 @@ TEST(signature_mismatch)
 	pair_free(p);
 }
 
+/*
+ * AUTH_SIGNATURE is checked in crc mode too, not only in secure mode: with
+ * a keyed method negotiated down to crc mode, a client whose session key
+ * differs fails with SIGNATURE, and so does the server when it checks
+ * first (its own signature held back).
+ */
+TEST(signature_mismatch_crc)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+
+	p->cl.cfg.n_modes = 1;
+	p->cl.cfg.modes[0] = MSGR2_MODE_CRC;
+	p->cl.fixed.session_key[3] ^= 1;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_MODE_CRC, msgr2_conn_mode(p->cl.c));
+	EXPECT_EQ(MSGR2_R_SIGNATURE, msgr2_conn_reason(p->cl.c));
+	EXPECT_FALSE(msgr2_conn_ready(p->cl.c));
+	EXPECT_FALSE(msgr2_conn_ready(p->sv.c));
+	pair_free(p);
+
+	p = pair_new(MSGR2_MODE_SECURE);
+	p->cl.cfg.n_modes = 1;
+	p->cl.cfg.modes[0] = MSGR2_MODE_CRC;
+	p->cl.fixed.session_key[3] ^= 1;
+	ASSERT_EQ(0, pair_connect(p));
+	move_limited(p, 26 + 72 + 52);
+	EXPECT_EQ(MSGR2_MODE_CRC, msgr2_conn_mode(p->sv.c));
+	EXPECT_EQ(MSGR2_R_SIGNATURE, msgr2_conn_reason(p->sv.c));
+	EXPECT_FALSE(msgr2_conn_ready(p->sv.c));
+	pair_free(p);
+}
+
+/*
+ * A server sends at most M2_MAX_AUTH_ROUNDS (16) AUTH_REPLY_MOREs per
+ * AUTH_REQUEST: a method that needs 16 rounds completes, one that needs 17
+ * fails with AUTH.
+ */
+TEST(auth_rounds_limit_server)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+
+	p->sv.fixed.rounds = 16;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(0, traffic(p, 10));
+	pair_free(p);
+
+	p = pair_new(MSGR2_MODE_SECURE);
+	p->sv.fixed.rounds = 17;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_FALSE(msgr2_conn_ready(p->sv.c));
+	EXPECT_EQ(MSGR2_R_AUTH, msgr2_conn_reason(p->sv.c));
+	pair_free(p);
+}
+
+/*
+ * The sender's limits are inclusive and per segment: msgr2_send() takes
+ * front, middle and data at exactly cfg.max_seg_len[] and refuses one byte
+ * more with -EMSGSIZE; in secure mode a tail (padded segments, epilogue,
+ * tag) of exactly tx_scratch_len fits and 16 bytes more do not, both in
+ * msgr2_send() and for a message queued before the connection existed
+ * (given back with -EMSGSIZE, the next one still gets seq 1).
+ */
+TEST(send_limits_exact)
+{
+	static const u32 max[3] = { 100, 200, 300 };
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	static u8 big[4096];
+	int i;
+
+	memcpy(p->cl.cfg.max_seg_len, max, sizeof(max));
+	ASSERT_EQ(0, pair_connect(p));
+	for (i = 0; i < 3; i++) {
+		u32 len[3] = { 0 };
+
+		len[i] = max[i] + 1;
+		EXPECT_EQ(-EMSGSIZE, pair_send(&p->cl, 1, big, len[0], big,
+					       len[1], big, len[2])) {
+			TH_LOG("segment %d one over", i + 1);
+		}
+	}
+	EXPECT_EQ(0, pair_send(&p->cl, 1, big, max[0], big, max[1], big,
+			       max[2]));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	ASSERT_EQ(1, p->sv.n_rx);
+	EXPECT_EQ(max[2], p->sv.rx[0].len[MSGR2_DATA]);
+	pair_free(p);
+
+	/* secure: 1024 = pad16(992) + 16 (epilogue) + 16 (tag) */
+	p = pair_new(MSGR2_MODE_SECURE);
+	p->cl.cfg.tx_scratch_len = 1024;
+	ASSERT_EQ(0, pair_send(&p->cl, 1, big, 993, NULL, 0, NULL, 0));
+	ASSERT_EQ(0, pair_send(&p->cl, 2, big, 992, NULL, 0, NULL, 0));
+	ASSERT_EQ(0, pair_connect(p));
+	EXPECT_EQ(-EMSGSIZE, pair_send(&p->cl, 3, big, 993, NULL, 0, NULL,
+				       0));
+	EXPECT_EQ(0, pair_send(&p->cl, 4, NULL, 0, NULL, 0, big, 992));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(1, p->cl.n_tx_err);
+	ASSERT_EQ(2, p->sv.n_rx);
+	EXPECT_EQ(2, p->sv.rx[0].hdr.type);
+	EXPECT_EQ(1, p->sv.rx[0].hdr.seq);
+	EXPECT_EQ(4, p->sv.rx[1].hdr.type);
+	EXPECT_EQ(2, p->sv.rx[1].hdr.seq);
+	pair_free(p);
+}
+
 TEST(bad_method_then_second_method)
 {
 	struct pair *p = pair_new(MSGR2_MODE_CRC);
