@@ -31,7 +31,8 @@ int ctl_parse_size(const char *s, __u64 min, __u64 max, __u64 *val)
 	unsigned long long v;
 	char *end;
 
-	if (!s || !*s || *s == '-')
+	/* digits only: strtoull() would take " -1" as 2^64 - 1 */
+	if (!s || *s < '0' || *s > '9')
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
