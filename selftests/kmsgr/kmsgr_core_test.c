@@ -950,14 +950,38 @@ TEST_F_TIMEOUT(core, stale_release_token, 120)
 	kt_inst_close(&srv);
 }
 
+/*
+ * A rogue msgr2 server (kmsgr_rogue) with @fault, alive for @life_ms: its
+ * address in @a; pclose() it when done.  NULL if it did not start.
+ */
+static FILE *rogue_server(const char *fault, int life_ms, struct kmsgr_addr *a)
+{
+	const char *top = getenv("KMSGR_TOP");
+	char cmd[512], line[64];
+	FILE *rogue;
+	int port;
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s/.build/selftests/kmsgr/kmsgr_rogue --life-ms %d server %s",
+		 top ? top : ".", life_ms, fault);
+	rogue = popen(cmd, "r");
+	if (!rogue)
+		return NULL;
+	if (!fgets(line, sizeof(line), rogue) ||
+	    (port = atoi(line)) <= 0 || port > 65535 ||
+	    kt_addr(a, "127.0.0.1", (uint16_t)port)) {
+		pclose(rogue);
+		return NULL;
+	}
+	return rogue;
+}
+
 /* ---- D11: dead peers are detected ----------------------------------------- */
 
 TEST_F_TIMEOUT(core, silent_peer_times_out, 120)
 {
-	char cmd[512], line[64];
-	const char *top = getenv("KMSGR_TOP");
 	struct kmsgr_addr a;
-	unsigned int old, port;
+	unsigned int old;
 	uint32_t id;
 	uint64_t t_up;
 	FILE *rogue;
@@ -966,15 +990,8 @@ TEST_F_TIMEOUT(core, silent_peer_times_out, 120)
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, param_set("keepalive_timeout", 3, &old));
-	snprintf(cmd, sizeof(cmd),
-		 "%s/.build/selftests/kmsgr/kmsgr_rogue --life-ms 30000 server silent",
-		 top ? top : ".");
-	rogue = popen(cmd, "r");
+	rogue = rogue_server("silent", 30000, &a);
 	ASSERT_NE(NULL, rogue);
-	ASSERT_NE(NULL, fgets(line, sizeof(line), rogue));
-	port = (unsigned int)atoi(line);
-	ASSERT_LT(0, port);
-	ASSERT_EQ(0, kt_addr(&a, "127.0.0.1", (uint16_t)port));
 	ASSERT_EQ(0, kt_connect(&self->cli, &a, 0, KT_PEER_ANY, 0x5, &id));
 	ASSERT_LE(0, wait_event(&self->lp, &self->cli, id, KMSGR_EV_UP, 0,
 				SETUP_MS));
@@ -1001,28 +1018,19 @@ TEST_F_TIMEOUT(core, silent_peer_times_out, 120)
 TEST_F_TIMEOUT(core, close_fails_queued_sends, 120)
 {
 	struct kmsgr_slice none = { 0 }, data = { 0, 64 << 10 };
-	const char *top = getenv("KMSGR_TOP");
-	unsigned int port, sends = 0, after = 0, i;
+	unsigned int sends = 0, after = 0, i;
 	bool closed = false;
 	struct kmsgr_cqe *cqe;
 	struct kmsgr_addr a;
 	struct kmsgr_sqe *sqe;
-	char cmd[512], line[64];
 	uint64_t end;
 	uint32_t id;
 	FILE *rogue;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	snprintf(cmd, sizeof(cmd),
-		 "%s/.build/selftests/kmsgr/kmsgr_rogue --life-ms 20000 server unacked",
-		 top ? top : ".");
-	rogue = popen(cmd, "r");
+	rogue = rogue_server("unacked", 20000, &a);
 	ASSERT_NE(NULL, rogue);
-	ASSERT_NE(NULL, fgets(line, sizeof(line), rogue));
-	port = (unsigned int)atoi(line);
-	ASSERT_LT(0, port);
-	ASSERT_EQ(0, kt_addr(&a, "127.0.0.1", (uint16_t)port));
 	ASSERT_EQ(0, kt_connect(&self->cli, &a, KMSGR_SESS_F_LOSSLESS,
 				KT_PEER_ANY, 0x5, &id));
 	ASSERT_LE(0, wait_event(&self->lp, &self->cli, id, KMSGR_EV_UP, 0,
