@@ -419,6 +419,38 @@ static void feed_frame(struct msgr2_conn *c, u8 tag, const void *pl,
 	msgr2_rx_feed(c, buf, n, NULL);
 }
 
+/*
+ * A server answers at most M2_MAX_RETRIES (16) AUTH_REQUESTs with
+ * AUTH_BAD_METHOD; the 17th fails the connection with AUTH.
+ */
+TEST(auth_request_retry_limit_server)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	u8 req[16] = { 0 };
+	int i;
+
+	/* method 99 (unknown), preferred modes [crc], empty payload */
+	msgr2_put_le32(req, 99);
+	msgr2_put_le32(req + 4, 1);
+	msgr2_put_le32(req + 8, MSGR2_MODE_CRC);
+	msgr2_put_le32(req + 12, 0);
+	ASSERT_EQ(0, pair_connect(p));
+	/* the client's banner, the server's banner and HELLO, then only
+	 * the client's HELLO (72 bytes): the server waits in AUTH */
+	pair_move(p, true, 26);
+	pair_move(p, false, 0);
+	pair_move(p, true, 72);
+	for (i = 1; i <= 16; i++) {
+		feed_frame(p->sv.c, MSGR2_TAG_AUTH_REQUEST, req, sizeof(req));
+		ASSERT_EQ(MSGR2_R_NONE, msgr2_conn_reason(p->sv.c)) {
+			TH_LOG("request %d", i);
+		}
+	}
+	feed_frame(p->sv.c, MSGR2_TAG_AUTH_REQUEST, req, sizeof(req));
+	EXPECT_EQ(MSGR2_R_AUTH, msgr2_conn_reason(p->sv.c));
+	pair_free(p);
+}
+
 TEST(order_message_before_ident)
 {
 	struct pair *p = pair_new(MSGR2_MODE_CRC);
