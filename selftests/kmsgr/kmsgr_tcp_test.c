@@ -18,6 +18,11 @@
  * by tools/vm/run --rxe; SKIP without it).  After each test the kernel log
  * must show no warning.
  *
+ *  short_writes      (127.0.0.1) with TCP buffers of 4 KiB (tcp_wmem and
+ *                    tcp_rmem, restored afterwards) every frame goes out in
+ *                    many short writes: 400 messages up to 256 KiB each
+ *                    way arrive once, in order, with their content hashes.
+ *
  * Copyright (C) 2025 The kmsgr authors
  */
 #include <arpa/inet.h>
@@ -213,6 +218,97 @@ TEST_F_TIMEOUT(tcp, stream_mixed, 900)
 				  KMSGR_EV_DOWN));
 	kt_stream_free(&a);
 	kt_stream_free(&b);
+}
+
+/* Read a sysctl file into @buf (one line); 0 or -errno. */
+static int sysctl_get(const char *path, char *buf, size_t len)
+{
+	return kmsgr_read_line(path, buf, len);
+}
+
+static int sysctl_put(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	if (fputs(val, f) < 0)
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+#define WMEM	"/proc/sys/net/ipv4/tcp_wmem"
+#define RMEM	"/proc/sys/net/ipv4/tcp_rmem"
+
+TEST(short_writes)
+{
+	struct kt_plan plan = {
+		.count = 400,
+		.max_log2 = 18,		/* 256 KiB */
+		.small_log2 = 14,
+		.big_one_in = 8,
+		.seed = 0x5eed0003,
+	};
+	char wmem[128], rmem[128];
+	struct kt_inst cli = { 0 }, srv = { 0 };
+	struct kmsgr_listen l;
+	struct kt_stream a, b;
+	uint32_t cli_id, srv_id;
+	struct kt_loop lp;
+	const char *why;
+	int ret;
+
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, sysctl_get(WMEM, wmem, sizeof(wmem)));
+	ASSERT_EQ(0, sysctl_get(RMEM, rmem, sizeof(rmem)));
+	ASSERT_EQ(0, sysctl_put(WMEM, "4096 4096 4096"));
+	ASSERT_EQ(0, sysctl_put(RMEM, "4096 4096 4096"));
+
+	kt_loop_init(&lp);
+	ret = kt_inst_open(&srv, "server", 64, 1 << 20, 4 << 20, 31);
+	if (!ret)
+		ret = kt_inst_open(&cli, "client", 64, 1 << 20, 4 << 20, 32);
+	if (!ret) {
+		kt_loop_add(&lp, &srv);
+		kt_loop_add(&lp, &cli);
+		ret = kt_listen(&srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS,
+				0x5401, &l);
+	}
+	if (!ret)
+		ret = kt_connect(&cli, &l.bound, KMSGR_SESS_F_LOSSLESS,
+				 KT_PEER_ANY, 0x5402, &cli_id);
+	if (!ret)
+		ret = kt_wait_pair(&lp, &cli, cli_id, &srv, &srv_id, SETUP_MS);
+	/* the sockets exist: their buffers are set, restore the defaults */
+	EXPECT_EQ(0, sysctl_put(WMEM, wmem));
+	EXPECT_EQ(0, sysctl_put(RMEM, rmem));
+	ASSERT_EQ(0, ret) TH_LOG("session: %s", kmsgr_strerror(ret));
+
+	ASSERT_EQ(0, kt_stream_init(&a, &cli, cli_id, &srv, srv_id, &plan, 32));
+	plan.seed++;
+	ASSERT_EQ(0, kt_stream_init(&b, &srv, srv_id, &cli, cli_id, &plan, 32));
+	kt_loop_add_stream(&lp, &a);
+	kt_loop_add_stream(&lp, &b);
+	ret = kt_loop_run(&lp, kt_loop_streams_finished, 400 * 1000);
+	EXPECT_EQ(0, ret) TH_LOG("loop: %s", kmsgr_strerror(ret));
+	EXPECT_EQ(0, a.failed) TH_LOG("client->server: %s", a.why);
+	EXPECT_EQ(0, b.failed) TH_LOG("server->client: %s", b.why);
+	EXPECT_EQ(a.total, a.received);
+	EXPECT_EQ(b.total, b.received);
+	EXPECT_EQ(0, lp.stray) TH_LOG("%s", lp.stray_why);
+	EXPECT_EQ(0, count_events(&lp, &cli, cli_id, KMSGR_EV_DOWN));
+	TH_LOG("%u + %u messages, %llu + %llu bytes through 4 KiB buffers",
+	       a.received, b.received, (unsigned long long)a.bytes,
+	       (unsigned long long)b.bytes);
+	kt_stream_free(&a);
+	kt_stream_free(&b);
+	kt_inst_close(&cli);
+	kt_inst_close(&srv);
 }
 
 /*
