@@ -56,6 +56,9 @@ CEPH_CLUSTER=$TOP/selftests/msgr2/ceph_cluster.sh
 # Growth allowed over the leak phase (sessions, TCP, a few processes).
 LEAK_KMALLOC_TOL_BYTES=262144
 LEAK_SUNRECLAIM_TOL_KB=512
+# vmalloc: 8 MiB, above the noise of module loads (tcp_diag) and below
+# any buffer area kmsgrctl or the load tests set up (64 MiB pools).
+LEAK_VMALLOC_TOL_KB=8192
 
 tmp=$(mktemp -d) || exit 1
 ceph_stop() {
@@ -311,6 +314,12 @@ sunreclaim_kb() {
 	awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo
 }
 
+# vmalloc space in use (buffer areas, rings, large kvmalloc; the module's
+# own text while it is loaded).
+vmalloc_kb() {
+	awk '/^VmallocUsed:/ { print $2 }' /proc/meminfo
+}
+
 # The cycles load a copy without debug sections (same code, less to read
 # over 9p and parse): it keeps 100 cycles near half a minute under TCG.
 CYCLE_KO=$tmp/kmsgr.ko
@@ -547,6 +556,7 @@ sync
 sleep 1
 leak_k0=$(kmalloc_bytes)
 leak_s0=$(sunreclaim_kb)
+leak_v0=$(vmalloc_kb)
 check "insmod for the leak phase" insmod "$KO"
 for name in $LEAK_TESTS; do
 	run_harness "$BIN/$name"
@@ -569,6 +579,7 @@ sync
 sleep 1
 leak_k1=$(kmalloc_bytes)
 leak_s1=$(sunreclaim_kb)
+leak_v1=$(vmalloc_kb)
 dk=$((leak_k1 - leak_k0))
 echo "# leak phase: kmalloc active bytes $leak_k0 -> $leak_k1 (delta $dk, tolerance $LEAK_KMALLOC_TOL_BYTES)"
 [ "$dk" -le "$LEAK_KMALLOC_TOL_BYTES" ]
@@ -577,6 +588,10 @@ ds=$((leak_s1 - leak_s0))
 echo "# leak phase: SUnreclaim $leak_s0 -> $leak_s1 kB (delta $ds, tolerance $LEAK_SUNRECLAIM_TOL_KB)"
 [ "$ds" -le "$LEAK_SUNRECLAIM_TOL_KB" ]
 tap $? "unreclaimable slab back to the baseline after the leak phase (delta $ds kB)"
+dv=$((leak_v1 - leak_v0))
+echo "# leak phase: VmallocUsed $leak_v0 -> $leak_v1 kB (delta $dv, tolerance $LEAK_VMALLOC_TOL_KB)"
+[ "$dv" -le "$LEAK_VMALLOC_TOL_KB" ]
+tap $? "vmalloc back to the baseline after the leak phase (delta $dv kB)"
 
 # --- load/unload cycles and leaks -------------------------------------------------
 mark "cycles"
