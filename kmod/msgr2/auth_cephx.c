@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmsgr msgr2 engine - CephX (auth method 2), client role against a mon.
+ * kmsgr msgr2 engine - CephX (auth method 2), client role against a mon,
+ * and the mon's side of the same exchange (server role).
  *
  *   C>S AUTH_REQUEST       u8 10 (mode: mon), EntityName, le64 global_id
  *   S>C AUTH_REPLY_MORE    u8 1, le64 server_challenge
@@ -529,7 +530,250 @@ const struct msgr2_auth_ops msgr2_auth_cephx_ops = {
 	.request = cephx_request,
 	.reply_more = cephx_reply_more,
 	.done = cephx_done,
-	/* server-side CephX comes later; the hook stays NULL until then */
-	.accept = NULL,
 	.reset = cephx_reset,
+};
+
+/* ---- server role -------------------------------------------------------- */
+
+#define CEPHX_VALIDITY_S	3600	/* of the AUTH ticket we issue */
+#define CEPHX_SECRET_LEN	64	/* connection secret we issue */
+#define CEPHX_BLOB_LEN		32	/* opaque ticket blob */
+/* client part of an AUTH ticket: u8 1, CryptoKey, utime validity */
+#define CEPHX_PART_LEN		(1 + CEPHX_KEY_ENC_LEN + 8)
+
+enum {
+	CX_SRV_IDLE = 0,
+	CX_SRV_CHALLENGED,	/* AUTH_REPLY_MORE (challenge) sent */
+	CX_SRV_DONE,
+};
+
+/* le32 length + bytes, bounds-checked */
+static int put_blob(u8 *out, u32 cap, u32 *off, const u8 *p, u32 n)
+{
+	if (*off > cap || cap - *off < 4 || cap - *off - 4 < n)
+		return -ENOSPC;
+	msgr2_put_le32(out + *off, n);
+	memcpy(out + *off + 4, p, n);
+	*off += 4 + n;
+	return 0;
+}
+
+/* ceph_x_encrypt() of @in, itself wrapped in a blob (le32 length) */
+static int put_encrypted_blob(u8 *out, u32 cap, u32 *off, const u8 key[16],
+			      const u8 *in, u32 len)
+{
+	int n;
+
+	if (*off > cap || cap - *off < 4)
+		return -ENOSPC;
+	n = msgr2_cephx_encrypt(key, in, len, out + *off + 4,
+				cap - *off - 4);
+	if (n < 0)
+		return n;
+	msgr2_put_le32(out + *off, (u32)n);
+	*off += 4 + (u32)n;
+	return 0;
+}
+
+/* AUTH_REQUEST: u8 10 (mon), EntityName, le64 global_id -> challenge */
+static int cx_srv_challenge(struct msgr2_auth_cephx_server *sv, const u8 *in,
+			    u32 len, u8 *out, u32 cap, u32 *out_len)
+{
+	struct cx_cur c = { in, len }, name;
+	u32 type, i;
+	u64 gid;
+	u8 mode;
+
+	if (cur_u8(&c, &mode) || cur_le32(&c, &type) || cur_blob(&c, &name) ||
+	    cur_le64(&c, &gid) || c.left)
+		return -EBADMSG;
+	if (mode != CEPHX_MODE_MON)
+		return -EOPNOTSUPP;	/* authorizers: no service tickets */
+	if (!name.left || name.left >= MSGR2_CEPHX_NAME_MAX)
+		return -EACCES;
+	sv->who = NULL;
+	for (i = 0; i < sv->n_keys; i++) {
+		const struct msgr2_cephx_entity *e = &sv->keys[i];
+
+		if (e->entity_type == type &&
+		    !memcmp(e->name, name.p, name.left) &&
+		    !e->name[name.left]) {
+			sv->who = e;
+			break;
+		}
+	}
+	if (!sv->who)
+		return -EACCES;		/* unknown entity */
+	if (cap < 9)
+		return -ENOSPC;
+	if (!gid) {
+		if (!sv->next_global_id)
+			sv->next_global_id = 4096;
+		gid = sv->next_global_id++;
+	}
+	sv->global_id = gid;
+	do
+		msgr2_random(&sv->server_challenge,
+			     sizeof(sv->server_challenge));
+	while (!sv->server_challenge);
+	/* CephXServerChallenge: u8 struct_v = 1, le64 server_challenge */
+	out[0] = 1;
+	msgr2_put_le64(out + 1, sv->server_challenge);
+	*out_len = 9;
+	sv->state = CX_SRV_CHALLENGED;
+	return 1;
+}
+
+/* The proof a client computes from its secret and both challenges. */
+static int cx_proof(const u8 key[16], u64 server_challenge,
+		    u64 client_challenge, u8 proof[8])
+{
+	u8 chal[16], enc[4 + 32];
+	u64 k;
+	int ret;
+
+	msgr2_put_le64(chal, server_challenge);
+	msgr2_put_le64(chal + 8, client_challenge);
+	ret = msgr2_cephx_encrypt(key, chal, sizeof(chal), enc, sizeof(enc));
+	if (ret == sizeof(enc)) {
+		k = msgr2_get_le64(enc) ^ msgr2_get_le64(enc + 8) ^
+		    msgr2_get_le64(enc + 16) ^ msgr2_get_le64(enc + 24);
+		msgr2_put_le64(proof, k);
+		ret = 0;
+	} else if (ret >= 0) {
+		ret = -EINVAL;
+	}
+	msgr2_wipe(enc, sizeof(enc));
+	msgr2_wipe(chal, sizeof(chal));
+	return ret;
+}
+
+/*
+ * AUTH_REQUEST_MORE: le16 GET_AUTH_SESSION_KEY, CephXAuthenticate (v1-3)
+ * -> AUTH_DONE payload: le16 op, s32 0, the AUTH ticket reply, the
+ * connection secret (encrypted with the session key), no extra tickets.
+ */
+static int cx_srv_authenticate(struct msgr2_auth_cephx_server *sv,
+			       const u8 *in, u32 len, u8 *out, u32 cap,
+			       u32 *out_len, struct msgr2_auth_result *res)
+{
+	struct cx_cur c = { in, len }, old;
+	u8 part[CEPHX_PART_LEN], secret[4 + CEPHX_SECRET_LEN];
+	u8 tk[1 + 8 + 4 + CEPHX_BLOB_LEN], proof[8], got[8], skey[16];
+	static const u8 no_tickets[5] = { 1 };
+	u64 cchal, key, secret_id;
+	u32 other = 0, off = 0;
+	const u8 *p;
+	u8 v, tv;
+	int ret = -EBADMSG;
+
+	if (sv->state != CX_SRV_CHALLENGED || !sv->who)
+		return -EBADMSG;
+	if (cur_bytes(&c, 2, &p) ||
+	    msgr2_get_le16(p) != MSGR2_CEPHX_GET_AUTH_SESSION_KEY ||
+	    cur_u8(&c, &v) || v < 1 || v > CEPHX_AUTHENTICATE_V ||
+	    cur_le64(&c, &cchal) || cur_le64(&c, &key) ||
+	    cur_u8(&c, &tv) || tv != 1 || cur_le64(&c, &secret_id) ||
+	    cur_blob(&c, &old) || (v >= 3 && cur_le32(&c, &other)) || c.left)
+		goto out;
+	ret = cx_proof(sv->who->key, sv->server_challenge, cchal, proof);
+	if (ret)
+		goto out;
+	msgr2_put_le64(got, key);
+	if (msgr2_memneq(proof, got, sizeof(proof))) {
+		ret = -EACCES;		/* wrong secret */
+		goto out;
+	}
+
+	msgr2_random(skey, sizeof(skey));
+	/* client part: u8 1, CryptoKey (AES, created 0), utime validity */
+	memset(part, 0, sizeof(part));
+	part[0] = 1;
+	msgr2_put_le16(part + 1, CEPHX_CRYPTO_AES);
+	msgr2_put_le16(part + 11, MSGR2_CEPHX_KEY_LEN);
+	memcpy(part + 13, skey, sizeof(skey));
+	msgr2_put_le32(part + 1 + CEPHX_KEY_ENC_LEN, CEPHX_VALIDITY_S);
+	/* the ticket, in clear: u8 1, le64 secret_id, opaque blob */
+	tk[0] = 1;
+	msgr2_put_le64(tk + 1, 1);
+	msgr2_put_le32(tk + 9, CEPHX_BLOB_LEN);
+	msgr2_random(tk + 13, CEPHX_BLOB_LEN);
+	/* connection secret: le32 length + bytes */
+	msgr2_put_le32(secret, CEPHX_SECRET_LEN);
+	msgr2_random(secret + 4, CEPHX_SECRET_LEN);
+
+	ret = -ENOSPC;
+	if (cap < 2 + 4 + 1 + 4 + 4 + 1)
+		goto out;
+	msgr2_put_le16(out, MSGR2_CEPHX_GET_AUTH_SESSION_KEY);
+	msgr2_put_le32(out + 2, 0);		/* result */
+	out[6] = 1;				/* ticket reply v1 */
+	msgr2_put_le32(out + 7, 1);		/* one ticket */
+	msgr2_put_le32(out + 11, MSGR2_ENTITY_AUTH);
+	out[15] = 1;
+	off = 16;
+	ret = msgr2_cephx_encrypt(sv->who->key, part, sizeof(part), out + off,
+				  cap - off);
+	if (ret < 0)
+		goto out;
+	off += (u32)ret;
+	if (off >= cap) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	out[off++] = 0;				/* ticket not encrypted */
+	ret = put_blob(out, cap, &off, tk, sizeof(tk));
+	if (!ret)
+		ret = put_encrypted_blob(out, cap, &off, skey, secret,
+					 sizeof(secret));
+	if (!ret)	/* extra service tickets: a reply with none */
+		ret = put_blob(out, cap, &off, no_tickets, sizeof(no_tickets));
+	if (ret)
+		goto out;
+
+	memset(res, 0, sizeof(*res));
+	res->global_id = sv->global_id;
+	res->session_key_len = MSGR2_CEPHX_KEY_LEN;
+	memcpy(res->session_key, skey, sizeof(skey));
+	res->con_secret_len = CEPHX_SECRET_LEN;
+	memcpy(res->con_secret, secret + 4, CEPHX_SECRET_LEN);
+	*out_len = off;
+	sv->state = CX_SRV_DONE;
+	ret = 0;
+out:
+	msgr2_wipe(part, sizeof(part));
+	msgr2_wipe(secret, sizeof(secret));
+	msgr2_wipe(skey, sizeof(skey));
+	msgr2_wipe(proof, sizeof(proof));
+	if (ret)
+		msgr2_wipe(out, min_t(u32, off, cap));
+	return ret;
+}
+
+static int cephx_accept(void *priv, bool more, u32 con_mode, const u8 *in,
+			u32 len, u8 *out, u32 cap, u32 *out_len,
+			struct msgr2_auth_result *res)
+{
+	struct msgr2_auth_cephx_server *sv = priv;
+
+	*out_len = 0;
+	if (!more)
+		return cx_srv_challenge(sv, in, len, out, cap, out_len);
+	return cx_srv_authenticate(sv, in, len, out, cap, out_len, res);
+}
+
+static void cephx_server_reset(void *priv)
+{
+	struct msgr2_auth_cephx_server *sv = priv;
+
+	sv->state = CX_SRV_IDLE;
+	sv->who = NULL;
+	sv->global_id = 0;
+	msgr2_wipe(&sv->server_challenge, sizeof(sv->server_challenge));
+}
+
+const struct msgr2_auth_ops msgr2_auth_cephx_server_ops = {
+	.method = MSGR2_AUTH_CEPHX,
+	.accept = cephx_accept,
+	.reset = cephx_server_reset,
 };

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * kmsgr msgr2 engine - CephX authentication (method 2), client role
- * against a monitor (GET_AUTH_SESSION_KEY).
+ * kmsgr msgr2 engine - CephX authentication (method 2): the client role
+ * against a monitor (GET_AUTH_SESSION_KEY), and the server role of a mon
+ * for that exchange.
  *
  * Usage: zero a struct msgr2_auth_cephx (in kmalloc/vmalloc memory), fill
  * entity_type, name and key (msgr2_cephx_parse_key()), optionally
@@ -52,6 +53,38 @@ struct msgr2_auth_cephx {
 };
 
 extern const struct msgr2_auth_ops msgr2_auth_cephx_ops;
+
+/*
+ * CephX, server role: what a mon does with a client's AUTH_REQUEST
+ * (GET_AUTH_SESSION_KEY): a challenge, the client's proof checked against
+ * the entity's secret, then an AUTH ticket with a fresh session key and a
+ * 64-byte connection secret (crc or secure mode).  The ticket blob is
+ * opaque and random: this server issues no service tickets.
+ *
+ * Usage: one struct msgr2_auth_cephx_server per connection (zeroed, in
+ * kmalloc/vmalloc memory) with @keys pointing at the entities accepted
+ * (read only; must outlive the connection), passed with
+ * &msgr2_auth_cephx_server_ops as the auth_priv of a server msgr2_config.
+ */
+struct msgr2_cephx_entity {
+	u8 entity_type;			/* MSGR2_ENTITY_CLIENT, ... */
+	char name[MSGR2_CEPHX_NAME_MAX]; /* without the type: "admin" */
+	u8 key[MSGR2_CEPHX_KEY_LEN];
+};
+
+struct msgr2_auth_cephx_server {
+	const struct msgr2_cephx_entity *keys;
+	u32 n_keys;
+	u64 next_global_id;		/* for clients that send 0; 0: 4096 */
+
+	/* ---- per-connection state (engine-private, cleared by reset) ---- */
+	u32 state;
+	const struct msgr2_cephx_entity *who;
+	u64 global_id;
+	u64 server_challenge;
+};
+
+extern const struct msgr2_auth_ops msgr2_auth_cephx_server_ops;
 
 /*
  * Decode a keyring "key = ..." value: base64 of a CryptoKey (le16 type =

@@ -70,6 +70,7 @@ static const char *const reason_names[MSGR2_R__MAX] = {
 	[MSGR2_R_NOMEM] = "MSGR2_R_NOMEM",
 	[MSGR2_R_NONCE] = "MSGR2_R_NONCE",
 	[MSGR2_R_BUSY] = "MSGR2_R_BUSY",
+	[MSGR2_R_MODE] = "MSGR2_R_MODE",
 };
 
 struct options {
