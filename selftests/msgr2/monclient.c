@@ -15,6 +15,14 @@
  * stdout: "mode crc|secure", then one line per command.  stderr: errors;
  * an engine failure is reported as "monclient: failed: MSGR2_R_<NAME>: ...".
  * Exit status 0 only when every command succeeded.
+ *
+ * With --serve it plays the mon instead (server role, entity type mon):
+ * it listens on --addr (port 0: any; "port N" is printed first), accepts
+ * one connection, authenticates it with --auth none or cephx (the one
+ * entity --name with its key from --keyring, msgr2_auth_cephx_server_ops)
+ * in --mode, prints "mode crc|secure" at READY and "message type T" for
+ * the first message the client sends, and exits 0.  That is how a real
+ * Ceph client (`ceph -s`) checks the engine's server side.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -83,6 +91,7 @@ struct options {
 	u32 mode;
 	u32 timeout_ms;
 	bool verbose;
+	bool serve;
 };
 
 /* One inbound message, kept until the command loop looks at it. */
@@ -98,6 +107,8 @@ struct client {
 	struct msgr2_config cfg;
 	struct msgr2_auth_none none;
 	struct msgr2_auth_cephx cephx;
+	struct msgr2_auth_cephx_server cephx_server;	/* --serve */
+	struct msgr2_cephx_entity entity;		/* --serve */
 	bool is_ready;
 	u32 mode;
 	struct inmsg in;		/* last completed inbound message */
@@ -274,6 +285,50 @@ fail:
 	    ntohs(sin->sin_port), strerror(e));
 	close(fd);
 	return -1;
+}
+
+/*
+ * --serve: listen on @sin (port 0: any), print "port N", accept one
+ * connection within @timeout_ms; fill @local and @peer.
+ */
+static int tcp_accept_one(struct sockaddr_in *sin, u32 timeout_ms,
+			  struct sockaddr_in *local, struct sockaddr_in *peer)
+{
+	socklen_t len = sizeof(*local);
+	struct pollfd pfd;
+	int lfd, fd, one = 1;
+
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0) {
+		err("socket: %s", strerror(errno));
+		return -1;
+	}
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (const struct sockaddr *)sin, sizeof(*sin)) ||
+	    listen(lfd, 1) ||
+	    getsockname(lfd, (struct sockaddr *)local, &len)) {
+		err("listen on %s:%u: %s", inet_ntoa(sin->sin_addr),
+		    ntohs(sin->sin_port), strerror(errno));
+		close(lfd);
+		return -1;
+	}
+	printf("port %u\n", ntohs(local->sin_port));
+	pfd.fd = lfd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, (int)timeout_ms) != 1) {
+		err("no connection within %u ms", timeout_ms);
+		close(lfd);
+		return -1;
+	}
+	len = sizeof(*peer);
+	fd = accept4(lfd, (struct sockaddr *)peer, &len,
+		     SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		err("accept: %s", strerror(errno));
+	close(lfd);
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
 }
 
 /* Send what the engine has queued; returns 0 or -errno (engine error). */
@@ -512,6 +567,20 @@ static int setup_auth(struct client *cl, const struct options *o)
 			    strerror(-ret));
 			return -1;
 		}
+		if (o->serve) {
+			/* the one entity this mon knows */
+			cl->entity.entity_type = type;
+			snprintf(cl->entity.name, sizeof(cl->entity.name),
+				 "%s", id);
+			memcpy(cl->entity.key, cl->cephx.key,
+			       sizeof(cl->entity.key));
+			msgr2_wipe(cl->cephx.key, sizeof(cl->cephx.key));
+			cl->cephx_server.keys = &cl->entity;
+			cl->cephx_server.n_keys = 1;
+			cfg->auth[i] = &msgr2_auth_cephx_server_ops;
+			cfg->auth_priv[i] = &cl->cephx_server;
+			continue;
+		}
 		cl->cephx.entity_type = type;
 		snprintf(cl->cephx.name, sizeof(cl->cephx.name), "%s", id);
 		cl->cephx.want_keys = MSGR2_ENTITY_MON | MSGR2_ENTITY_OSD |
@@ -737,7 +806,9 @@ static void usage(void)
 		"usage: %s --addr IP:PORT [--auth none|cephx[,none|cephx]]\n"
 		"       [--name client.admin] [--keyring FILE] [--mode crc|secure]\n"
 		"       [--timeout-ms N] [-v] COMMAND...\n"
-		"commands: ping | version osdmap|monmap|... | map\n", prog);
+		"       %s --serve --addr IP:PORT [--auth ...] [--name ...]\n"
+		"       [--keyring FILE] [--mode crc|secure] [--timeout-ms N]\n"
+		"commands: ping | version osdmap|monmap|... | map\n", prog, prog);
 	exit(2);
 }
 
@@ -753,7 +824,7 @@ static int parse_addr(const char *s, struct sockaddr_in *sin)
 	memcpy(host, s, (size_t)(colon - s));
 	host[colon - s] = '\0';
 	port = strtol(colon + 1, &end, 10);
-	if (*end || port <= 0 || port > 65535)
+	if (*end || port < 0 || port > 65535)
 		return -1;
 	memset(sin, 0, sizeof(*sin));
 	sin->sin_family = AF_INET;
@@ -793,6 +864,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "serve", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -806,7 +878,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->name = "client.admin";
 	o->mode = MSGR2_MODE_CRC;
 	o->timeout_ms = 10000;
-	while ((c = getopt_long(argc, argv, "a:A:n:k:m:t:vh", lopts,
+	while ((c = getopt_long(argc, argv, "a:A:n:k:m:t:vsh", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'a':
@@ -849,12 +921,19 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'v':
 			o->verbose = true;
 			break;
+		case 's':
+			o->serve = true;
+			break;
 		default:
 			usage();
 		}
 	}
-	if (!o->addr_str || optind >= argc)
+	if (!o->addr_str || (optind >= argc) != o->serve)
 		usage();
+	if (!o->serve && !o->sin.sin_port) {
+		err("--addr needs a port");
+		exit(2);
+	}
 }
 
 static int run_commands(struct client *cl, int argc, char **argv)
@@ -879,6 +958,62 @@ static int run_commands(struct client *cl, int argc, char **argv)
 	return 0;
 }
 
+/* --serve: be the mon for one connection (see the head comment). */
+static int serve(struct client *cl, const struct options *o)
+{
+	struct sockaddr_in local, peer;
+	int ret = 1;
+
+	cl->cfg.role = MSGR2_SERVER;
+	cl->cfg.my_type = MSGR2_ENTITY_MON;
+	cl->cfg.features_supported = MSGR2_FEATURES_DEFAULT;
+	cl->cfg.n_modes = 1;
+	cl->cfg.modes[0] = o->mode;
+	cl->cfg.handshake_timeout_ms = o->timeout_ms;
+	cl->cfg.tx_scratch = malloc(TX_SCRATCH_LEN);
+	cl->cfg.tx_scratch_len = TX_SCRATCH_LEN;
+	cl->cfg.ops = &client_ops;
+	cl->cfg.priv = cl;
+	cl->conn = calloc(1, msgr2_conn_size());
+	if (!cl->conn || !cl->cfg.tx_scratch) {
+		err("out of memory");
+		return 1;
+	}
+	if (setup_auth(cl, o))
+		return 1;
+	msgr2_session_init(&cl->sess, true);	/* a mon's clients: lossy */
+	cl->fd = tcp_accept_one((struct sockaddr_in *)&o->sin, o->timeout_ms,
+				&local, &peer);
+	if (cl->fd < 0)
+		return 1;
+	/* a mon's address has nonce 0; the client as we see it */
+	msgr2_addr_ipv4(&cl->cfg.my_addrs.a[0], MSGR2_ADDR_MSGR2, 0,
+			(const u8 *)&local.sin_addr, ntohs(local.sin_port));
+	cl->cfg.my_addrs.n = 1;
+	msgr2_addr_ipv4(&cl->cfg.target, MSGR2_ADDR_MSGR2, 0,
+			(const u8 *)&peer.sin_addr, ntohs(peer.sin_port));
+	ret = msgr2_conn_init(cl->conn, &cl->cfg, &cl->sess);
+	if (ret < 0) {
+		err("msgr2_conn_init: %s", strerror(-ret));
+		return 1;
+	}
+	ret = 1;
+	if (run_until(cl, is_ready, now_ms() + o->timeout_ms + 5000,
+		      "during the handshake"))
+		goto out;
+	printf("mode %s\n", msgr2_conn_mode(cl->conn) == MSGR2_MODE_SECURE ?
+	       "secure" : "crc");
+	if (run_until(cl, have_msg, now_ms() + o->timeout_ms,
+		      "waiting for the first message"))
+		goto out;
+	printf("message type %u\n", cl->in.m.hdr.type);
+	ret = 0;
+out:
+	msgr2_conn_release(cl->conn);
+	msgr2_session_drain(&cl->sess, drain_done, cl, -ECONNRESET);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const u8 zero_ip[4];
@@ -897,6 +1032,10 @@ int main(int argc, char **argv)
 	}
 	cl->opt = &o;
 	cl->fd = -1;
+	if (o.serve) {
+		ret = serve(cl, &o);
+		goto out_close;
+	}
 	cl->cfg.role = MSGR2_CLIENT;
 	cl->cfg.my_type = MSGR2_ENTITY_CLIENT;
 	cl->cfg.peer_type = MSGR2_ENTITY_MON;

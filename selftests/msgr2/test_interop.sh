@@ -15,7 +15,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 CLUSTER=$HERE/ceph_cluster.sh
 MC=$BIN/monclient
 FP=$BIN/faultproxy
-PLAN=31
+PLAN=34
 # engine handshake timeout used by the robustness checks, and the slack
 # allowed on top of it on a loaded machine
 TMO=2000
@@ -374,6 +374,61 @@ if [ "$UP" = 1 ] && "$CLUSTER" stop "$D" && [ ! -e "$D" ] &&
 	ok "cephx cluster stopped"
 else
 	notok "cephx cluster stopped"
+fi
+
+# ---- the engine as the mon: a real Ceph client against its cephx server ----
+# monclient --serve accepts one connection as mon.0 and authenticates
+# client.admin with msgr2_auth_cephx_server_ops; `ceph -s` (Ceph's own
+# ProtocolV2 and CephxClientHandler) must reach READY and send its first
+# message, in crc and in secure mode; with another key it is refused.
+SKR=$TMP/serve.keyring
+ceph-authtool --create-keyring "$SKR" --gen-key -n client.admin \
+	>/dev/null 2>&1
+ceph-authtool --create-keyring "$TMP/other.keyring" --gen-key \
+	-n client.admin >/dev/null 2>&1
+
+# serve_check TAG MODE KEYRING: fills $TMP/TAG.{out,err}, $TMP/TAG.ceph
+serve_check() {
+	local tag=$1 mode=$2 kr=$3 port="" i spid
+
+	timeout -k 5 40 "$MC" --serve --addr 127.0.0.1:0 --auth cephx \
+		--keyring "$SKR" --name client.admin --mode "$mode" \
+		--timeout-ms 20000 >"$TMP/$tag.out" 2>"$TMP/$tag.err" \
+		</dev/null &
+	spid=$!
+	for ((i = 0; i < 50; i++)); do
+		port=$(sed -n 's/^port //p' "$TMP/$tag.out")
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	timeout -k 5 25 ceph --conf /dev/null -m "v2:127.0.0.1:$port" \
+		--keyring "$kr" -n client.admin \
+		--auth-client-required cephx --ms-mon-client-mode "$mode" \
+		--connect-timeout 8 -s </dev/null >"$TMP/$tag.ceph" 2>&1
+	CEPH_RC=$?
+	wait "$spid"
+	RC=$?
+}
+
+for mode in crc secure; do
+	serve_check srv_$mode $mode "$SKR"
+	if [ "$RC" = 0 ] && grep -qx "mode $mode" "$TMP/srv_$mode.out" &&
+	   grep -q "^message type " "$TMP/srv_$mode.out"; then
+		ok "ceph -s completes cephx ($mode) against the engine as a mon: $(tail -n 1 "$TMP/srv_$mode.out")"
+	else
+		notok "ceph -s completes cephx ($mode) against the engine as a mon"
+		echo "# monclient --serve exit $RC:"
+		cat "$TMP/srv_$mode.out" "$TMP/srv_$mode.err" | diag
+		tail -n 5 "$TMP/srv_$mode.ceph" | diag
+	fi
+done
+serve_check srv_bad crc "$TMP/other.keyring"
+if [ "$RC" != 0 ] && ! grep -q "^mode" "$TMP/srv_bad.out" &&
+   [ "$CEPH_RC" != 0 ]; then
+	ok "ceph -s with another key is refused by the engine's cephx server (ceph exit $CEPH_RC)"
+else
+	notok "ceph -s with another key is refused by the engine's cephx server"
+	cat "$TMP/srv_bad.out" "$TMP/srv_bad.err" | diag
 fi
 
 if [ "$n" -ne "$PLAN" ]; then
