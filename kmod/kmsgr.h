@@ -39,7 +39,8 @@
 /* Every KMSGR_FEAT_* bit this build implements. */
 #define KMSGR_FEAT_SUPPORTED	(KMSGR_FEAT_INFO | KMSGR_FEAT_RINGS | \
 				 KMSGR_FEAT_TCP | KMSGR_FEAT_CEPHX | \
-				 KMSGR_FEAT_SECURE | KMSGR_FEAT_RELEASE_TOKEN)
+				 KMSGR_FEAT_SECURE | KMSGR_FEAT_RELEASE_TOKEN | \
+				 KMSGR_FEAT_LISTEN_CEPHX)
 
 /* Receive-pool allocation unit (bytes). */
 #define KMSGR_POOL_GRAIN	512

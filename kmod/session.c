@@ -169,6 +169,11 @@ struct kmsgr_listener {
 	u32 flags;			/* KMSGR_SESS_F_* of accepted sessions */
 	u32 nonce;			/* of our entity_addr_t */
 	u8 my_type;			/* entity type we present */
+	u16 auth;			/* KMSGR_AUTH_* clients use */
+	struct msgr2_cephx_entity *keys; /* cephx: accepted entities, wiped
+					  * and freed with the listener
+					  */
+	u32 n_keys;
 	spinlock_t lock;		/* closing, embryos, nr_embryos */
 	bool closing;
 	struct list_head embryos;	/* kmsgr_sess.embryo */
@@ -205,6 +210,7 @@ struct kmsgr_sess {
 	struct msgr2_config cfg;
 	struct msgr2_auth_none anone;
 	struct msgr2_auth_cephx *cephx;	/* holds the key: kfree_sensitive */
+	struct msgr2_auth_cephx_server *cephx_server;	/* server, cephx */
 	void *tx_scratch;		/* secure: sealed message tails */
 	size_t tx_scratch_len;
 	struct delayed_work work;
@@ -253,7 +259,13 @@ static void kmsgr_obj_release(struct kref *ref)
 		if (atomic_dec_and_test(&inst->nr_live))
 			wake_up_var(&inst->nr_live);
 	} else {
-		kfree(container_of(obj, struct kmsgr_listener, obj));
+		struct kmsgr_listener *l = container_of(obj,
+							struct kmsgr_listener,
+							obj);
+
+		/* the secrets: sessions hold a reference while they use them */
+		kvfree_sensitive(l->keys, l->n_keys * sizeof(*l->keys));
+		kfree(l);
 	}
 }
 
@@ -862,6 +874,7 @@ static const struct msgr2_ops kmsgr_sess_server_ops = {
 	.tx_done	= kmsgr_conn_tx_done,
 	.event		= kmsgr_conn_event,
 	.attach		= kmsgr_conn_attach,
+	.tx_scratch	= kmsgr_conn_tx_scratch,
 };
 
 /* ---- connections -------------------------------------------------------- */
@@ -1353,6 +1366,8 @@ static void kmsgr_sess_free_mem(struct kmsgr_sess *s)
 	s->spill_bytes = 0;
 	kfree_sensitive(s->cephx);	/* the key: wiped */
 	s->cephx = NULL;
+	kfree_sensitive(s->cephx_server);
+	s->cephx_server = NULL;
 	kvfree(s->tx_scratch);
 	s->tx_scratch = NULL;
 }
@@ -1668,6 +1683,72 @@ out_free:
 /* ---- LISTEN / accept ---------------------------------------------------- */
 
 /* Set up a server session on the accepted transport @x and start it. */
+/*
+ * How a fresh server session authenticates its client: auth none in crc
+ * mode, or cephx from the listener's keys in crc and secure mode (secure
+ * only with KMSGR_SESS_F_SECURE).
+ */
+static int kmsgr_listener_auth(struct kmsgr_listener *l, struct kmsgr_sess *s)
+{
+	struct msgr2_config *cfg = &s->cfg;
+	u64 gid = (u64)atomic64_add_return(1, &kmsgr_global_id);
+
+	cfg->n_auth = 1;
+	if (l->auth != KMSGR_AUTH_CEPHX) {
+		cfg->n_modes = 1;
+		cfg->modes[0] = MSGR2_MODE_CRC;
+		s->anone.next_global_id = gid;
+		cfg->auth[0] = &msgr2_auth_none_ops;
+		cfg->auth_priv[0] = &s->anone;
+		return 0;
+	}
+	s->cephx_server = kzalloc(sizeof(*s->cephx_server), GFP_KERNEL_ACCOUNT);
+	if (!s->cephx_server)
+		return -ENOMEM;
+	s->cephx_server->keys = l->keys;	/* the listener outlives @s */
+	s->cephx_server->n_keys = l->n_keys;
+	s->cephx_server->next_global_id = gid;
+	cfg->auth[0] = &msgr2_auth_cephx_server_ops;
+	cfg->auth_priv[0] = s->cephx_server;
+	cfg->n_modes = 0;
+	cfg->modes[cfg->n_modes++] = MSGR2_MODE_SECURE;
+	if (!(l->flags & KMSGR_SESS_F_SECURE))
+		cfg->modes[cfg->n_modes++] = MSGR2_MODE_CRC;
+	cfg->tx_scratch_len = KMSGR_SESS_SCRATCH_LEN;	/* on demand */
+	return 0;
+}
+
+/* Copy a cephx listener's keys in (LISTEN): -EINVAL on a bad entry. */
+static int kmsgr_listener_copy_keys(struct kmsgr_listener *l,
+				    const struct kmsgr_listen *la)
+{
+	const struct kmsgr_listen_key __user *uk = u64_to_user_ptr(la->keys);
+	struct kmsgr_listen_key k;
+	u32 i;
+	int ret = 0;
+
+	l->keys = kvcalloc(la->n_keys, sizeof(*l->keys), GFP_KERNEL_ACCOUNT);
+	if (!l->keys)
+		return -ENOMEM;
+	l->n_keys = la->n_keys;
+	for (i = 0; i < la->n_keys && !ret; i++) {
+		if (copy_from_user(&k, &uk[i], sizeof(k))) {
+			ret = -EFAULT;
+			break;
+		}
+		if (memchr_inv(k.reserved, 0, sizeof(k.reserved)) ||
+		    !kmsgr_entity_type_ok(k.entity_type) || !k.name[0] ||
+		    strnlen(k.name, sizeof(k.name)) == sizeof(k.name))
+			ret = -EINVAL;
+		l->keys[i].entity_type = k.entity_type;
+		BUILD_BUG_ON(sizeof(l->keys[i].name) != sizeof(k.name));
+		memcpy(l->keys[i].name, k.name, sizeof(k.name));
+		memcpy(l->keys[i].key, k.key, sizeof(k.key));
+	}
+	memzero_explicit(&k, sizeof(k));
+	return ret;	/* on failure the listener's release wipes them */
+}
+
 static int kmsgr_listener_new_sess(struct kmsgr_listener *l,
 				   struct kmsgr_xprt *x)
 {
@@ -1712,12 +1793,9 @@ static int kmsgr_listener_new_sess(struct kmsgr_listener *l,
 	cfg->my_addrs.n = 1;
 	kmsgr_ss_to_msgr2(&peer, MSGR2_ADDR_MSGR2, 0, &cfg->target);
 	cfg->global_seq = kmsgr_next_global_seq(NULL, 0);
-	cfg->n_modes = 1;
-	cfg->modes[0] = MSGR2_MODE_CRC;
-	s->anone.next_global_id = (u64)atomic64_add_return(1, &kmsgr_global_id);
-	cfg->n_auth = 1;
-	cfg->auth[0] = &msgr2_auth_none_ops;
-	cfg->auth_priv[0] = &s->anone;
+	ret = kmsgr_listener_auth(l, s);
+	if (ret)
+		goto out_free;
 	cfg->ops = &kmsgr_sess_server_ops;
 
 	kc = kmsgr_conn_alloc(s);
@@ -1855,14 +1933,22 @@ int kmsgr_sess_listen(struct kmsgr_instance *inst,
 		return -EFAULT;
 	/* id and bound are output fields: ignored on input */
 	if (memchr_inv(la.reserved1, 0, sizeof(la.reserved1)) ||
-	    memchr_inv(la.reserved, 0, sizeof(la.reserved)))
+	    memchr_inv(la.reserved, 0, sizeof(la.reserved)) || la.reserved2)
 		return -EINVAL;
 	if (la.flags & ~(KMSGR_SESS_F_LOSSLESS | KMSGR_SESS_F_SECURE))
 		return -EINVAL;
 	if (la.my_type && !kmsgr_entity_type_ok(la.my_type))
 		return -EINVAL;
-	if (la.flags & KMSGR_SESS_F_SECURE)	/* needs a cephx server */
-		return -EOPNOTSUPP;
+	if (la.auth == KMSGR_AUTH_CEPHX) {
+		if (!la.n_keys || la.n_keys > KMSGR_LISTEN_KEYS_MAX || !la.keys)
+			return -EINVAL;
+	} else if (la.auth && la.auth != KMSGR_AUTH_NONE) {
+		return -EINVAL;
+	} else if (la.n_keys || la.keys) {
+		return -EINVAL;
+	} else if (la.flags & KMSGR_SESS_F_SECURE) {
+		return -EINVAL;		/* secure mode needs cephx */
+	}
 	xt = kmsgr_xprt_find(la.transport);
 	if (!xt)
 		return -EOPNOTSUPP;
@@ -1879,6 +1965,13 @@ int kmsgr_sess_listen(struct kmsgr_instance *inst,
 	l->obj.user_data = la.user_data;
 	INIT_LIST_HEAD(&l->obj.teardown);
 	l->flags = la.flags;
+	l->auth = la.auth == KMSGR_AUTH_CEPHX ? KMSGR_AUTH_CEPHX :
+						 KMSGR_AUTH_NONE;
+	if (l->auth == KMSGR_AUTH_CEPHX) {
+		ret = kmsgr_listener_copy_keys(l, &la);
+		if (ret)
+			goto out_free;
+	}
 	l->nonce = la.addr.nonce;
 	l->my_type = la.my_type ? la.my_type : MSGR2_ENTITY_CLIENT;
 	spin_lock_init(&l->lock);

@@ -59,6 +59,7 @@ static const char *const kmsgr_feature_names[] = {
 	[3] = "cephx",		/* KMSGR_FEAT_CEPHX */
 	[4] = "secure",		/* KMSGR_FEAT_SECURE */
 	[5] = "release-token",	/* KMSGR_FEAT_RELEASE_TOKEN */
+	[6] = "listen-cephx",	/* KMSGR_FEAT_LISTEN_CEPHX */
 };
 
 /* ioctl() returning 0 or a negative errno. */

@@ -1068,6 +1068,117 @@ TEST_F_TIMEOUT(core, close_fails_queued_sends, 120)
 	EXPECT_EQ(0, after);
 }
 
+/* ---- D15: server-side cephx ----------------------------------------------- */
+
+static int cephx_listen(struct kt_inst *ti, uint32_t flags,
+			const struct kmsgr_listen_key *k, struct kmsgr_listen *l)
+{
+	memset(l, 0, sizeof(*l));
+	if (kt_addr(&l->addr, "127.0.0.1", 0))
+		return -EINVAL;
+	l->transport = KMSGR_XPRT_TCP;
+	l->flags = flags;
+	l->user_data = 0xc5;
+	l->auth = KMSGR_AUTH_CEPHX;
+	l->keys = (uintptr_t)k;
+	l->n_keys = 1;
+	return kmsgr_listen(ti->k, l);
+}
+
+static int cephx_connect(struct kt_inst *ti, const struct kmsgr_addr *a,
+			 uint32_t flags, const uint8_t *key, uint32_t *id)
+{
+	struct kmsgr_connect c;
+	int ret;
+
+	memset(&c, 0, sizeof(c));
+	c.addr = *a;
+	c.transport = KMSGR_XPRT_TCP;
+	c.flags = flags;
+	c.peer_type = KT_PEER_ANY;
+	c.my_type = KT_ENTITY_CLIENT;
+	c.auth = KMSGR_AUTH_CEPHX;
+	c.key = (uintptr_t)key;
+	c.key_len = 16;
+	strcpy(c.name, "admin");
+	c.user_data = 0xc6;
+	ret = kmsgr_connect(ti->k, &c);
+	*id = c.id;
+	return ret;
+}
+
+/*
+ * A listener with auth CEPHX (one entity, client.admin): a kmsgr client
+ * with that key gets a session in crc mode and, with SECURE on both, in
+ * secure mode, and messages flow; another key gets CLOSED (reason AUTH);
+ * bad key tables are refused at LISTEN.  (Ceph's own client against it:
+ * run_guest.sh, ceph_cephx_client_test.)
+ */
+TEST_F_TIMEOUT(core, listener_cephx, 120)
+{
+	static const uint8_t good[16] = "kmsgr-cephx-key!";
+	static const uint8_t bad[16] = "another-key-....";
+	struct kmsgr_slice none = { 0 }, data = { 0, 2048 };
+	struct kmsgr_listen_key k;
+	struct kmsgr_listen l;
+	struct kmsgr_sqe *sqe;
+	struct kmsgr_cqe c;
+	uint32_t flags[2] = { 0, KMSGR_SESS_F_SECURE };
+	uint32_t cli_id, srv_id;
+	int i, ev;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	memset(&k, 0, sizeof(k));
+	strcpy(k.name, "admin");
+	k.entity_type = KT_ENTITY_CLIENT;
+	memcpy(k.key, good, 16);
+
+	/* bad tables: no keys, a reserved byte, a nameless entity */
+	memset(&l, 0, sizeof(l));
+	ASSERT_EQ(0, kt_addr(&l.addr, "127.0.0.1", 0));
+	l.transport = KMSGR_XPRT_TCP;
+	l.auth = KMSGR_AUTH_CEPHX;
+	l.keys = (uintptr_t)&k;
+	EXPECT_EQ(-EINVAL, kmsgr_listen(self->srv.k, &l));
+	k.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, cephx_listen(&self->srv, 0, &k, &l));
+	k.reserved[0] = 0;
+	k.name[0] = 0;
+	EXPECT_EQ(-EINVAL, cephx_listen(&self->srv, 0, &k, &l));
+	strcpy(k.name, "admin");
+
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, cephx_listen(&self->srv, flags[i], &k, &l));
+		ASSERT_EQ(0, cephx_connect(&self->cli, &l.bound, flags[i], good,
+					   &cli_id));
+		ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id,
+					  &self->srv, &srv_id, SETUP_MS))
+			TH_LOG("%s", i ? "secure" : "crc");
+		sqe = kt_sqe(&self->cli);
+		ASSERT_NE(NULL, sqe);
+		memset(self->cli.buf, 0x5c, 2048);
+		kmsgr_prep_send(sqe, cli_id, 0x42, 1, none, none, data, 1);
+		kmsgr_submit(self->cli.k, 0, 0);
+		ASSERT_EQ(0, next_non_event(&self->srv, &c));
+		ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
+		EXPECT_EQ(2048, c.seg[2].len);
+		EXPECT_EQ(0x5c, self->srv.buf[c.seg[2].off + 2047]);
+		release(&self->srv, c.seg[2], c.res, 0x90 + i);
+		EXPECT_EQ(0, kmsgr_close_id(self->cli.k, cli_id));
+		EXPECT_EQ(0, kmsgr_close_id(self->srv.k, l.id));
+	}
+
+	/* another key: the listener refuses it, the client is CLOSED */
+	ASSERT_EQ(0, cephx_listen(&self->srv, 0, &k, &l));
+	ASSERT_EQ(0, cephx_connect(&self->cli, &l.bound, 0, bad, &cli_id));
+	ev = wait_event(&self->lp, &self->cli, cli_id, KMSGR_EV_CLOSED, 0,
+			SETUP_MS);
+	ASSERT_LE(0, ev);
+	EXPECT_EQ(KMSGR_REASON_AUTH, self->lp.ev[ev].reason);
+	memset(&k, 0, sizeof(k));
+}
+
 /* ---- D7: a reconnect takes a session over only once it is accepted ------ */
 
 TEST_F_TIMEOUT(core, forged_reconnect_leaves_session_alone, 120)

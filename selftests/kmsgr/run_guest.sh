@@ -493,6 +493,51 @@ ceph_client_test() {
 		! grep -q 'ready entity=' "$tmp/cc-client.log"
 }
 
+# Ceph's own client with a keyring against a kmsgr listener that presents
+# a mon and authenticates with server-side cephx: READY (entity mon.*) and
+# the listener gets its first message, in crc and in secure mode; with
+# another key, no session.
+ceph_cephx_client_test() {
+	command -v ceph-authtool >/dev/null 2>&1 || { echo "no ceph-authtool (make deps)"; return 1; }
+	ceph-authtool --create-keyring "$tmp/cx.keyring" --gen-key \
+		-n client.admin >/dev/null &&
+		ceph-authtool --create-keyring "$tmp/cx-other.keyring" \
+			--gen-key -n client.admin >/dev/null || return 1
+	rc=0
+	for run in crc secure bad; do
+		mode=$run kr=$tmp/cx.keyring
+		[ "$run" = bad ] && { mode=crc; kr=$tmp/cx-other.keyring; }
+		"$KMSGRCTL" session listen --as mon --count 1 --time 40 \
+			--keyring "$tmp/cx.keyring" 127.0.0.1:3314 \
+			>"$tmp/cx-l-$run" 2>&1 &
+		lpid=$!
+		sleep 1
+		rm -f "$tmp/cx-$run.log"
+		timeout 30 ceph --conf /dev/null -m v2:127.0.0.1:3314 \
+			--keyring "$kr" -n client.admin \
+			--auth-client-required cephx \
+			--ms-mon-client-mode "$mode" --debug-ms 20 \
+			--log-file "$tmp/cx-$run.log" --connect-timeout 8 -s \
+			>/dev/null 2>&1
+		kill -TERM "$lpid" 2>/dev/null
+		stopped "$lpid" 30
+		wait "$lpid"
+		echo "$run:"
+		cat "$tmp/cx-l-$run"
+		grep -E '\.ready entity=|AUTH_BAD|bad_method|auth_done' \
+			"$tmp/cx-$run.log" | sed 's/^.*conn([^)]*)//' | head -n 3
+		if [ "$run" = bad ]; then
+			! grep -q 'ready entity=' "$tmp/cx-$run.log" || rc=1
+		else
+			grep -q "$mode :-1 s=READY.*ready entity=mon\." \
+				"$tmp/cx-$run.log" &&
+				grep -Eq '^received [1-9][0-9]* messages' \
+					"$tmp/cx-l-$run" || rc=1
+		fi
+	done
+	return "$rc"
+}
+
 echo "TAP version 13"
 ceph_start
 VERSION=$(header_define KMSGR_VERSION "$TOP/kmod/kmsgr.h")
@@ -535,6 +580,7 @@ mark "echo-listener"
 check "kmsgrctl echo listener serves ${KMSGR_ECHO_MSGS:-20000} messages, every echo verified" echo_listener_test
 kernel_quiet_since "echo-listener"
 check "ceph -s reaches READY against a kmsgr listener presenting a mon (and not against one presenting a client)" ceph_client_test
+check "ceph -s with a keyring completes cephx against a kmsgr listener (crc and secure; another key is refused)" ceph_cephx_client_test
 
 # --- harness programs ------------------------------------------------------------
 for prog in "$BIN"/*_test; do

@@ -28,7 +28,8 @@ static void session_usage(FILE *f)
 	fprintf(f,
 		"Usage: %s session listen [--transport tcp] [--echo] [--lossless]\n"
 		"                  [--as TYPE] [--count N] [--time S] [--pool-size BYTES]\n"
-		"                  [--sq N] ADDR:PORT\n"
+		"                  [--sq N] [--keyring FILE [--name client.ID] [--secure]]\n"
+		"                  ADDR:PORT\n"
 		"       %s session connect [--transport tcp] [--lossless] [--secure]\n"
 		"                  [--name client.ID --keyring FILE] [--peer-type TYPE]\n"
 		"                  [--send N [--size BYTES] [--verify-echo]] [--timeout S]\n"
@@ -45,6 +46,9 @@ static void session_usage(FILE *f)
 		"  listener presents in HELLO (mon, osd, mds, mgr, client; default\n"
 		"  client): a Ceph client dialling a mon wants mon.  Sessions that end\n"
 		"  are closed; refused connections are reported with their reason.\n"
+		"  --keyring: clients authenticate with cephx as entity --name\n"
+		"  (default client.admin, key from FILE), in crc or secure mode\n"
+		"  (--secure: secure only); without it, auth none in crc mode.\n"
 		"connect: open a session, report UP, optionally send N messages whose\n"
 		"  data segment has BYTES bytes (default 4096; up to %d in flight) and\n"
 		"  wait for their completions; --verify-echo also waits for N echoes\n"
@@ -223,9 +227,14 @@ static int session_listen(int argc, char **argv)
 		{ "time", required_argument, NULL, OPT_TIME },
 		{ "pool-size", required_argument, NULL, OPT_POOL },
 		{ "sq", required_argument, NULL, OPT_SQ },
+		{ "keyring", required_argument, NULL, OPT_KEYRING },
+		{ "name", required_argument, NULL, OPT_NAME },
+		{ "secure", no_argument, NULL, OPT_SECURE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *keyring = NULL, *name = "client.admin";
+	struct kmsgr_listen_key lk;
 	struct listen_state st = { 0 };
 	__u64 sq = 256;
 	struct kmsgr_listen l;
@@ -285,6 +294,15 @@ static int session_listen(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case OPT_KEYRING:
+			keyring = optarg;
+			break;
+		case OPT_NAME:
+			name = optarg;
+			break;
+		case OPT_SECURE:
+			l.flags |= KMSGR_SESS_F_SECURE;
+			break;
 		case OPT_HELP:
 			session_usage(stdout);
 			return EXIT_SUCCESS;
@@ -303,11 +321,36 @@ static int session_listen(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	l.transport = xprt;
+	if ((l.flags & KMSGR_SESS_F_SECURE) && !keyring) {
+		error("--secure needs --keyring (secure mode comes with cephx)");
+		return EXIT_USAGE;
+	}
+	if (keyring) {
+		memset(&lk, 0, sizeof(lk));
+		if (strncmp(name, "client.", 7) || !name[7] ||
+		    strlen(name + 7) >= sizeof(lk.name)) {
+			error("bad --name \"%s\" (client.ID)", name);
+			return EXIT_USAGE;
+		}
+		ret = kmsgr_keyring_load(keyring, name, lk.key);
+		if (ret) {
+			error("cannot read the key of %s from %s: %s", name,
+			      keyring, kmsgr_strerror(ret));
+			return EXIT_FAILURE;
+		}
+		strcpy(lk.name, name + 7);
+		lk.entity_type = 8;		/* CEPH_ENTITY_TYPE_CLIENT */
+		l.auth = KMSGR_AUTH_CEPHX;
+		l.keys = (uintptr_t)&lk;
+		l.n_keys = 1;
+	}
 
 	ctl_catch_signals();
 	if (ctl_setup((__u32)sq, 4096, pool))
 		return EXIT_FAILURE;
 	ret = kmsgr_listen(ctl_k, &l);
+	if (keyring)
+		explicit_bzero(&lk, sizeof(lk));
 	if (ret) {
 		error("cannot listen on %s (%s): %s", argv[optind],
 		      ctl_transport_name(xprt), kmsgr_strerror(ret));

@@ -100,6 +100,9 @@
 #define KMSGR_FEAT_RELEASE_TOKEN _BITULL(5)	/* RECV res = release token,
 						 * KMSGR_SQE_F_TOKEN
 						 */
+#define KMSGR_FEAT_LISTEN_CEPHX	_BITULL(6)	/* LISTEN with auth CEPHX (and
+						 * SECURE): server-side cephx
+						 */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -227,7 +230,32 @@ struct kmsgr_listen {
 				 */
 	__u8 reserved1[3];	/* must be 0 */
 	struct kmsgr_addr bound; /* out: the address actually bound */
-	__u64 reserved[4];
+	/*
+	 * in: how clients authenticate.  KMSGR_AUTH_NONE (or 0, what ABI 1
+	 * sent): anyone, crc mode.  KMSGR_AUTH_CEPHX (KMSGR_FEAT_LISTEN_CEPHX):
+	 * the listener authenticates clients as a mon does, from @keys, an
+	 * array of @n_keys (1 to KMSGR_LISTEN_KEYS_MAX) struct
+	 * kmsgr_listen_key, copied in at LISTEN (never logged, wiped when
+	 * the listener goes away); it offers crc and secure mode, or only
+	 * secure with KMSGR_SESS_F_SECURE.
+	 */
+	__u64 keys;		/* in: user pointer */
+	__u32 n_keys;		/* in */
+	__u16 auth;		/* in: KMSGR_AUTH_* or 0 */
+	__u16 reserved2;	/* must be 0 */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+#define KMSGR_LISTEN_KEYS_MAX	64
+
+/* struct kmsgr_listen_key - one entity a cephx listener accepts */
+struct kmsgr_listen_key {
+	char name[64];		/* entity id without the type, e.g. "admin",
+				 * NUL-terminated
+				 */
+	__u8 entity_type;	/* CEPH_ENTITY_TYPE_*: 8 client, ... */
+	__u8 reserved[7];	/* must be 0 */
+	__u8 key[16];		/* the raw cephx secret (AES-128) */
 };
 
 /* auth methods */
