@@ -1235,19 +1235,6 @@ static long cg_read_long(const char *file)
 	return atol(line);
 }
 
-static int cg_write(const char *file, const char *val)
-{
-	FILE *f = fopen(file, "w");
-	int ret = 0;
-
-	if (!f)
-		return -errno;
-	if (fputs(val, f) < 0)
-		ret = -EIO;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
-}
 
 /*
  * In the test cgroup: CG_SESSIONS sessions to @a, all UP; exit 0 when
@@ -1264,7 +1251,7 @@ static int memcg_child(const struct kmsgr_addr *a)
 	int i, up = 0;
 
 	snprintf(pid, sizeof(pid), "%d\n", getpid());
-	if (cg_write(CG_TEST "/cgroup.procs", pid))
+	if (kmsgr_write_line(CG_TEST "/cgroup.procs", pid))
 		return 2;
 	if (kt_inst_open(&ti, "memcg", 64, 4096, 64 << 10, 7))
 		return 3;
@@ -1300,7 +1287,7 @@ TEST_F_TIMEOUT(core, session_memory_charged_to_memcg, 180)
 		mkdir(CG_ROOT, 0755);
 		ASSERT_EQ(0, system("mount -t cgroup2 none " CG_ROOT));
 	}
-	ASSERT_EQ(0, cg_write(CG_ROOT "/cgroup.subtree_control", "+memory"));
+	ASSERT_EQ(0, kmsgr_write_line(CG_ROOT "/cgroup.subtree_control", "+memory"));
 	rmdir(CG_TEST);
 	ASSERT_EQ(0, mkdir(CG_TEST, 0755));
 	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0xcc, &l));

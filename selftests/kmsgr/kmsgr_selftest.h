@@ -52,6 +52,24 @@ static inline int kmsgr_read_line(const char *path, char *buf, size_t size)
 	return 0;
 }
 
+/* Write @val to a sysfs/procfs/cgroup file; 0 or -errno. */
+static inline int kmsgr_write_line(const char *path, const char *val)
+{
+	ssize_t n, len = (ssize_t)strlen(val);
+	int fd, ret = 0;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, (size_t)len);
+	if (n < 0)
+		ret = -errno;
+	else if (n != len)
+		ret = -EIO;
+	close(fd);
+	return ret;
+}
+
 /* The module's live-instance counter, or -1 when it cannot be read. */
 static inline long kmsgr_instances(void)
 {

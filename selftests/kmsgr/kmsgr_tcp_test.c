@@ -220,26 +220,6 @@ TEST_F_TIMEOUT(tcp, stream_mixed, 900)
 	kt_stream_free(&b);
 }
 
-/* Read a sysctl file into @buf (one line); 0 or -errno. */
-static int sysctl_get(const char *path, char *buf, size_t len)
-{
-	return kmsgr_read_line(path, buf, len);
-}
-
-static int sysctl_put(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "w");
-	int ret = 0;
-
-	if (!f)
-		return -errno;
-	if (fputs(val, f) < 0)
-		ret = -EIO;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
-}
-
 #define WMEM	"/proc/sys/net/ipv4/tcp_wmem"
 #define RMEM	"/proc/sys/net/ipv4/tcp_rmem"
 
@@ -264,10 +244,10 @@ TEST(short_writes)
 	why = kmsgr_missing(1);
 	if (why)
 		SKIP(return, "%s", why);
-	ASSERT_EQ(0, sysctl_get(WMEM, wmem, sizeof(wmem)));
-	ASSERT_EQ(0, sysctl_get(RMEM, rmem, sizeof(rmem)));
-	ASSERT_EQ(0, sysctl_put(WMEM, "4096 4096 4096"));
-	ASSERT_EQ(0, sysctl_put(RMEM, "4096 4096 4096"));
+	ASSERT_EQ(0, kmsgr_read_line(WMEM, wmem, sizeof(wmem)));
+	ASSERT_EQ(0, kmsgr_read_line(RMEM, rmem, sizeof(rmem)));
+	ASSERT_EQ(0, kmsgr_write_line(WMEM, "4096 4096 4096"));
+	ASSERT_EQ(0, kmsgr_write_line(RMEM, "4096 4096 4096"));
 
 	kt_loop_init(&lp);
 	ret = kt_inst_open(&srv, "server", 64, 1 << 20, 4 << 20, 31);
@@ -285,8 +265,8 @@ TEST(short_writes)
 	if (!ret)
 		ret = kt_wait_pair(&lp, &cli, cli_id, &srv, &srv_id, SETUP_MS);
 	/* the sockets exist: their buffers are set, restore the defaults */
-	EXPECT_EQ(0, sysctl_put(WMEM, wmem));
-	EXPECT_EQ(0, sysctl_put(RMEM, rmem));
+	EXPECT_EQ(0, kmsgr_write_line(WMEM, wmem));
+	EXPECT_EQ(0, kmsgr_write_line(RMEM, rmem));
 	ASSERT_EQ(0, ret) TH_LOG("session: %s", kmsgr_strerror(ret));
 
 	ASSERT_EQ(0, kt_stream_init(&a, &cli, cli_id, &srv, srv_id, &plan, 32));
