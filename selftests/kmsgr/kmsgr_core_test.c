@@ -1085,28 +1085,6 @@ static int cephx_listen(struct kt_inst *ti, uint32_t flags,
 	return kmsgr_listen(ti->k, l);
 }
 
-static int cephx_connect(struct kt_inst *ti, const struct kmsgr_addr *a,
-			 uint32_t flags, const uint8_t *key, uint32_t *id)
-{
-	struct kmsgr_connect c;
-	int ret;
-
-	memset(&c, 0, sizeof(c));
-	c.addr = *a;
-	c.transport = KMSGR_XPRT_TCP;
-	c.flags = flags;
-	c.peer_type = KT_PEER_ANY;
-	c.my_type = KT_ENTITY_CLIENT;
-	c.auth = KMSGR_AUTH_CEPHX;
-	c.key = (uintptr_t)key;
-	c.key_len = 16;
-	strcpy(c.name, "admin");
-	c.user_data = 0xc6;
-	ret = kmsgr_connect(ti->k, &c);
-	*id = c.id;
-	return ret;
-}
-
 /*
  * A listener with auth CEPHX (one entity, client.admin): a kmsgr client
  * with that key gets a session in crc mode and, with SECURE on both, in
@@ -1150,7 +1128,8 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(0, cephx_listen(&self->srv, flags[i], &k, &l));
-		ASSERT_EQ(0, cephx_connect(&self->cli, &l.bound, flags[i], good,
+		ASSERT_EQ(0, kt_connect_as(&self->cli, &l.bound, flags[i],
+					   KT_PEER_ANY, 0xc6, "admin", good,
 					   &cli_id));
 		ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id,
 					  &self->srv, &srv_id, SETUP_MS))
@@ -1171,7 +1150,8 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 
 	/* another key: the listener refuses it, the client is CLOSED */
 	ASSERT_EQ(0, cephx_listen(&self->srv, 0, &k, &l));
-	ASSERT_EQ(0, cephx_connect(&self->cli, &l.bound, 0, bad, &cli_id));
+	ASSERT_EQ(0, kt_connect_as(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xc6,
+				   "admin", bad, &cli_id));
 	ev = wait_event(&self->lp, &self->cli, cli_id, KMSGR_EV_CLOSED, 0,
 			SETUP_MS);
 	ASSERT_LE(0, ev);

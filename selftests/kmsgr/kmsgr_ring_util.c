@@ -172,6 +172,14 @@ int kt_connect(struct kt_inst *ti, const struct kmsgr_addr *a,
 	       uint32_t flags, uint8_t peer_type, uint64_t user_data,
 	       uint32_t *id)
 {
+	return kt_connect_as(ti, a, flags, peer_type, user_data,
+			     "kmsgr-selftest", NULL, id);
+}
+
+int kt_connect_as(struct kt_inst *ti, const struct kmsgr_addr *a,
+		  uint32_t flags, uint8_t peer_type, uint64_t user_data,
+		  const char *name, const uint8_t *key, uint32_t *id)
+{
 	struct kmsgr_connect c;
 	char s[64];
 	int ret;
@@ -182,8 +190,10 @@ int kt_connect(struct kt_inst *ti, const struct kmsgr_addr *a,
 	c.flags = flags;
 	c.peer_type = peer_type;
 	c.my_type = KT_ENTITY_CLIENT;
-	c.auth = KMSGR_AUTH_NONE;
-	snprintf(c.name, sizeof(c.name), "kmsgr-selftest");
+	c.auth = key ? KMSGR_AUTH_CEPHX : KMSGR_AUTH_NONE;
+	c.key = (uintptr_t)key;
+	c.key_len = key ? 16 : 0;
+	snprintf(c.name, sizeof(c.name), "%s", name);
 	c.user_data = user_data;
 	ret = kmsgr_connect(ti->k, &c);
 	if (ret) {

@@ -121,6 +121,10 @@ int kt_listen(struct kt_inst *ti, const char *ip, uint32_t flags,
 int kt_connect(struct kt_inst *ti, const struct kmsgr_addr *a,
 	       uint32_t flags, uint8_t peer_type, uint64_t user_data,
 	       uint32_t *id);
+/* the same as entity client.@name, with cephx when @key (16 bytes) is set */
+int kt_connect_as(struct kt_inst *ti, const struct kmsgr_addr *a,
+		  uint32_t flags, uint8_t peer_type, uint64_t user_data,
+		  const char *name, const uint8_t *key, uint32_t *id);
 
 /* next SQE, submitting to make room if needed; NULL if the SQ stays full */
 struct kmsgr_sqe *kt_sqe(struct kt_inst *ti);

@@ -958,14 +958,12 @@ static int run_commands(struct client *cl, int argc, char **argv)
 	return 0;
 }
 
-/* --serve: be the mon for one connection (see the head comment). */
-static int serve(struct client *cl, const struct options *o)
+/*
+ * What both roles configure alike: modes, timeout, scratch, callbacks,
+ * auth; the connection object; a lossy session (mon clients are lossy).
+ */
+static int setup_common(struct client *cl, const struct options *o)
 {
-	struct sockaddr_in local, peer;
-	int ret = 1;
-
-	cl->cfg.role = MSGR2_SERVER;
-	cl->cfg.my_type = MSGR2_ENTITY_MON;
 	cl->cfg.features_supported = MSGR2_FEATURES_DEFAULT;
 	cl->cfg.n_modes = 1;
 	cl->cfg.modes[0] = o->mode;
@@ -977,11 +975,24 @@ static int serve(struct client *cl, const struct options *o)
 	cl->conn = calloc(1, msgr2_conn_size());
 	if (!cl->conn || !cl->cfg.tx_scratch) {
 		err("out of memory");
-		return 1;
+		return -1;
 	}
 	if (setup_auth(cl, o))
+		return -1;
+	msgr2_session_init(&cl->sess, true);
+	return 0;
+}
+
+/* --serve: be the mon for one connection (see the head comment). */
+static int serve(struct client *cl, const struct options *o)
+{
+	struct sockaddr_in local, peer;
+	int ret = 1;
+
+	cl->cfg.role = MSGR2_SERVER;
+	cl->cfg.my_type = MSGR2_ENTITY_MON;
+	if (setup_common(cl, o))
 		return 1;
-	msgr2_session_init(&cl->sess, true);	/* a mon's clients: lossy */
 	cl->fd = tcp_accept_one((struct sockaddr_in *)&o->sin, o->timeout_ms,
 				&local, &peer);
 	if (cl->fd < 0)
@@ -1048,23 +1059,9 @@ int main(int argc, char **argv)
 	cl->cfg.my_addrs.n = 1;
 	msgr2_addr_ipv4(&cl->cfg.target, MSGR2_ADDR_MSGR2, 0,
 			(const u8 *)&o.sin.sin_addr, ntohs(o.sin.sin_port));
-	cl->cfg.features_supported = MSGR2_FEATURES_DEFAULT;
-	cl->cfg.n_modes = 1;
-	cl->cfg.modes[0] = o.mode;
 	cl->cfg.global_seq = 1;
-	cl->cfg.handshake_timeout_ms = o.timeout_ms;
-	cl->cfg.tx_scratch = malloc(TX_SCRATCH_LEN);
-	cl->cfg.tx_scratch_len = TX_SCRATCH_LEN;
-	cl->cfg.ops = &client_ops;
-	cl->cfg.priv = cl;
-	cl->conn = calloc(1, msgr2_conn_size());
-	if (!cl->conn || !cl->cfg.tx_scratch) {
-		err("out of memory");
+	if (setup_common(cl, &o))
 		goto out;
-	}
-	if (setup_auth(cl, &o))
-		goto out;
-	msgr2_session_init(&cl->sess, true);
 
 	cl->fd = tcp_connect(&o.sin, o.timeout_ms);
 	if (cl->fd < 0)
