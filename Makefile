@@ -22,11 +22,9 @@ KSRC	:= $(BUILD)/linux-source-6.1
 KSRC_TAR := /usr/src/linux-source-6.1.tar.xz
 VMTIMEOUT ?= 2400
 # Messages per client of the guest load tests (run_guest.sh): 10^5 echoes
-# per client (8 clients) and 2x10^4 with the 16-entry CQ and 64 KiB pool
-# keep make check near 23 minutes on 2 cores under TCG; the backpressure
-# test at full scale is make check TINY_MSGS=100000.
+# per client (8 clients), also with the 16-entry CQ and 64 KiB pool.
 LOAD_MSGS ?= 100000
-TINY_MSGS ?= 20000
+TINY_MSGS ?= 100000
 FUZZ_SECONDS ?= 300
 
 export KVER KDIR KSRC

@@ -81,6 +81,12 @@
  */
 #define KMSGR_CQ_OVERFLOW_MAX	4096
 
+/*
+ * A pool waiter that has not asked again for this long has gone (paused
+ * sessions ask every 20 ms): the others stop keeping room for it.
+ */
+#define KMSGR_POOL_WAIT_MS	1000
+
 /* SQEs consumed between two cond_resched() calls in ENTER. */
 #define KMSGR_ENTER_BATCH	64
 
@@ -717,9 +723,78 @@ u32 kmsgr_cq_room(struct kmsgr_instance *inst)
 
 /* ---- receive pool ------------------------------------------------------- */
 
+/* First grain of a free run of @n in [@start, @end), or pool_grains. */
+static unsigned long kmsgr_pool_run(struct kmsgr_instance *inst,
+				    unsigned long start, unsigned long end,
+				    unsigned long n)
+	__must_hold(&inst->cq_lock)
+{
+	unsigned long first;
+
+	if (start >= end || n > end - start)
+		return inst->pool_grains;
+	first = bitmap_find_next_zero_area(inst->pool_used, end, start, n, 0);
+	return first + n > end ? inst->pool_grains : first;
+}
+
+/*
+ * The grains promised to a message that waits: the window of its size
+ * with the fewest grains in use (it frees soonest).
+ */
+static unsigned long kmsgr_pool_pick_region(struct kmsgr_instance *inst,
+					    unsigned long n)
+	__must_hold(&inst->cq_lock)
+{
+	unsigned long i, used = 0, best = 0, best_used;
+
+	for (i = 0; i < n; i++)
+		used += test_bit(i, inst->pool_used);
+	best_used = used;
+	for (i = n; i < inst->pool_grains && best_used; i++) {
+		used += test_bit(i, inst->pool_used);
+		used -= test_bit(i - n, inst->pool_used);
+		if (used < best_used) {
+			best_used = used;
+			best = i - n + 1;
+		}
+	}
+	return best;
+}
+
+/*
+ * First fit of @n grains for @who, from the rotating hint; pool_grains
+ * when none.  While another caller's message waits, its promised region
+ * is left alone.
+ */
+static unsigned long kmsgr_pool_find(struct kmsgr_instance *inst, u32 who,
+				     unsigned long n)
+	__must_hold(&inst->cq_lock)
+{
+	unsigned long g = inst->pool_grains, hint = inst->pool_hint;
+	unsigned long lo = g, hi = g, first;
+
+	if (inst->pool_waiter && inst->pool_waiter != who) {
+		if (time_after(jiffies, inst->pool_wait_at +
+					msecs_to_jiffies(KMSGR_POOL_WAIT_MS))) {
+			inst->pool_waiter = 0;	/* it stopped asking */
+		} else {
+			lo = inst->pool_wait_first;
+			hi = lo + inst->pool_wait_grains;
+		}
+	}
+	first = hint < lo ? kmsgr_pool_run(inst, hint, lo, n) :
+			    kmsgr_pool_run(inst, max(hint, hi), g, n);
+	if (first == g)
+		first = kmsgr_pool_run(inst, hi, g, n);
+	if (first == g)
+		first = kmsgr_pool_run(inst, 0, lo, n);
+	return first;
+}
+
 /**
  * kmsgr_pool_alloc_msg() - allocate receive-pool space for one message
  * @inst: the instance
+ * @who:  the caller (a session id, not 0), for fairness
  * @len:  bytes of each of @n segments (each rounded up to
  *        KMSGR_POOL_GRAIN; 0 gives an empty slice at offset 0)
  * @off:  out: each segment's offset in the buffer area
@@ -731,12 +806,19 @@ u32 kmsgr_cq_room(struct kmsgr_instance *inst)
  * rest.  First fit from a rotating hint.  The slices are "being received"
  * until kmsgr_pool_deliver().  Never sleeps; callable from any context.
  *
+ * Fairness: the first caller refused for want of room becomes the
+ * waiter, and is promised the run of its size that has the fewest grains
+ * in use.  Until it is served (or stops asking for KMSGR_POOL_WAIT_MS),
+ * the others are placed only outside that run, so a stream of small
+ * messages can never starve a large one by keeping the pool fragmented,
+ * and yet keeps flowing where it does not stand in the way.
+ *
  * Return: 0; -EMSGSIZE when the message is larger than half the pool (it
- * is refused: see below); -ENOSPC when it does not fit now (a RELEASE that frees
- * space calls kmsgr_sess_resume()), or before SETUP.
+ * is refused: see below); -ENOSPC when it does not fit now (a RELEASE that
+ * frees space calls kmsgr_sess_resume()), or before SETUP.
  */
-int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, const u32 *len,
-			 u32 *off, unsigned int n)
+int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
+			 const u32 *len, u32 *off, unsigned int n)
 {
 	unsigned long flags, first, pos;
 	u64 total = 0;
@@ -760,18 +842,24 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, const u32 *len,
 		return -EMSGSIZE;
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
-	first = bitmap_find_next_zero_area(inst->pool_used, inst->pool_grains,
-					   inst->pool_hint, total, 0);
-	if (first + total > inst->pool_grains)
-		first = bitmap_find_next_zero_area(inst->pool_used,
-						   inst->pool_grains, 0, total,
-						   0);
-	if (first + total > inst->pool_grains) {
+	first = kmsgr_pool_find(inst, who, total);
+	if (first == inst->pool_grains) {
+		if (!inst->pool_waiter || inst->pool_waiter == who) {
+			if (inst->pool_waiter != who ||
+			    inst->pool_wait_grains != total)
+				inst->pool_wait_first =
+					kmsgr_pool_pick_region(inst, total);
+			inst->pool_waiter = who;
+			inst->pool_wait_grains = total;
+			inst->pool_wait_at = jiffies;
+		}
 		inst->pool_starved = true;
 		inst->stats.pool_full++;
 		ret = -ENOSPC;
 		goto out_unlock;
 	}
+	if (inst->pool_waiter == who)
+		inst->pool_waiter = 0;
 	bitmap_set(inst->pool_used, first, total);
 	for (pos = first, i = 0; i < n; i++) {
 		if (!len[i])
@@ -787,6 +875,21 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, const u32 *len,
 out_unlock:
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
 	return ret;
+}
+
+/**
+ * kmsgr_pool_unwait() - @who no longer waits for pool room
+ * @inst: the instance
+ * @who:  as given to kmsgr_pool_alloc_msg()
+ */
+void kmsgr_pool_unwait(struct kmsgr_instance *inst, u32 who)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	if (inst->pool_waiter == who)
+		inst->pool_waiter = 0;
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
 }
 
 /* Grain index of a pool slice, or -EINVAL when @off is not a grain start. */

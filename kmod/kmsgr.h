@@ -125,6 +125,10 @@ struct kmsgr_instance {
 	bool cq_paused;			/* a post found the CQ full (cq_lock) */
 	bool pool_starved;		/* an allocation failed (cq_lock) */
 	u32 pool_hint;			/* next grain to search (cq_lock) */
+	u32 pool_waiter;		/* who waits for room first, or 0 */
+	u32 pool_wait_first;		/* ... promised [first, +grains) */
+	u32 pool_wait_grains;
+	unsigned long pool_wait_at;	/* ... last asked (jiffies) */
 	struct kmsgr_inst_stats stats;
 
 	/* ---- session.c: sessions and listeners ---- */
@@ -171,8 +175,9 @@ u32 kmsgr_cq_room(struct kmsgr_instance *inst);
 #define KMSGR_NSEG		3
 /* kmsgr_pool_free() token of the kernel's own frees: no check */
 #define KMSGR_POOL_KERNEL	U32_MAX
-int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, const u32 *len,
-			 u32 *off, unsigned int n);
+int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
+			 const u32 *len, u32 *off, unsigned int n);
+void kmsgr_pool_unwait(struct kmsgr_instance *inst, u32 who);
 u32 kmsgr_pool_deliver(struct kmsgr_instance *inst,
 		       const struct kmsgr_slice *seg);
 int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token);

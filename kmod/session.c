@@ -466,7 +466,8 @@ static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 		goto placed;
 	}
 	/* the whole message at once, or nothing: waits never hold a part */
-	ret = kmsgr_pool_alloc_msg(inst, m->len, kc->rx_off, MSGR2_NSEG);
+	ret = kmsgr_pool_alloc_msg(inst, s->obj.id, m->len, kc->rx_off,
+				   MSGR2_NSEG);
 	if (ret == -EMSGSIZE) {		/* larger than the pool: never fits */
 		kmsgr_sess_set_paused(s, false);
 		pr_warn_ratelimited("instance %llu session %u: a %u+%u+%u-byte message cannot fit the %llu-byte receive pool\n",
@@ -486,7 +487,8 @@ placed:
 	if (ret)
 		return -EAGAIN;
 	kc->rx_msg_at = jiffies | 1;	/* msg_timeout runs from here */
-	kmsgr_sess_set_paused(s, false);
+	/* spilled messages wait for pool room: stay where resume finds us */
+	kmsgr_sess_set_paused(s, kc->rx_spill || !list_empty(&s->spill));
 	return 0;
 }
 
@@ -542,7 +544,8 @@ static bool kmsgr_sess_drain_spill(struct kmsgr_sess *s)
 					      node))) {
 		kmsgr_sess_set_paused(s, true);
 		if (!kmsgr_sess_flush_held(s) || !kmsgr_cq_room(inst) ||
-		    kmsgr_pool_alloc_msg(inst, sp->len, off, MSGR2_NSEG))
+		    kmsgr_pool_alloc_msg(inst, s->obj.id, sp->len, off,
+					 MSGR2_NSEG))
 			return false;
 		for (i = 0, pos = 0; i < MSGR2_NSEG; i++) {
 			if (sp->len[i])
@@ -1135,13 +1138,16 @@ static void kmsgr_sess_report_stall(struct kmsgr_sess *s)
 	    time_before(jiffies, s->paused_at + KMSGR_SESS_STALL_S * HZ))
 		return;
 	s->stall_logged = true;
-	pr_info_ratelimited("instance %llu (pid %d) session %u: not reading for %u s: %s (CQ room %u, pool %llu of %llu bytes in use; seq in %llu, out %llu, acked %llu)\n",
+	pr_info_ratelimited("instance %llu (pid %d) session %u: stalled for %u s: %s (CQ room %u, pool %llu of %llu bytes in use, first waiter session %u; seq in %llu, out %llu, acked %llu; %u bytes spilled)\n",
 			    inst->id, inst->pid, s->obj.id, KMSGR_SESS_STALL_S,
 			    s->rx_held ? "a message waits for CQ room" :
-					 "no room for the next message",
+			    list_empty(&s->spill) ?
+					"no room for the next message" :
+					"spilled messages wait for pool room",
 			    kmsgr_cq_room(inst), READ_ONCE(inst->stats.pool_bytes),
-			    inst->buf_size - inst->pool_off, s->ms.in_seq,
-			    s->ms.out_seq, s->ms.acked_seq);
+			    inst->buf_size - inst->pool_off,
+			    READ_ONCE(inst->pool_waiter), s->ms.in_seq,
+			    s->ms.out_seq, s->ms.acked_seq, s->spill_bytes);
 }
 
 /*
@@ -1403,6 +1409,7 @@ static void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post,
 	cancel_delayed_work_sync(&s->work);
 	if (!from_reaper)
 		cancel_work_sync(&s->reap_work);
+	kmsgr_pool_unwait(s->obj.inst, s->obj.id);
 	kmsgr_sess_free_mem(s);
 	/* embryos were never charged (kmsgr_sess_announce()) */
 	if (!s->server || s->announced)

@@ -45,6 +45,9 @@
  *                                 received into, cannot be RELEASEd
  *  stale_release_token            a wrong token and a stale one (space
  *                                 reused by a later message) free nothing
+ *  pool_fragmentation_no_starvation a 32 KiB message gets into a 64 KiB
+ *                                 pool kept fragmented by a stream of small
+ *                                 ones (first fit alone starved it)
  *  forged_reconnect_leaves_session_alone  a SESSION_RECONNECT with the
  *                                 client cookie of a live lossless session
  *                                 and a wrong server cookie is reset; the
@@ -947,6 +950,147 @@ TEST_F_TIMEOUT(core, stale_release_token, 120)
 	release(&srv, r[2].seg[2], r[2].res, 0x55);
 	EXPECT_TRUE(quiet_for(&srv, 300)) TH_LOG("the live message was freed");
 	kt_inst_close(&cli);
+	kt_inst_close(&srv);
+}
+
+/* Consume every ready CQE of @ti (a sender's SEND completions). */
+static void reap_all(struct kt_inst *ti)
+{
+	while (kmsgr_peek_cqe(ti->k))
+		kmsgr_cqe_seen(ti->k);
+}
+
+/* One 400-byte (one-grain) message from @ti's session @id. */
+static int send_small(struct kt_inst *ti, uint32_t id, uint64_t n)
+{
+	struct kmsgr_slice none = { 0 }, data = { 0, 400 };
+	struct kmsgr_sqe *sqe = kt_sqe(ti);
+
+	if (!sqe)
+		return -EBUSY;
+	kmsgr_prep_send(sqe, id, 0x42, n, none, none, data, n);
+	kmsgr_submit(ti->k, 0, 0);
+	reap_all(ti);
+	return 0;
+}
+
+/* Release a random one of the @n messages in @held; returns @n - 1. */
+static unsigned int release_random(struct kt_inst *ti, struct kmsgr_cqe *held,
+				   unsigned int n, uint64_t *rnd)
+{
+	unsigned int i = kt_rand(rnd) % n;
+
+	release(ti, held[i].seg[2], held[i].res, 0);
+	held[i] = held[n - 1];
+	return n - 1;
+}
+
+#define FRAG_GRAINS	128
+#define FRAG_KEEP	64
+#define FRAG_STREAM	3000
+
+/* Longest run of pool grains that none of the @n messages in @held use. */
+static unsigned int longest_free_run(const struct kt_inst *ti,
+				     const struct kmsgr_cqe *held, unsigned int n)
+{
+	bool used[FRAG_GRAINS] = { false };
+	unsigned int i, run = 0, best = 0;
+	uint64_t g;
+
+	for (i = 0; i < n; i++) {
+		g = (held[i].seg[2].off - (ti->buf_size - ti->pool_size)) / 512;
+		if (g < FRAG_GRAINS)
+			used[g] = true;
+	}
+	for (i = 0; i < FRAG_GRAINS; i++) {
+		run = used[i] ? 0 : run + 1;
+		if (run > best)
+			best = run;
+	}
+	return best;
+}
+
+/*
+ * Fragmentation: a 64 KiB pool (128 grains) full of one-grain messages,
+ * half of them released at random; a 32 KiB message (64 grains, the most
+ * a message may take) arrives while the small ones keep coming and the
+ * application keeps 64 of them, releasing a random one per arrival.  The
+ * large message must get in while the stream flows (the pool promises it
+ * the run with the fewest grains in use and places the small ones around
+ * it); first fit alone never finds it 64 free grains in a row.
+ */
+TEST_F_TIMEOUT(core, pool_fragmentation_no_starvation, 180)
+{
+	struct kmsgr_slice none = { 0 }, large = { 0, 32 << 10 };
+	struct kmsgr_cqe held[FRAG_GRAINS], c;
+	uint32_t a_id, b_id, srv_a, srv_b;
+	struct kt_inst srv, a, b;
+	struct kmsgr_listen l;
+	struct kmsgr_sqe *sqe;
+	unsigned int n = 0, small = 0, sent = 0, large_at = 0;
+	uint64_t rnd = 0x5eed;
+	struct kt_loop lp;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_inst_open(&srv, "frag-srv", 64, 64 << 10,
+				  FRAG_GRAINS * 512, 8));
+	ASSERT_EQ(0, kt_inst_open(&a, "frag-a", 64, 64 << 10, 64 << 10, 9));
+	ASSERT_EQ(0, kt_inst_open(&b, "frag-b", 16, 64 << 10, 64 << 10, 10));
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &srv);
+	kt_loop_add(&lp, &a);
+	ASSERT_EQ(0, kt_listen(&srv, "127.0.0.1", 0, 0xf, &l));
+	ASSERT_EQ(0, kt_connect(&a, &l.bound, 0, KT_PEER_ANY, 0xa, &a_id));
+	ASSERT_EQ(0, kt_wait_pair(&lp, &a, a_id, &srv, &srv_a, SETUP_MS));
+	/* a new loop: kt_wait_pair() takes the first ACCEPTED it saw */
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &srv);
+	kt_loop_add(&lp, &b);
+	ASSERT_EQ(0, kt_connect(&b, &l.bound, 0, KT_PEER_ANY, 0xb, &b_id));
+	ASSERT_EQ(0, kt_wait_pair(&lp, &b, b_id, &srv, &srv_b, SETUP_MS));
+
+	/* fill the pool, then free half of it at random */
+	for (sent = 0; sent < FRAG_GRAINS; sent++)
+		ASSERT_EQ(0, send_small(&a, a_id, sent));
+	for (n = 0; n < FRAG_GRAINS; n++) {
+		ASSERT_EQ(0, next_non_event(&srv, &held[n]));
+		ASSERT_EQ(KMSGR_CQE_RECV, held[n].kind);
+	}
+	while (n > FRAG_KEEP)
+		n = release_random(&srv, held, n, &rnd);
+	ASSERT_GT(FRAG_KEEP, longest_free_run(&srv, held, n))
+		TH_LOG("the pool is not fragmented: no test");
+
+	sqe = kt_sqe(&b);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_send(sqe, b_id, 0x43, 1, none, none, large, 1);
+	kmsgr_submit(b.k, 0, 0);
+
+	while (small < FRAG_STREAM && !large_at) {
+		if (sent - FRAG_GRAINS - small < 8)
+			ASSERT_EQ(0, send_small(&a, a_id, sent++));
+		ASSERT_EQ(0, next_non_event(&srv, &c))
+			TH_LOG("stuck after %u small messages", small);
+		ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
+		if (c.session == srv_b) {
+			ASSERT_EQ(32u << 10, c.seg[2].len);
+			large_at = small + 1;
+			release(&srv, c.seg[2], c.res, 0);
+			break;
+		}
+		ASSERT_EQ(srv_a, c.session);
+		small++;
+		held[n++] = c;
+		n = release_random(&srv, held, n, &rnd);
+	}
+	if (large_at)
+		TH_LOG("the large message got in after %u small ones",
+		       large_at - 1);
+	EXPECT_NE(0, large_at)
+		TH_LOG("%u small messages passed it", FRAG_STREAM);
+	kt_inst_close(&a);
+	kt_inst_close(&b);
 	kt_inst_close(&srv);
 }
 

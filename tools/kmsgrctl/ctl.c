@@ -244,18 +244,26 @@ void ctl_teardown(void)
 	memset(&backlog, 0, sizeof(backlog));
 }
 
-/* Move backlogged SQEs into the SQ while it has room. */
+/*
+ * Move backlogged SQEs into the SQ and submit them, as long as the kernel
+ * takes them.  It stops taking when the CQ has no room for their
+ * completions: then only reaping helps, and the caller waits.  Never
+ * leave SQEs behind while going to sleep: the completions that would
+ * wake us may depend on them (an echo's RELEASE frees the pool room the
+ * next message needs).
+ */
 static void ctl_flush_backlog(void)
 {
 	struct kmsgr_sqe *sqe;
 
 	while (backlog.len) {
-		sqe = kmsgr_get_sqe(ctl_k);
-		if (!sqe)
+		while (backlog.len && (sqe = kmsgr_get_sqe(ctl_k))) {
+			*sqe = backlog.q[backlog.head];
+			backlog.head = (backlog.head + 1) % backlog.cap;
+			backlog.len--;
+		}
+		if (kmsgr_submit(ctl_k, 0, 0) <= 0)
 			return;
-		*sqe = backlog.q[backlog.head];
-		backlog.head = (backlog.head + 1) % backlog.cap;
-		backlog.len--;
 	}
 }
 
