@@ -44,8 +44,13 @@
  * producer state, the reservations, the overflow list, the receive pool
  * bitmaps and the counters in inst->stats.  inst->lock serialises SETUP
  * against the other control ioctls.  Nothing here takes a session lock;
- * kmsgr_sess_send() and kmsgr_sess_resume() are called under submit_lock
- * only, never under cq_lock.
+ * kmsgr_sess_send(), kmsgr_sess_push() and kmsgr_sess_resume() (which do)
+ * are called under submit_lock or no lock, never under cq_lock.
+ *
+ * Inline submission: ENTER writes the SENDs it consumed to their
+ * transports itself (kmsgr_sess_push(), after every KMSGR_ENTER_BATCH SQEs
+ * and at the end), as far as they take them without waiting; what does
+ * not fit is written by the session's work when write space appears.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -569,6 +574,20 @@ static u32 kmsgr_cq_reserve_max(const struct kmsgr_instance *inst)
 	return inst->cq_entries - inst->cq_entries / 2;
 }
 
+/* Whether kmsgr_cq_reserve() could succeed now. */
+static bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst)
+{
+	unsigned long flags;
+	bool ok;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	kmsgr_cq_sync_head(inst);
+	ok = list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst) &&
+	     inst->cq_reserved < kmsgr_cq_reserve_max(inst);
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	return ok;
+}
+
 /*
  * Reserve a slot for the completion of one SQE; false when none is free
  * or the in-flight bound is reached.
@@ -593,8 +612,11 @@ static bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
 	return ok;
 }
 
+/* Wake key of a slot given back: ENTERs with SQEs left over look again. */
+#define KMSGR_WAKE_ROOM		poll_to_key(EPOLLOUT | EPOLLWRNORM)
+
 /* Give back a reservation that no completion will use. */
-static void kmsgr_cq_unreserve(struct kmsgr_instance *inst)
+void kmsgr_cq_unreserve(struct kmsgr_instance *inst)
 {
 	unsigned long flags;
 
@@ -602,6 +624,8 @@ static void kmsgr_cq_unreserve(struct kmsgr_instance *inst)
 	if (!WARN_ON_ONCE(!inst->cq_reserved))
 		inst->cq_reserved--;
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	if (wq_has_sleeper(&inst->cq_wait))
+		__wake_up(&inst->cq_wait, TASK_NORMAL, 0, KMSGR_WAKE_ROOM);
 }
 
 /**
@@ -1063,8 +1087,9 @@ static int kmsgr_sqe_check(struct kmsgr_instance *inst,
 {
 	if (sqe->reserved0 || sqe->reserved1)
 		return -EINVAL;
-	if (sqe->flags & ~(sqe->opcode == KMSGR_OP_RELEASE ?
-			   KMSGR_SQE_F_TOKEN : 0))
+	if (sqe->flags & ~(sqe->opcode == KMSGR_OP_RELEASE ? KMSGR_SQE_F_TOKEN :
+			   sqe->opcode == KMSGR_OP_SEND ?
+			   KMSGR_SQE_F_SKIP_SUCCESS : 0))
 		return -EINVAL;
 	switch (sqe->opcode) {
 	case KMSGR_OP_NOP:
@@ -1119,7 +1144,7 @@ static int kmsgr_sqe_release(struct kmsgr_instance *inst,
 
 /* Execute one consumed SQE (a snapshot); its CQ slot is reserved. */
 static void kmsgr_sqe_exec(struct kmsgr_instance *inst,
-			   const struct kmsgr_sqe *sqe)
+			   const struct kmsgr_sqe *sqe, struct kmsgr_push *push)
 	__must_hold(&inst->submit_lock)
 {
 	int ret;
@@ -1145,7 +1170,7 @@ static void kmsgr_sqe_exec(struct kmsgr_instance *inst,
 		break;
 	case KMSGR_OP_SEND:
 		/* On success the session posts the SEND CQE later. */
-		ret = kmsgr_sess_send(inst, sqe);
+		ret = kmsgr_sess_send(inst, sqe, push);
 		if (ret)
 			kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_SEND, ret);
 		break;
@@ -1157,7 +1182,7 @@ static void kmsgr_sqe_exec(struct kmsgr_instance *inst,
  * *@cq_full when it stopped for lack of CQ room.  Returns the count.
  */
 static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
-			    bool *cq_full)
+			    bool *cq_full, struct kmsgr_push *push)
 	__must_hold(&inst->submit_lock)
 {
 	u32 tail, avail, done = 0;
@@ -1181,11 +1206,12 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 		inst->sq_head++;
 		done++;
 		inst->stats.sqes++;
-		kmsgr_sqe_exec(inst, &sqe);
+		kmsgr_sqe_exec(inst, &sqe, push);
 
 		if (!(done % KMSGR_ENTER_BATCH)) {
 			/* Let the application refill the consumed slots. */
 			smp_store_release(&inst->sq->head, inst->sq_head);
+			kmsgr_sess_push(push);
 			cond_resched();
 		}
 	}
@@ -1194,26 +1220,83 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 	return done;
 }
 
-/* Wait until @want CQEs are ready; 0, -ETIME or -EINTR. */
-static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
-			 u64 timeout_ns)
-{
-	wait_queue_head_t *wq = &inst->cq_wait;
-	ktime_t tmo;
-	long ret;
+/* An ENTER waiting for min_complete CQEs. */
+struct kmsgr_cq_waiter {
+	struct wait_queue_entry wqe;
+	struct kmsgr_instance *inst;
+	u32 want;
+	bool room;		/* also for a slot given back */
+	bool woken_for_room;
+};
 
-	want = min(want, inst->cq_entries);
-	if (!timeout_ns) {
-		ret = wait_event_interruptible(*wq,
-					       kmsgr_cq_ready(inst) >= want);
-	} else {
-		tmo = ns_to_ktime(min_t(u64, timeout_ns, KTIME_MAX));
-		ret = wait_event_interruptible_hrtimeout(*wq,
-							 kmsgr_cq_ready(inst) >= want,
-							 tmo);
+/*
+ * Wake the waiter only once its min_complete CQEs are there (io_uring's
+ * threshold wake): a CQE at a time does not bounce a batch waiter in and
+ * out of sleep.  Lockless: cq_head is the kernel's last sync of the
+ * application's head, never ahead of it, so the count is never below the
+ * truth: at worst one wake too many, never one too few.
+ */
+static int kmsgr_cq_wake_fn(struct wait_queue_entry *wqe, unsigned int mode,
+			    int sync, void *key)
+{
+	struct kmsgr_cq_waiter *w = container_of(wqe, struct kmsgr_cq_waiter,
+						 wqe);
+	struct kmsgr_instance *inst = w->inst;
+
+	if (key == KMSGR_WAKE_ROOM) {
+		if (!w->room)
+			return 0;
+		WRITE_ONCE(w->woken_for_room, true);
+	} else if (READ_ONCE(inst->cq_tail) - READ_ONCE(inst->cq_head) <
+		   w->want) {
+		return 0;
 	}
-	if (ret == -ERESTARTSYS)
-		return -EINTR;	/* a restart would start the timeout anew */
+	return autoremove_wake_function(wqe, mode, sync, key);
+}
+
+/*
+ * Wait until @want CQEs are ready, or with @room until a reserved slot is
+ * given back (SQEs were left for want of one); 0, -ETIME or -EINTR.
+ */
+static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
+			 u64 timeout_ns, bool room)
+{
+	struct kmsgr_cq_waiter w = {
+		.inst = inst,
+		.want = min(want, inst->cq_entries),
+		.room = room,
+	};
+	bool expired = false;
+	ktime_t end = 0;
+	int ret = 0;
+
+	init_wait(&w.wqe);
+	w.wqe.func = kmsgr_cq_wake_fn;
+	if (timeout_ns)
+		end = ktime_add_safe(ktime_get(),
+				     ns_to_ktime(min_t(u64, timeout_ns,
+						       KTIME_MAX)));
+	for (;;) {
+		prepare_to_wait(&inst->cq_wait, &w.wqe, TASK_INTERRUPTIBLE);
+		if (kmsgr_cq_ready(inst) >= w.want ||
+		    READ_ONCE(w.woken_for_room) ||
+		    (w.room && kmsgr_cq_can_reserve(inst)))
+			break;
+		if (expired) {
+			ret = -ETIME;
+			break;
+		}
+		if (signal_pending(current)) {
+			/* a restart would start the timeout anew */
+			ret = -EINTR;
+			break;
+		}
+		if (!timeout_ns)
+			schedule();
+		else if (!schedule_hrtimeout(&end, HRTIMER_MODE_ABS))
+			expired = true;	/* one last look */
+	}
+	finish_wait(&inst->cq_wait, &w.wqe);
 	return ret;
 }
 
@@ -1229,7 +1312,10 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
  * its opcode (none for a successful RELEASE).  Then flushes waiting events,
  * restarts delivery paused by a full CQ if room has appeared, and with
  * KMSGR_ENTER_F_GETEVENTS waits until min_complete CQEs (at most the CQ
- * size) are ready.  Also call it (to_submit 0) after consuming CQEs while
+ * size) are ready (the waiter is woken only then), or, when SQEs were left
+ * for want of a CQ slot, until a slot is given back without a CQE (a SEND
+ * with KMSGR_SQE_F_SKIP_SUCCESS succeeded): then it returns what it
+ * consumed, and the caller submits again.  Also call it (to_submit 0) after consuming CQEs while
  * the CQ ring has KMSGR_RING_F_CQ_PAUSED set; poll() does the same.
  *
  * Return: the number of SQEs consumed, also written to submitted; if none
@@ -1241,6 +1327,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 int kmsgr_inst_enter(struct kmsgr_instance *inst,
 		     struct kmsgr_enter __user *uarg)
 {
+	struct kmsgr_push push = { .n = 0 };
 	struct kmsgr_enter e;
 	bool cq_full = false;
 	u32 done = 0;
@@ -1256,8 +1343,10 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 
 	if (e.to_submit) {
 		mutex_lock(&inst->submit_lock);
-		done = kmsgr_sq_consume(inst, e.to_submit, &cq_full);
+		done = kmsgr_sq_consume(inst, e.to_submit, &cq_full, &push);
 		mutex_unlock(&inst->submit_lock);
+		/* write the SENDs out from here: no work-item hop */
+		kmsgr_sess_push(&push);
 	}
 	kmsgr_cq_refresh(inst);
 
@@ -1267,7 +1356,8 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 	 * completions end it).
 	 */
 	if (e.flags & KMSGR_ENTER_F_GETEVENTS && e.min_complete)
-		ret = kmsgr_cq_wait(inst, e.min_complete, e.timeout_ns);
+		ret = kmsgr_cq_wait(inst, e.min_complete, e.timeout_ns,
+				    cq_full && done < e.to_submit);
 	else if (!done && cq_full)
 		ret = -EBUSY;
 

@@ -40,7 +40,8 @@
 #define KMSGR_FEAT_SUPPORTED	(KMSGR_FEAT_INFO | KMSGR_FEAT_RINGS | \
 				 KMSGR_FEAT_TCP | KMSGR_FEAT_CEPHX | \
 				 KMSGR_FEAT_SECURE | KMSGR_FEAT_RELEASE_TOKEN | \
-				 KMSGR_FEAT_LISTEN_CEPHX)
+				 KMSGR_FEAT_LISTEN_CEPHX | \
+				 KMSGR_FEAT_SKIP_SUCCESS)
 
 /* Receive-pool allocation unit (bytes). */
 #define KMSGR_POOL_GRAIN	512
@@ -162,6 +163,8 @@ void kmsgr_inst_init(struct kmsgr_instance *inst);
  */
 int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
 		  bool reserved);
+/* A consumed SQE completes without a CQE: give its reserved slot back. */
+void kmsgr_cq_unreserve(struct kmsgr_instance *inst);
 /* Post a session event; queued on the overflow list if the CQ is full. */
 void kmsgr_cq_post_event(struct kmsgr_instance *inst,
 			 const struct kmsgr_cqe *cqe);
@@ -196,12 +199,33 @@ int kmsgr_sess_listen(struct kmsgr_instance *inst,
 int kmsgr_sess_close(struct kmsgr_instance *inst,
 		     struct kmsgr_close __user *uarg);
 /*
+ * Sessions one ENTER queued SENDs on: it writes them out itself when it
+ * has consumed its SQEs (inline submission); more than KMSGR_PUSH_MAX
+ * fall back to their work items.  Each entry holds a reference.
+ */
+#define KMSGR_PUSH_MAX		8
+struct kmsgr_sess;
+struct kmsgr_push {
+	unsigned int n;
+	struct kmsgr_sess *sess[KMSGR_PUSH_MAX];
+};
+
+/*
  * Queue a SEND whose fields were already copied and checked (slices inside
  * the area); its CQ slot is reserved.  Returns 0 (a KMSGR_CQE_SEND follows)
  * or -errno (-ENOENT unknown session, -EPIPE closed, -EMSGSIZE too big):
- * then the caller posts the error CQE itself.
+ * then the caller posts the error CQE itself.  On success the session is
+ * added to @push, to be written out by kmsgr_sess_push().
  */
-int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe);
+int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
+		    struct kmsgr_push *push);
+/*
+ * Write what the sessions of @push have queued to their transports, as
+ * far as they take it without waiting (the rest goes when they have
+ * room, from the session's work), and drop the references.  Process
+ * context, no instance lock held.
+ */
+void kmsgr_sess_push(struct kmsgr_push *push);
 /* CQ or pool room appeared: restart sessions paused by backpressure. */
 void kmsgr_sess_resume(struct kmsgr_instance *inst);
 /* close every session and listener and wait until they are gone */

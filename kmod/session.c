@@ -83,6 +83,8 @@
 #define KMSGR_SESS_BACKOFF_MIN_MS	100
 #define KMSGR_SESS_BACKOFF_MAX_MS	15000
 #define KMSGR_SESS_ACCEPT_BUDGET	16
+/* bytes a connection reads ahead of the engine's want (kmsgr_conn_recv()) */
+#define KMSGR_CONN_STAGE		8192
 /* secure mode: largest message sent; the tx scratch holds one tail */
 #define KMSGR_SESS_SECURE_MSG_MAX	(4U << 20)
 #define KMSGR_SESS_SCRATCH_LEN		(KMSGR_SESS_SECURE_MSG_MAX + 4096)
@@ -121,6 +123,7 @@ enum kmsgr_sess_state {
 struct kmsgr_tx {
 	struct msgr2_msg m;
 	u64 user_data;
+	bool skip_success;	/* KMSGR_SQE_F_SKIP_SUCCESS */
 };
 
 struct kmsgr_sess;
@@ -139,6 +142,8 @@ struct kmsgr_conn {
 					 * message being received, 0: none
 					 */
 	struct kmsgr_spill *rx_spill;	/* it is received into this */
+	u8 *stage;			/* KMSGR_CONN_STAGE bytes read ahead */
+	u32 stage_pos, stage_len;	/* [pos, len) not yet given out */
 };
 
 /*
@@ -339,7 +344,10 @@ static void kmsgr_sess_tx_complete(struct kmsgr_sess *s, struct msgr2_msg *m,
 		.session = s->obj.id,
 	};
 
-	if (!s->no_cq)
+	/* no_cq: the instance is going away */
+	if (!s->no_cq && !status && tx->skip_success)
+		kmsgr_cq_unreserve(s->obj.inst);
+	else if (!s->no_cq)
 		kmsgr_cq_post(s->obj.inst, &cqe, true);
 	kmem_cache_free(kmsgr_tx_cache, tx);
 }
@@ -898,7 +906,10 @@ static struct kmsgr_conn *kmsgr_conn_alloc(struct kmsgr_sess *s)
 	if (!kc)
 		return NULL;
 	kc->mc = kvzalloc(msgr2_conn_size(), GFP_KERNEL_ACCOUNT);
-	if (!kc->mc) {
+	kc->stage = kmalloc(KMSGR_CONN_STAGE, GFP_KERNEL_ACCOUNT);
+	if (!kc->mc || !kc->stage) {
+		kfree(kc->stage);
+		kvfree(kc->mc);
 		kfree(kc);
 		return NULL;
 	}
@@ -914,6 +925,7 @@ static void kmsgr_conn_free(struct kmsgr_conn *kc)
 	if (kc->engine)
 		msgr2_conn_release(kc->mc);
 	kvfree(kc->mc);
+	kfree(kc->stage);
 	kfree(kc);
 }
 
@@ -1089,6 +1101,37 @@ static int kmsgr_conn_flush(struct kmsgr_conn *kc)
 }
 
 /*
+ * Up to @len bytes for the engine's @buf: from the stage while it holds
+ * some, else one read into @buf with the stage behind it, so that the
+ * frame pieces that follow a short want (a preamble, a header) arrive in
+ * the same call instead of one read each.  Large payloads still land in
+ * their receive-pool slices directly.
+ */
+static ssize_t kmsgr_conn_recv(struct kmsgr_conn *kc, void *buf, size_t len)
+{
+	struct msgr2_iov iov[2] = {
+		{ .base = buf, .len = len },
+		{ .base = kc->stage, .len = KMSGR_CONN_STAGE },
+	};
+	size_t avail = kc->stage_len - kc->stage_pos;
+	ssize_t got;
+
+	if (avail) {
+		got = min(len, avail);
+		memcpy(buf, kc->stage + kc->stage_pos, got);
+		kc->stage_pos += got;
+		return got;
+	}
+	got = kc->xprt->ops->recv(kc->xprt, iov, ARRAY_SIZE(iov));
+	if (got > (ssize_t)len) {
+		kc->stage_pos = 0;
+		kc->stage_len = got - len;
+		got = len;
+	}
+	return got;
+}
+
+/*
  * Server: after msgr2_rx_done() with a session being resumed.  When the
  * engine switched to it, move this connection there: the fresh session
  * that accepted it is never announced and goes away.  Returns true when
@@ -1234,7 +1277,7 @@ static void kmsgr_sess_run(struct kmsgr_sess *s)
 		}
 		if (!n)
 			break;
-		got = kc->xprt->ops->recv(kc->xprt, buf, n);
+		got = kmsgr_conn_recv(kc, buf, n);
 		if (got == -EAGAIN)
 			break;
 		if (got <= 0) {
@@ -2059,8 +2102,67 @@ int kmsgr_sess_close(struct kmsgr_instance *inst,
 	return 0;
 }
 
-int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe)
+/*
+ * Keep @s (and the caller's reference to it) for kmsgr_sess_push(): 1;
+ * 0 when @push already has it, -ENOSPC when @push is full (the caller
+ * keeps its reference then).
+ */
+static int kmsgr_push_add(struct kmsgr_push *push, struct kmsgr_sess *s)
 {
+	unsigned int i;
+
+	for (i = 0; i < push->n; i++)
+		if (push->sess[i] == s)
+			return 0;
+	if (push->n == KMSGR_PUSH_MAX)
+		return -ENOSPC;
+	push->sess[push->n++] = s;
+	return 1;
+}
+
+/* Write out what @s has queued, from the submitter's context. */
+static void kmsgr_sess_push_one(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	struct kmsgr_conn *kc = s->conn;
+	int ret;
+
+	if (!kc)
+		return;
+	if (s->state != KMSGR_SESS_UP || !kc->connected) {
+		mod_delayed_work(kmsgr_wq, &s->work, 0);
+		return;
+	}
+	ret = kmsgr_conn_flush(kc);
+	if (ret < 0)
+		kmsgr_sess_fail(s, ret);
+	else if (ret == 2)	/* budget spent: the work goes on */
+		mod_delayed_work(kmsgr_wq, &s->work, 0);
+	/* 1: the transport is full, its write space kicks the work */
+}
+
+void kmsgr_sess_push(struct kmsgr_push *push)
+{
+	struct mem_cgroup *old_memcg;
+	struct kmsgr_sess *s;
+	unsigned int i;
+
+	for (i = 0; i < push->n; i++) {
+		s = push->sess[i];
+		old_memcg = set_active_memcg(s->obj.inst->memcg);
+		mutex_lock(&s->lock);
+		kmsgr_sess_push_one(s);
+		mutex_unlock(&s->lock);
+		set_active_memcg(old_memcg);
+		kmsgr_obj_put(&s->obj);
+	}
+	push->n = 0;
+}
+
+int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
+		    struct kmsgr_push *push)
+{
+	bool pushed = false;
 	struct kmsgr_obj *obj;
 	struct kmsgr_sess *s;
 	struct kmsgr_tx *tx;
@@ -2082,6 +2184,7 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe)
 		goto out_put;
 	}
 	tx->user_data = sqe->user_data;
+	tx->skip_success = sqe->flags & KMSGR_SQE_F_SKIP_SUCCESS;
 	tx->m.hdr.type = sqe->type;
 	tx->m.hdr.version = sqe->version;
 	tx->m.hdr.compat_version = sqe->compat_version;
@@ -2110,13 +2213,18 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe)
 		ret = msgr2_send(&s->ms, &tx->m);
 		if (!ret)
 			s->active_at = jiffies;
-		if (!ret && s->conn)
-			mod_delayed_work(kmsgr_wq, &s->work, 0);
+		if (!ret && s->conn) {
+			i = kmsgr_push_add(push, s);
+			pushed = i > 0;
+			if (i < 0)	/* the work writes it */
+				mod_delayed_work(kmsgr_wq, &s->work, 0);
+		}
 	}
 	mutex_unlock(&s->lock);
 	if (ret)
 		goto out_free;
-	kmsgr_obj_put(obj);
+	if (!pushed)	/* else kmsgr_sess_push() drops it */
+		kmsgr_obj_put(obj);
 	return 0;
 
 out_free:
@@ -2223,7 +2331,12 @@ int kmsgr_sess_init(void)
 	kmsgr_tx_cache = KMEM_CACHE(kmsgr_tx, SLAB_ACCOUNT);
 	if (!kmsgr_tx_cache)
 		return -ENOMEM;
-	kmsgr_wq = alloc_workqueue("kmsgr", WQ_UNBOUND, 0);
+	/*
+	 * Per-CPU: a kick from the socket's data_ready runs the session on
+	 * the CPU the data arrived on (as nvmet-tcp's io_wq); the memory
+	 * reclaim rescuer keeps sessions moving under memory pressure.
+	 */
+	kmsgr_wq = alloc_workqueue("kmsgr", WQ_MEM_RECLAIM, 0);
 	if (!kmsgr_wq) {
 		kmem_cache_destroy(kmsgr_tx_cache);
 		return -ENOMEM;

@@ -58,8 +58,12 @@ struct kmsgr_xprt_ops {
 	int (*accept)(struct kmsgr_xprt *lx, struct kmsgr_xprt **out);
 	/* 0 when connected, -EINPROGRESS while connecting, else -errno. */
 	int (*state)(struct kmsgr_xprt *x);
-	/* Up to @len bytes into @buf: count, 0 at EOF, -EAGAIN or -errno. */
-	ssize_t (*recv)(struct kmsgr_xprt *x, void *buf, size_t len);
+	/*
+	 * Bytes into @n (<= 2) pieces, in order, as many as are there: the
+	 * count, 0 at EOF, -EAGAIN or -errno.
+	 */
+	ssize_t (*recv)(struct kmsgr_xprt *x, const struct msgr2_iov *iov,
+			int n);
 	/*
 	 * Send from @n (<= KMSGR_XPRT_MAX_IOV) pieces; they may be vmalloc
 	 * memory.  Returns the bytes taken (possibly fewer than offered),

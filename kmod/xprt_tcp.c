@@ -240,13 +240,23 @@ static int kmsgr_tcp_state(struct kmsgr_xprt *x)
 	}
 }
 
-static ssize_t kmsgr_tcp_recv(struct kmsgr_xprt *x, void *buf, size_t len)
+static ssize_t kmsgr_tcp_recv(struct kmsgr_xprt *x,
+			      const struct msgr2_iov *iov, int n)
 {
 	struct kmsgr_tcp *t = to_tcp(x);
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
-	struct kvec kv = { .iov_base = buf, .iov_len = len };
+	struct kvec kv[2];
+	size_t total = 0;
+	int i;
 
-	return kernel_recvmsg(t->sock, &msg, &kv, 1, len, msg.msg_flags);
+	if (n <= 0 || n > (int)ARRAY_SIZE(kv))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		kv[i].iov_base = iov[i].base;
+		kv[i].iov_len = iov[i].len;
+		total += iov[i].len;
+	}
+	return kernel_recvmsg(t->sock, &msg, kv, n, total, msg.msg_flags);
 }
 
 static ssize_t kmsgr_tcp_send(struct kmsgr_xprt *x,

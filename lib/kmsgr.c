@@ -60,6 +60,7 @@ static const char *const kmsgr_feature_names[] = {
 	[4] = "secure",		/* KMSGR_FEAT_SECURE */
 	[5] = "release-token",	/* KMSGR_FEAT_RELEASE_TOKEN */
 	[6] = "listen-cephx",	/* KMSGR_FEAT_LISTEN_CEPHX */
+	[7] = "skip-success",	/* KMSGR_FEAT_SKIP_SUCCESS */
 };
 
 /* ioctl() returning 0 or a negative errno. */
@@ -338,6 +339,31 @@ int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns)
 	if (ret)
 		return ret;
 	return (int)enter.submitted;
+}
+
+unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
+				  unsigned int max)
+{
+	__u32 head, n, i;
+
+	if (!k->cq || !max)
+		return 0;
+	head = k->cq->head;	/* ours: only we write it */
+	n = load_acquire(&k->cq->tail) - head;
+	if (n > k->cq->entries)	/* a kernel bug, not a reason to overrun */
+		n = k->cq->entries;
+	if (n > max)
+		n = max;
+	for (i = 0; i < n; i++)
+		cqes[i] = &k->cqes[(head + i) & k->cq->mask];
+	if (!n)
+		kmsgr_peek_cqe(k);	/* resumes delivery if it was paused */
+	return n;
+}
+
+void kmsgr_cq_advance(struct kmsgr *k, unsigned int n)
+{
+	store_release(&k->cq->head, k->cq->head + n);
 }
 
 struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k)

@@ -201,6 +201,30 @@ struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k);
 void kmsgr_cqe_seen(struct kmsgr *k);
 
 /**
+ * kmsgr_peek_batch_cqe() - the unconsumed completions, up to @max at once
+ * @k:    handle
+ * @cqes: out: pointers to the entries, oldest first
+ * @max:  room in @cqes
+ *
+ * One acquire load of the CQ tail for the whole batch, no system call.
+ * The entries stay valid until kmsgr_cq_advance() consumes them.  An empty
+ * CQ is handled as kmsgr_peek_cqe() does (paused delivery is resumed).
+ *
+ * Return: the number of entries in @cqes, 0 when the CQ is empty.
+ */
+unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
+				  unsigned int max);
+
+/**
+ * kmsgr_cq_advance() - consume the @n oldest completions at once
+ * @k: handle
+ * @n: at most what kmsgr_peek_batch_cqe() returned
+ *
+ * One release store of the CQ head (kmsgr_cqe_seen() is @n = 1).
+ */
+void kmsgr_cq_advance(struct kmsgr *k, unsigned int n);
+
+/**
  * kmsgr_wait_cqe() - wait for a completion
  * @k:          handle after kmsgr_setup()
  * @cqe:        out: the oldest completion (as kmsgr_peek_cqe())

@@ -81,6 +81,14 @@ long kt_env_long(const char *name, long def)
 int kt_inst_open(struct kt_inst *ti, const char *name, unsigned int sq,
 		 uint64_t tx_size, uint64_t pool_size, uint64_t seed)
 {
+	return kt_inst_open_cq(ti, name, sq, 4 * sq, tx_size, pool_size,
+			       seed);
+}
+
+int kt_inst_open_cq(struct kt_inst *ti, const char *name, unsigned int sq,
+		    unsigned int cq, uint64_t tx_size, uint64_t pool_size,
+		    uint64_t seed)
+{
 	struct kmsgr_setup su;
 	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 	uint64_t rng = seed, w, i;
@@ -101,7 +109,7 @@ int kt_inst_open(struct kt_inst *ti, const char *name, unsigned int sq,
 	}
 	memset(&su, 0, sizeof(su));
 	su.sq_entries = sq;
-	su.cq_entries = 4 * sq;
+	su.cq_entries = cq;
 	su.buf_size = tx_size + pool_size;
 	su.rx_pool_size = pool_size;
 	ret = kmsgr_setup(ti->k, &su);

@@ -110,6 +110,10 @@ long kt_env_long(const char *name, long def);
  */
 int kt_inst_open(struct kt_inst *ti, const char *name, unsigned int sq,
 		 uint64_t tx_size, uint64_t pool_size, uint64_t seed);
+/* the same with a CQ of @cq entries instead of 4 * @sq */
+int kt_inst_open_cq(struct kt_inst *ti, const char *name, unsigned int sq,
+		    unsigned int cq, uint64_t tx_size, uint64_t pool_size,
+		    uint64_t seed);
 void kt_inst_close(struct kt_inst *ti);
 
 /* A struct kmsgr_addr for "IP" and @port (host order). */

@@ -103,6 +103,7 @@
 #define KMSGR_FEAT_LISTEN_CEPHX	_BITULL(6)	/* LISTEN with auth CEPHX (and
 						 * SECURE): server-side cephx
 						 */
+#define KMSGR_FEAT_SKIP_SUCCESS	_BITULL(7)	/* KMSGR_SQE_F_SKIP_SUCCESS */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -292,7 +293,14 @@ struct kmsgr_close {
 	__u64 reserved[2];
 };
 
-/* struct kmsgr_enter - argument of KMSGR_IOC_ENTER */
+/*
+ * struct kmsgr_enter - argument of KMSGR_IOC_ENTER.  With
+ * KMSGR_ENTER_F_GETEVENTS the caller sleeps until min_complete CQEs are
+ * ready (it is not woken for fewer), the timeout passes, or, when SQEs
+ * were left unconsumed for want of a CQ slot, a slot is given back
+ * without a CQE (KMSGR_SQE_F_SKIP_SUCCESS): it returns then, and the
+ * caller submits again.
+ */
 struct kmsgr_enter {
 	__u32 to_submit;	/* in: SQEs to consume (up to the SQ tail) */
 	__u32 min_complete;	/* in: wait until this many CQEs are ready */
@@ -321,6 +329,7 @@ struct kmsgr_slice {
 
 /* kmsgr_sqe.flags */
 #define KMSGR_SQE_F_TOKEN	_BITUL(0)	/* RELEASE: @tid is the token */
+#define KMSGR_SQE_F_SKIP_SUCCESS _BITUL(1)	/* SEND: no CQE unless it fails */
 /* Largest release token; tokens are 1 .. KMSGR_RELEASE_TOKEN_MAX. */
 #define KMSGR_RELEASE_TOKEN_MAX	0x7fffffffU
 
@@ -332,6 +341,13 @@ struct kmsgr_slice {
  * slices must stay untouched until the KMSGR_CQE_SEND for this SQE, which
  * reports res 0 when the message was sent (lossy) or acknowledged by the
  * peer (lossless), or -errno when it was dropped.
+ * With KMSGR_SQE_F_SKIP_SUCCESS (KMSGR_FEAT_SKIP_SUCCESS) a SEND that
+ * succeeds posts no CQE at all (io_uring's IOSQE_CQE_SKIP_SUCCESS); one
+ * that fails still posts its KMSGR_CQE_SEND with -errno.  The application
+ * then learns of no moment at which the slices are free again: use it
+ * for slices that do not change (a constant payload), or that a later
+ * completion of the same session covers.  It still counts against the
+ * in-flight bound below until it is done.
  * RELEASE: up to three receive-pool slices exactly as a RECV CQE gave them
  * (len 0: unused).  Completes silently; a bad or double release completes
  * with a KMSGR_CQE_OP entry, res -EINVAL.  With KMSGR_SQE_F_TOKEN in
