@@ -2332,11 +2332,13 @@ int kmsgr_sess_init(void)
 	if (!kmsgr_tx_cache)
 		return -ENOMEM;
 	/*
-	 * Per-CPU: a kick from the socket's data_ready runs the session on
-	 * the CPU the data arrived on (as nvmet-tcp's io_wq); the memory
-	 * reclaim rescuer keeps sessions moving under memory pressure.
+	 * Unbound: a per-CPU queue ran the receiving session on the CPU the
+	 * data arrived on, which over loopback is the sender's own CPU, and
+	 * made 64 KiB one-way 0.18x TCP instead of 0.46x (make bench,
+	 * 2 vCPUs).  The memory reclaim rescuer keeps sessions moving under
+	 * memory pressure.
 	 */
-	kmsgr_wq = alloc_workqueue("kmsgr", WQ_MEM_RECLAIM, 0);
+	kmsgr_wq = alloc_workqueue("kmsgr", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!kmsgr_wq) {
 		kmem_cache_destroy(kmsgr_tx_cache);
 		return -ENOMEM;
