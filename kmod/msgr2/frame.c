@@ -628,8 +628,11 @@ static int m2_rx_try_alloc(struct msgr2_conn *c)
 		ret = m2_rx_msg_finish(c, false);
 		return ret ? ret : 1;
 	}
+	memset(c->rx_v_seg, 0, sizeof(c->rx_v_seg));
 	for (i = 1; i < c->rx_nsegs; i++) {
+		c->rx_seg_crc[i - 1] = ~0U;
 		if (m->len[i - 1]) {
+			c->rx_v_seg[k] = i;
 			c->rx_v[k].base = m->buf[i - 1];
 			c->rx_v[k++].len = m->len[i - 1];
 		}
@@ -773,7 +776,6 @@ static int m2_rx_ctrl(struct msgr2_conn *c)
 
 static int m2_rx_msg_tail(struct msgr2_conn *c)
 {
-	struct msgr2_rx_msg *m = &c->rx_msg;
 	struct msgr2_iov iov[M2_RX_PIECES];
 	u8 late = c->rx_tail[0];
 	u32 i, crc;
@@ -793,8 +795,9 @@ static int m2_rx_msg_tail(struct msgr2_conn *c)
 	if ((late & M2_LATE_MASK) != M2_LATE_COMPLETE)
 		return m2_fail(c, MSGR2_R_LATE_STATUS);
 	if (!c->secure) {
+		/* computed in msgr2_rx_done(), piece by piece */
 		for (i = 1; i < c->rx_nsegs; i++) {
-			crc = msgr2_crc32c(~0U, m->buf[i - 1], m->len[i - 1]);
+			crc = c->rx_seg_crc[i - 1];
 			if (crc != msgr2_get_le32(c->rx_tail + 1 + 4 * (i - 1)))
 				return m2_fail(c, MSGR2_R_SEGMENT_CRC);
 		}
@@ -861,6 +864,7 @@ int msgr2_rx_done(struct msgr2_conn *c, size_t n)
 {
 	struct msgr2_iov *v;
 	int ret;
+	u8 seg;
 
 	if (m2_failed(c))
 		return c->err;
@@ -874,6 +878,15 @@ int msgr2_rx_done(struct msgr2_conn *c, size_t n)
 	ret = m2_record(c, false, (u8 *)v->base + c->rx_voff, n);
 	if (ret)
 		return ret;
+	/* crc mode: a payload segment's crc over the bytes just received,
+	 * while they are in the cache, not in a pass of its own at the end
+	 */
+	seg = c->rx_state == M2_RX_MSG_TAIL && !c->secure ?
+	      c->rx_v_seg[c->rx_vi] : 0;
+	if (seg)
+		c->rx_seg_crc[seg - 1] =
+			msgr2_crc32c(c->rx_seg_crc[seg - 1],
+				     (u8 *)v->base + c->rx_voff, n);
 	c->rx_voff += n;
 	if (c->rx_voff < v->len)
 		return 0;

@@ -228,6 +228,12 @@ struct msgr2_conn {
 	/* RX */
 	enum m2_rx_state rx_state;
 	struct msgr2_iov rx_v[M2_RX_PIECES];
+	u8 rx_v_seg[M2_RX_PIECES];	/* MSG_TAIL: 1 + payload segment of the
+					 * piece, 0 for pad and epilogue
+					 */
+	u32 rx_seg_crc[MSGR2_NSEG];	/* crc mode: running crc32c of each
+					 * payload segment, as it arrives
+					 */
 	int rx_vn;
 	int rx_vi;
 	size_t rx_voff;
