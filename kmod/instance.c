@@ -614,6 +614,14 @@ static bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
 
 /* Wake key of a slot given back: ENTERs with SQEs left over look again. */
 #define KMSGR_WAKE_ROOM		poll_to_key(EPOLLOUT | EPOLLWRNORM)
+/* Wake key of a session kicked for the ENTER waiters to run. */
+#define KMSGR_WAKE_RUN		poll_to_key(EPOLLPRI)
+
+void kmsgr_cq_wake_runners(struct kmsgr_instance *inst)
+{
+	if (wq_has_sleeper(&inst->cq_wait))
+		__wake_up(&inst->cq_wait, TASK_NORMAL, 0, KMSGR_WAKE_RUN);
+}
 
 /* Give back a reservation that no completion will use. */
 void kmsgr_cq_unreserve(struct kmsgr_instance *inst)
@@ -1243,7 +1251,11 @@ static int kmsgr_cq_wake_fn(struct wait_queue_entry *wqe, unsigned int mode,
 						 wqe);
 	struct kmsgr_instance *inst = w->inst;
 
-	if (key == KMSGR_WAKE_ROOM) {
+	if (key == KMSGR_WAKE_RUN) {
+		/* a runner (min_complete 1): it runs the session */
+		if (w->want > 1)
+			return 0;
+	} else if (key == KMSGR_WAKE_ROOM) {
 		if (!w->room)
 			return 0;
 		WRITE_ONCE(w->woken_for_room, true);
@@ -1266,7 +1278,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		.want = min(want, inst->cq_entries),
 		.room = room,
 	};
-	bool expired = false;
+	bool expired = false, runner;
 	ktime_t end = 0;
 	int ret = 0;
 
@@ -1276,12 +1288,27 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		end = ktime_add_safe(ktime_get(),
 				     ns_to_ktime(min_t(u64, timeout_ns,
 						       KTIME_MAX)));
+	/*
+	 * A waiter for one CQE runs the sessions kicked meanwhile itself
+	 * (latency: one wake-up instead of a worker's and then its own); a
+	 * batch waiter leaves them to the workers and sleeps until its
+	 * min_complete CQEs are there.
+	 */
+	runner = w.want <= 1 && READ_ONCE(kmsgr_enter_runs);
+	if (runner)
+		kmsgr_sess_rx_wait_begin(inst);
 	for (;;) {
 		prepare_to_wait(&inst->cq_wait, &w.wqe, TASK_INTERRUPTIBLE);
 		if (kmsgr_cq_ready(inst) >= w.want ||
 		    READ_ONCE(w.woken_for_room) ||
 		    (w.room && kmsgr_cq_can_reserve(inst)))
 			break;
+		if (runner && kmsgr_sess_rx_pending(inst)) {
+			/* run the kicked sessions here, then look again */
+			__set_current_state(TASK_RUNNING);
+			kmsgr_sess_rx_run(inst);
+			continue;
+		}
 		if (expired) {
 			ret = -ETIME;
 			break;
@@ -1297,6 +1324,8 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 			expired = true;	/* one last look */
 	}
 	finish_wait(&inst->cq_wait, &w.wqe);
+	if (runner)
+		kmsgr_sess_rx_wait_end(inst);
 	return ret;
 }
 

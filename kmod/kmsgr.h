@@ -73,6 +73,7 @@ extern unsigned int kmsgr_idle_timeout;		/* seconds, 0: off */
 extern unsigned int kmsgr_resume_timeout;	/* seconds */
 extern unsigned int kmsgr_msg_timeout;		/* seconds, 0: off */
 extern unsigned int kmsgr_rx_spill_max;		/* bytes per session */
+extern bool kmsgr_enter_runs;		/* ENTER waiters run sessions */
 
 /**
  * struct kmsgr_instance - state of one open file of /dev/kmsgr
@@ -139,6 +140,9 @@ struct kmsgr_instance {
 	atomic_t nr_live;		/* session objects not yet freed */
 	wait_queue_head_t objs_wait;	/* teardown waits for objs to drain */
 	bool objs_used;			/* a session or listener was charged */
+	spinlock_t rx_lock;		/* the two below; any context */
+	unsigned int rx_waiters;	/* ENTERs asleep that run sessions */
+	struct list_head rx_list;	/* sessions kicked for them to run */
 };
 
 /* ---- instance.c --------------------------------------------------------- */
@@ -226,6 +230,19 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
  * context, no instance lock held.
  */
 void kmsgr_sess_push(struct kmsgr_push *push);
+/*
+ * An ENTER about to sleep for CQEs runs the sessions whose sockets kick
+ * meanwhile itself, in its own context, instead of waking a worker that
+ * then wakes it (io_uring's task work): _begin() before its wait loop,
+ * _run() whenever it finds kmsgr_sess_rx_pending() (true when it ran
+ * any), _end() after (what is still pending goes to the workers).
+ */
+void kmsgr_sess_rx_wait_begin(struct kmsgr_instance *inst);
+bool kmsgr_sess_rx_pending(struct kmsgr_instance *inst);
+bool kmsgr_sess_rx_run(struct kmsgr_instance *inst);
+void kmsgr_sess_rx_wait_end(struct kmsgr_instance *inst);
+/* instance.c: wake the ENTER waiters to run what a kick queued */
+void kmsgr_cq_wake_runners(struct kmsgr_instance *inst);
 /* CQ or pool room appeared: restart sessions paused by backpressure. */
 void kmsgr_sess_resume(struct kmsgr_instance *inst);
 /* close every session and listener and wait until they are gone */

@@ -220,6 +220,8 @@ struct kmsgr_sess {
 	size_t tx_scratch_len;
 	struct delayed_work work;
 	struct work_struct reap_work;	/* failed fresh server sessions */
+	struct list_head rx_node;	/* on inst->rx_list (inst->rx_lock) */
+	bool rx_queued;			/* on it, with a reference */
 };
 
 static struct workqueue_struct *kmsgr_wq;
@@ -231,6 +233,7 @@ static atomic64_t kmsgr_global_id = ATOMIC64_INIT(4096);
 static const struct msgr2_ops kmsgr_sess_client_ops;
 static const struct msgr2_ops kmsgr_sess_server_ops;
 static void kmsgr_sess_reap(struct work_struct *work);
+static void kmsgr_sess_service(struct kmsgr_sess *s);
 static void kmsgr_conn_free(struct kmsgr_conn *kc);
 static void kmsgr_sess_end(struct kmsgr_sess *s, u16 reason, int res);
 
@@ -894,8 +897,104 @@ static const struct msgr2_ops kmsgr_sess_server_ops = {
 static void kmsgr_conn_kick(void *priv, unsigned int why)
 {
 	struct kmsgr_conn *kc = priv;
+	struct kmsgr_sess *s = READ_ONCE(kc->sess);
+	struct kmsgr_instance *inst = s->obj.inst;
+	unsigned long flags;
+	bool waiter;
 
-	mod_delayed_work(kmsgr_wq, &READ_ONCE(kc->sess)->work, 0);
+	/* an ENTER asleep on this instance runs it: one wake-up, no worker */
+	spin_lock_irqsave(&inst->rx_lock, flags);
+	waiter = inst->rx_waiters;
+	if (waiter && !s->rx_queued) {
+		s->rx_queued = true;
+		kref_get(&s->obj.ref);
+		list_add_tail(&s->rx_node, &inst->rx_list);
+	}
+	spin_unlock_irqrestore(&inst->rx_lock, flags);
+	if (waiter)
+		kmsgr_cq_wake_runners(inst);
+	else
+		mod_delayed_work(kmsgr_wq, &s->work, 0);
+}
+
+/* Take the sessions queued for ENTER waiters off the list. */
+static void kmsgr_rx_take(struct kmsgr_instance *inst, struct list_head *out,
+			  bool last)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&inst->rx_lock, flags);
+	if (last)
+		inst->rx_waiters--;
+	if (!last || !inst->rx_waiters)
+		list_splice_init(&inst->rx_list, out);
+	spin_unlock_irqrestore(&inst->rx_lock, flags);
+}
+
+/* Off a taken list: clear its mark (a kick may queue it again). */
+static struct kmsgr_sess *kmsgr_rx_next(struct kmsgr_instance *inst,
+					struct list_head *list)
+{
+	struct kmsgr_sess *s;
+	unsigned long flags;
+
+	s = list_first_entry_or_null(list, struct kmsgr_sess, rx_node);
+	if (!s)
+		return NULL;
+	spin_lock_irqsave(&inst->rx_lock, flags);
+	list_del(&s->rx_node);
+	s->rx_queued = false;
+	spin_unlock_irqrestore(&inst->rx_lock, flags);
+	return s;
+}
+
+void kmsgr_sess_rx_wait_begin(struct kmsgr_instance *inst)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&inst->rx_lock, flags);
+	inst->rx_waiters++;
+	spin_unlock_irqrestore(&inst->rx_lock, flags);
+}
+
+bool kmsgr_sess_rx_pending(struct kmsgr_instance *inst)
+{
+	return !list_empty_careful(&inst->rx_list);
+}
+
+bool kmsgr_sess_rx_run(struct kmsgr_instance *inst)
+{
+	struct kmsgr_sess *s;
+	LIST_HEAD(list);
+	bool ran = false;
+
+	kmsgr_rx_take(inst, &list, false);
+	while ((s = kmsgr_rx_next(inst, &list))) {
+		kmsgr_sess_service(s);
+		kmsgr_obj_put(&s->obj);
+		ran = true;
+	}
+	return ran;
+}
+
+void kmsgr_sess_rx_wait_end(struct kmsgr_instance *inst)
+{
+	struct kmsgr_sess *s;
+	LIST_HEAD(list);
+
+	/*
+	 * The last waiter hands what is left to the workers.  Under the
+	 * lock and not CLOSED: a teardown then cancels that work before it
+	 * frees the session (our reference may be the last one).
+	 */
+	kmsgr_rx_take(inst, &list, true);
+	while ((s = kmsgr_rx_next(inst, &list))) {
+		mutex_lock(&s->lock);
+		if (s->state != KMSGR_SESS_CLOSED)
+			mod_delayed_work(kmsgr_wq, &s->work, 0);
+		mutex_unlock(&s->lock);
+		kmsgr_obj_put(&s->obj);
+	}
 }
 
 static struct kmsgr_conn *kmsgr_conn_alloc(struct kmsgr_sess *s)
@@ -1335,13 +1434,11 @@ fail:
 	kmsgr_sess_fail(s, ret);
 }
 
-static void kmsgr_sess_work(struct work_struct *work)
+/* Do what the session is waiting for: its work, or an ENTER waiter. */
+static void kmsgr_sess_service(struct kmsgr_sess *s)
 {
-	struct kmsgr_sess *s = container_of(to_delayed_work(work),
-					    struct kmsgr_sess, work);
-	int ret;
-
 	struct mem_cgroup *old_memcg;
+	int ret;
 
 	old_memcg = set_active_memcg(s->obj.inst->memcg);
 	mutex_lock(&s->lock);
@@ -1380,6 +1477,12 @@ static void kmsgr_sess_work(struct work_struct *work)
 	}
 	mutex_unlock(&s->lock);
 	set_active_memcg(old_memcg);
+}
+
+static void kmsgr_sess_work(struct work_struct *work)
+{
+	kmsgr_sess_service(container_of(to_delayed_work(work),
+					struct kmsgr_sess, work));
 }
 
 /* ---- session life cycle ------------------------------------------------- */
@@ -2308,6 +2411,8 @@ void kmsgr_sess_destroy_all(struct kmsgr_instance *inst)
 void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
 {
 	xa_init_flags(&inst->objs, XA_FLAGS_ALLOC1);
+	spin_lock_init(&inst->rx_lock);
+	INIT_LIST_HEAD(&inst->rx_list);
 	atomic_set(&inst->nr_sessions, 0);
 	atomic_set(&inst->nr_live, 0);
 	init_waitqueue_head(&inst->objs_wait);
