@@ -138,7 +138,7 @@ lint: ksrc module
 		uapi/linux/*.h
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 modules
 	shellcheck -S warning .ci/run tools/deps tools/kver tools/testsum \
-		tools/demo tools/bench-tcp tools/vm/run tools/vm/init \
+		tools/demo tools/bench-tcp tools/bench-profile tools/vm/run tools/vm/init \
 		tools/vm/guest tools/vm/mkinitrd tools/vm/mkvmlinux \
 		selftests/kmsgr/*.sh selftests/msgr2/*.sh
 

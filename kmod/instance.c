@@ -909,6 +909,19 @@ out_unlock:
 	return ret;
 }
 
+u64 kmsgr_pool_in_use(struct kmsgr_instance *inst)
+{
+	unsigned long flags;
+	u64 bytes;
+
+	if (!kmsgr_inst_ready(inst))
+		return 0;
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	bytes = inst->stats.pool_bytes;
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	return bytes;
+}
+
 /**
  * kmsgr_pool_unwait() - @who no longer waits for pool room
  * @inst: the instance

@@ -41,7 +41,7 @@
 				 KMSGR_FEAT_TCP | KMSGR_FEAT_CEPHX | \
 				 KMSGR_FEAT_SECURE | KMSGR_FEAT_RELEASE_TOKEN | \
 				 KMSGR_FEAT_LISTEN_CEPHX | \
-				 KMSGR_FEAT_SKIP_SUCCESS)
+				 KMSGR_FEAT_SKIP_SUCCESS | KMSGR_FEAT_INFO_POOL)
 
 /* Receive-pool allocation unit (bytes). */
 #define KMSGR_POOL_GRAIN	512
@@ -156,6 +156,8 @@ __poll_t kmsgr_inst_poll(struct kmsgr_instance *inst, struct file *file,
 			 poll_table *wait);
 /* free rings and buffer area; sessions are already gone */
 void kmsgr_inst_teardown(struct kmsgr_instance *inst);
+/* receive-pool bytes in use now (0 before SETUP) */
+u64 kmsgr_pool_in_use(struct kmsgr_instance *inst);
 /* open(): initialise the instance.c fields (locks, lists, wait queue) */
 void kmsgr_inst_init(struct kmsgr_instance *inst);
 

@@ -301,6 +301,7 @@ static int kmsgr_ctrl_info(struct kmsgr_instance *inst,
 	info.max_buf_size = READ_ONCE(kmsgr_max_buf_size);
 	info.max_sessions = READ_ONCE(kmsgr_max_sessions);
 	strscpy(info.version, KMSGR_VERSION, sizeof(info.version));
+	info.pool_bytes = kmsgr_pool_in_use(inst);
 
 	if (copy_to_user(uinfo, &info, sizeof(info)))
 		return -EFAULT;

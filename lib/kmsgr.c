@@ -61,6 +61,7 @@ static const char *const kmsgr_feature_names[] = {
 	[5] = "release-token",	/* KMSGR_FEAT_RELEASE_TOKEN */
 	[6] = "listen-cephx",	/* KMSGR_FEAT_LISTEN_CEPHX */
 	[7] = "skip-success",	/* KMSGR_FEAT_SKIP_SUCCESS */
+	[8] = "info-pool",	/* KMSGR_FEAT_INFO_POOL */
 };
 
 /* ioctl() returning 0 or a negative errno. */

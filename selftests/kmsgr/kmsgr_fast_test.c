@@ -15,15 +15,13 @@
  *                        (voluntary context switches of the waiter);
  *                        kmsgr_peek_batch_cqe()/kmsgr_cq_advance() reap
  *                        them at once
- *  tiny.socket_buffers   with tcp_wmem/tcp_rmem at 4 KiB, SENDs written
- *                        from ENTER find the socket full at once and
- *                        the rest goes from the session's work on write
- *                        space: 400 messages up to 256 KiB both ways,
- *                        lossless and lossy, arrive intact
+ *
+ * The fallback of inline submission (the socket takes part of a SEND, the
+ * session's work writes the rest on write space) is forced by
+ * kmsgr_tcp_test's short_writes (4 KiB socket buffers).
  *
  * Copyright (C) 2025 The kmsgr authors
  */
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -292,97 +290,6 @@ TEST(threshold_wake)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 	kt_inst_close(&a);
-}
-
-/* Set /proc/sys/net/ipv4/@name to @val, the old value into @old. */
-static int sysctl_swap(const char *name, const char *val, char *old,
-		       size_t len)
-{
-	char path[128];
-	int ret;
-
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/%s", name);
-	ret = kmsgr_read_line(path, old, len);
-	if (!ret)
-		ret = kmsgr_write_line(path, val);
-	return ret;
-}
-
-/* tcp_wmem and tcp_rmem at 4 KiB for the test, put back after it */
-FIXTURE(tiny)
-{
-	char wmem[64], rmem[64];
-	bool set;
-};
-
-FIXTURE_SETUP(tiny)
-{
-	const char *why = kmsgr_missing(1);
-
-	self->set = false;
-	if (why)
-		SKIP(return, "%s", why);
-	ASSERT_EQ(0, sysctl_swap("tcp_wmem", "4096 4096 4096", self->wmem,
-				 sizeof(self->wmem)));
-	self->set = true;
-	ASSERT_EQ(0, sysctl_swap("tcp_rmem", "4096 4096 4096", self->rmem,
-				 sizeof(self->rmem)));
-}
-
-FIXTURE_TEARDOWN(tiny)
-{
-	if (!self->set)
-		return;
-	kmsgr_write_line("/proc/sys/net/ipv4/tcp_wmem", self->wmem);
-	if (self->rmem[0])
-		kmsgr_write_line("/proc/sys/net/ipv4/tcp_rmem", self->rmem);
-}
-
-TEST_F_TIMEOUT(tiny, socket_buffers, 600)
-{
-	static const uint32_t policies[] = { KMSGR_SESS_F_LOSSLESS, 0 };
-	struct kt_plan plan = {
-		.count = 200,
-		.max_log2 = 18,
-		.small_log2 = 14,
-		.big_one_in = 4,
-	};
-	struct kt_stream ab, ba;
-	struct kt_inst a, b;
-	uint32_t a_id, b_id;
-	unsigned int p;
-
-	for (p = 0; p < 2; p++) {
-		struct kt_loop lp;
-
-		ASSERT_EQ(0, kt_inst_open(&a, "a", 16, TX_AREA, RX_POOL, 5));
-		ASSERT_EQ(0, kt_inst_open(&b, "b", 16, TX_AREA, RX_POOL, 6));
-		ASSERT_EQ(0, pair_up(&a, &b, policies[p], &a_id, &b_id));
-		kt_loop_init(&lp);
-		kt_loop_add(&lp, &a);
-		kt_loop_add(&lp, &b);
-		plan.seed = 0x7100 + p;
-		ASSERT_EQ(0, kt_stream_init(&ab, &a, a_id, &b, b_id, &plan,
-					    8));
-		plan.seed = 0x7200 + p;
-		ASSERT_EQ(0, kt_stream_init(&ba, &b, b_id, &a, a_id, &plan,
-					    8));
-		kt_loop_add_stream(&lp, &ab);
-		kt_loop_add_stream(&lp, &ba);
-		EXPECT_EQ(0, kt_loop_run(&lp, kt_loop_streams_finished,
-					 240 * 1000))
-			TH_LOG("%s: a->b %u/%u, b->a %u/%u",
-			       policies[p] ? "lossless" : "lossy",
-			       ab.received, ab.total, ba.received, ba.total);
-		EXPECT_EQ(0, ab.failed) TH_LOG("a->b: %s", ab.why);
-		EXPECT_EQ(0, ba.failed) TH_LOG("b->a: %s", ba.why);
-		EXPECT_EQ(ab.total, ab.received);
-		EXPECT_EQ(ba.total, ba.received);
-		kt_stream_free(&ab);
-		kt_stream_free(&ba);
-		kt_inst_close(&a);
-		kt_inst_close(&b);
-	}
 }
 
 TEST_HARNESS_MAIN

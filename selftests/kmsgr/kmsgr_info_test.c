@@ -39,6 +39,8 @@ TEST(info_reports_abi_and_features)
 	EXPECT_TRUE(info.features & KMSGR_FEAT_INFO);
 	EXPECT_EQ(0, info.flags);
 	EXPECT_EQ(0, info.reserved0);
+	EXPECT_TRUE(info.features & KMSGR_FEAT_INFO_POOL);
+	EXPECT_EQ(0, info.pool_bytes);	/* no SETUP yet */
 	for (i = 0; i < ARRAY_SIZE(info.reserved); i++)
 		EXPECT_EQ(0, info.reserved[i]);
 

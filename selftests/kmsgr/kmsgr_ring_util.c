@@ -225,6 +225,17 @@ struct kmsgr_sqe *kt_sqe(struct kt_inst *ti)
 	return sqe;
 }
 
+long long kt_pool_bytes(struct kt_inst *ti)
+{
+	struct kmsgr_info info;
+
+	kmsgr_submit(ti->k, 0, 0);
+	memset(&info, 0, sizeof(info));
+	if (kmsgr_info(ti->k, &info))
+		return -1;
+	return (long long)info.pool_bytes;
+}
+
 int kt_release(struct kt_inst *ti, const struct kmsgr_cqe *cqe)
 {
 	struct kmsgr_sqe *sqe = kt_sqe(ti);

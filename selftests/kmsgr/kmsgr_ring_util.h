@@ -190,6 +190,12 @@ uint64_t kt_stream_volume(const struct kt_stream *st);
 bool kt_stream_finished(const struct kt_stream *st);
 bool kt_loop_streams_finished(struct kt_loop *lp);
 
+/*
+ * Receive-pool bytes @ti has in use (kmsgr_info.pool_bytes), after
+ * submitting what is prepared; -1 if INFO fails.
+ */
+long long kt_pool_bytes(struct kt_inst *ti);
+
 /* Give a RECV's pool slices back. */
 int kt_release(struct kt_inst *ti, const struct kmsgr_cqe *cqe);
 

@@ -282,6 +282,9 @@ TEST(short_writes)
 	EXPECT_EQ(b.total, b.received);
 	EXPECT_EQ(0, lp.stray) TH_LOG("%s", lp.stray_why);
 	EXPECT_EQ(0, count_events(&lp, &cli, cli_id, KMSGR_EV_DOWN));
+	/* every slice released: the pools are empty again */
+	EXPECT_EQ(0, kt_pool_bytes(&cli));
+	EXPECT_EQ(0, kt_pool_bytes(&srv));
 	TH_LOG("%u + %u messages, %llu + %llu bytes through 4 KiB buffers",
 	       a.received, b.received, (unsigned long long)a.bytes,
 	       (unsigned long long)b.bytes);

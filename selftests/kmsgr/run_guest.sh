@@ -402,6 +402,34 @@ echo_listener_test() {
 		grep -q "$msgs echoes, 0 bad" "$tmp/echo-c"
 }
 
+# kmsgrctl bench against an echo listener: a ping-pong and a lossless
+# one-way run complete every message and report rate, latency and CPU
+# per message, as text and as JSON.
+bench_test() {
+	"$KMSGRCTL" session listen --echo --time 300 127.0.0.1:3313 \
+		>"$tmp/bench-l" 2>&1 &
+	lpid=$!
+	sleep 1
+	timeout 120 "$KMSGRCTL" bench --pattern pingpong --count 300 \
+		--warmup 20 127.0.0.1:3313 >"$tmp/bench-p" 2>&1
+	prc=$?
+	timeout 120 "$KMSGRCTL" -j bench --lossless --depth 8 --size 65536 \
+		--count 300 127.0.0.1:3313 >"$tmp/bench-o" 2>&1
+	orc=$?
+	kill -TERM "$lpid"
+	stopped "$lpid" 30
+	wait "$lpid"
+	lrc=$?
+	cat "$tmp/bench-p" "$tmp/bench-o"
+	echo "listener exit $lrc, pingpong exit $prc, oneway exit $orc"
+	[ "$lrc" -eq 0 ] && [ "$prc" -eq 0 ] && [ "$orc" -eq 0 ] &&
+		grep -q ": 300 messages in " "$tmp/bench-p" &&
+		grep -q "latency us: p50 [0-9]" "$tmp/bench-p" &&
+		grep -q "cpu us/msg: kernel [0-9]" "$tmp/bench-p" &&
+		grep -q '"messages":300,' "$tmp/bench-o" &&
+		grep -q '"cpu_us_per_msg":{"kernel_all":[0-9]' "$tmp/bench-o"
+}
+
 # load_test NAME [LISTEN-OPTS...]: two --echo listeners (lossy, lossless)
 # with LISTEN-OPTS, 4 concurrent clients per port of LOAD_PORTS (default
 # both; message sizes 100 B to 16 KB) each sending LOAD_MSGS messages
@@ -580,6 +608,7 @@ check "kmsgrctl info" "$KMSGRCTL" info
 check "kmsgrctl -j info reports abi_version $ABI" kmsgrctl_json
 mark "echo-listener"
 check "kmsgrctl echo listener serves ${KMSGR_ECHO_MSGS:-20000} messages, every echo verified" echo_listener_test
+check "kmsgrctl bench: ping-pong and lossless one-way against an echo listener report rate, latency and CPU per message (text and JSON)" bench_test
 kernel_quiet_since "echo-listener"
 check "ceph -s reaches READY against a kmsgr listener presenting a mon (and not against one presenting a client)" ceph_client_test
 check "ceph -s with a keyring completes cephx against a kmsgr listener (crc and secure; another key is refused)" ceph_cephx_client_test

@@ -15,8 +15,10 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kmsgrctl.h"
 
@@ -48,11 +50,19 @@ static void bench_usage(FILE *f)
 		"           arrives; latency is the round trip.\n"
 		"Runs --count messages (default 10000) or for --time seconds, after\n"
 		"--warmup messages that are not measured (default 0).  Prints\n"
-		"messages/s, MB/s (10^6 bytes of data segments, one direction) and\n"
-		"latency percentiles p50/p99/p999 in microseconds.  --timeout: longest\n"
+		"messages/s, MB/s (10^6 bytes of data segments, one direction),\n"
+		"latency percentiles p50/p99/p999 in microseconds and CPU time per\n"
+		"message (kernel time of all CPUs, and this process's own).  --timeout: longest\n"
 		"wait for any completion (default 10 s).\n",
 		progname, progname);
 }
+
+/* CPU time so far, in clock ticks: the whole system's and this process's */
+struct cpu_snap {
+	unsigned long long sys_kernel;	/* /proc/stat: system + irq + softirq */
+	unsigned long long self_user, self_sys;	/* /proc/self/stat */
+	bool ok;
+};
 
 struct bench {
 	struct ctl_conn conn;
@@ -66,19 +76,69 @@ struct bench {
 	__u32 in_flight;
 	__u64 done, measured;
 	__u64 t0;		/* end of warm-up */
+	struct cpu_snap cpu0;	/* at t0 */
 	bool stopping;
 
 	__u64 *lat;		/* measured latencies, ns */
 	size_t nlat, caplat;
 };
 
+static void cpu_snap(struct cpu_snap *c)
+{
+	unsigned long long v[7] = { 0 }, ut, st;
+	char line[512], *p;
+	FILE *f;
+	int i;
+
+	memset(c, 0, sizeof(*c));
+	f = fopen("/proc/stat", "r");
+	if (!f)
+		return;
+	/* cpu user nice system idle iowait irq softirq ... */
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+		   &v[2], &v[3], &v[4], &v[5], &v[6]) != 7) {
+		fclose(f);
+		return;
+	}
+	fclose(f);
+	c->sys_kernel = v[2] + v[5] + v[6];
+	f = fopen("/proc/self/stat", "r");
+	if (!f)
+		return;
+	p = fgets(line, sizeof(line), f);
+	fclose(f);
+	/* after "(comm)": state is field 3, utime 14, stime 15 */
+	p = p ? strrchr(line, ')') : NULL;
+	if (!p)
+		return;
+	for (i = 3; i < 14 && p; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu %llu", &ut, &st) != 2)
+		return;
+	c->self_user = ut;
+	c->self_sys = st;
+	c->ok = true;
+}
+
+/* Microseconds of CPU per message from @ticks clock ticks. */
+static double cpu_us(unsigned long long ticks, __u64 msgs)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (!msgs || hz <= 0)
+		return 0;
+	return (double)ticks * 1e6 / (double)hz / (double)msgs;
+}
+
 static int bench_record(struct bench *b, __u64 ns)
 {
 	__u64 *p;
 
 	if (b->done++ < b->warmup) {
-		if (b->done == b->warmup)
+		if (b->done == b->warmup) {
 			b->t0 = ctl_now_ns();
+			cpu_snap(&b->cpu0);
+		}
 		return 0;
 	}
 	if (b->nlat == b->caplat) {
@@ -210,8 +270,16 @@ static double pct(const struct bench *b, double p)
 	return (double)b->lat[i] / 1e3;
 }
 
-static void bench_report(struct bench *b, __u64 elapsed)
+static void bench_report(struct bench *b, __u64 elapsed,
+			 const struct cpu_snap *cpu1)
 {
+	bool cpu = b->cpu0.ok && cpu1->ok;
+	double kern = cpu ? cpu_us(cpu1->sys_kernel - b->cpu0.sys_kernel,
+				   b->measured) : 0;
+	double self_u = cpu ? cpu_us(cpu1->self_user - b->cpu0.self_user,
+				     b->measured) : 0;
+	double self_s = cpu ? cpu_us(cpu1->self_sys - b->cpu0.self_sys,
+				     b->measured) : 0;
 	double secs = (double)elapsed / 1e9, sum = 0;
 	double rate = secs > 0 ? (double)b->measured / secs : 0;
 	double mbps = rate * b->size / 1e6;
@@ -241,6 +309,13 @@ static void bench_report(struct bench *b, __u64 elapsed)
 		jw_double("p999", pct(b, 0.999));
 		jw_double("max", pct(b, 1.0));
 		jw_close('}');
+		if (cpu) {
+			jw_open("cpu_us_per_msg", '{');
+			jw_double("kernel_all", kern);
+			jw_double("self_user", self_u);
+			jw_double("self_sys", self_s);
+			jw_close('}');
+		}
 		jw_close('}');
 		return;
 	}
@@ -253,10 +328,14 @@ static void bench_report(struct bench *b, __u64 elapsed)
 	printf("  latency us: p50 %.1f  p99 %.1f  p999 %.1f  (min %.1f, mean %.1f, max %.1f)\n",
 	       pct(b, 0.50), pct(b, 0.99), pct(b, 0.999), pct(b, 0),
 	       b->nlat ? sum / (double)b->nlat / 1e3 : 0, pct(b, 1.0));
+	if (cpu)
+		printf("  cpu us/msg: kernel %.1f (all CPUs: system+irq+softirq), this process user %.1f sys %.1f\n",
+		       kern, self_u, self_s);
 }
 
 static int bench_run(struct bench *b)
 {
+	struct cpu_snap cpu1;
 	struct kmsgr_cqe cqe;
 	__u64 elapsed;
 	__u32 slot;
@@ -264,6 +343,7 @@ static int bench_run(struct bench *b)
 
 	memset(kmsgr_buf(ctl_k), 0x5a, b->size);
 	b->t0 = ctl_now_ns();
+	cpu_snap(&b->cpu0);
 	for (slot = 0; slot < b->depth && bench_more(b); slot++) {
 		ret = bench_submit(b, slot);
 		if (ret)
@@ -290,11 +370,12 @@ static int bench_run(struct bench *b)
 		} while (ctl_poll(&cqe));
 	}
 	elapsed = ctl_now_ns() - b->t0;
+	cpu_snap(&cpu1);
 	if (!b->measured) {
 		error("nothing measured (interrupted during the warm-up?)");
 		return -EINTR;
 	}
-	bench_report(b, elapsed);
+	bench_report(b, elapsed, &cpu1);
 	return 0;
 }
 

@@ -104,6 +104,7 @@
 						 * SECURE): server-side cephx
 						 */
 #define KMSGR_FEAT_SKIP_SUCCESS	_BITULL(7)	/* KMSGR_SQE_F_SKIP_SUCCESS */
+#define KMSGR_FEAT_INFO_POOL	_BITULL(8)	/* kmsgr_info.pool_bytes */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -122,7 +123,13 @@ struct kmsgr_info {
 	__u32 max_sessions;	/* out: most sessions per instance */
 	__u32 reserved0;	/* in: must be 0; out: 0 */
 	char version[KMSGR_VERSION_LEN]; /* out: module version, NUL-terminated */
-	__u64 reserved[7];	/* in: must be 0; out: 0 */
+	__u64 pool_bytes;	/* out: receive-pool bytes of this instance in
+				 * use now (allocated to messages being
+				 * received, delivered and not yet released,
+				 * or kept for spilled ones); 0 before SETUP
+				 * (KMSGR_FEAT_INFO_POOL)
+				 */
+	__u64 reserved[6];	/* in: must be 0; out: 0 */
 };
 
 /* kmsgr_info.flags: none defined; every bit must be zero. */
