@@ -1114,9 +1114,13 @@ static void expected_cqe(const struct kmsgr_sqe *sqe, uint64_t buf_size,
 	*res = -EINVAL;
 	if (sqe->reserved0 || sqe->reserved1 || sqe->opcode > 2)
 		return;
-	/* only RELEASE takes a flag: KMSGR_SQE_F_TOKEN, with a valid token */
-	if (sqe->flags & ~(sqe->opcode == KMSGR_OP_RELEASE ?
-			   KMSGR_SQE_F_TOKEN : 0))
+	/*
+	 * RELEASE takes KMSGR_SQE_F_TOKEN (with a valid token), SEND
+	 * KMSGR_SQE_F_SKIP_SUCCESS (its failure still has a CQE); NOP none
+	 */
+	if (sqe->flags & ~(sqe->opcode == KMSGR_OP_RELEASE ? KMSGR_SQE_F_TOKEN :
+			   sqe->opcode == KMSGR_OP_SEND ?
+			   KMSGR_SQE_F_SKIP_SUCCESS : 0))
 		return;
 	if ((sqe->flags & KMSGR_SQE_F_TOKEN) &&
 	    (!sqe->tid || sqe->tid > KMSGR_RELEASE_TOKEN_MAX))

@@ -193,6 +193,7 @@ static int listen_cqe(struct listen_state *st, const struct kmsgr_cqe *cqe)
 static int listen_loop(struct listen_state *st, __u64 deadline)
 {
 	struct kmsgr_cqe cqe;
+	__u64 now;
 	int ret;
 
 	for (;;) {
@@ -202,8 +203,13 @@ static int listen_loop(struct listen_state *st, __u64 deadline)
 			return 0;
 		if (deadline && ctl_now_ns() >= deadline && !st->in_flight)
 			return 0;
-		ret = ctl_wait(&cqe, deadline ? deadline : ctl_now_ns() +
-			       NSEC_PER_SEC);
+		/*
+		 * At most a second at a time: a stop signal that lands
+		 * between the ctl_stopped() check and the wait is seen then.
+		 */
+		now = ctl_now_ns();
+		ret = ctl_wait(&cqe, deadline && deadline < now + NSEC_PER_SEC ?
+			       deadline : now + NSEC_PER_SEC);
 		if (ret == -ETIME || ret == -EINTR)
 			continue;
 		if (ret)
