@@ -141,17 +141,46 @@ static void kmsgr_user_uncharge(struct user_struct *user, unsigned long pages)
 		atomic_long_sub(pages, &user->locked_vm);
 }
 
-/* Bytes of a ring region: the header, then @entries of @size, page-rounded. */
-static size_t kmsgr_ring_bytes(u32 entries, size_t size)
+/*
+ * Where a ring's counters and entries go.  ABI 1 layout: the counters are
+ * kmsgr_ring.head and .tail, the entries follow the structure.  With
+ * KMSGR_SETUP_F_RING_LINES: head and tail each on a cache line of its own
+ * after the structure, then the entries.
+ */
+static u32 kmsgr_ring_line(u32 setup_flags)
 {
-	return PAGE_ALIGN(sizeof(struct kmsgr_ring) + (size_t)entries * size);
+	return setup_flags & KMSGR_SETUP_F_RING_LINES ?
+	       max_t(u32, SMP_CACHE_BYTES, sizeof(struct kmsgr_ring)) : 0;
 }
 
-static void kmsgr_ring_init(struct kmsgr_ring *ring, u32 entries)
+static u32 kmsgr_ring_entries_off(u32 setup_flags)
 {
+	u32 line = kmsgr_ring_line(setup_flags);
+
+	return line ? 3 * line : sizeof(struct kmsgr_ring);
+}
+
+/* Bytes of a ring region: the header, then @entries of @size, page-rounded. */
+static size_t kmsgr_ring_bytes(u32 setup_flags, u32 entries, size_t size)
+{
+	return PAGE_ALIGN(kmsgr_ring_entries_off(setup_flags) +
+			  (size_t)entries * size);
+}
+
+/* Lay out the ring at @ring; returns its entries, sets its counters. */
+static void *kmsgr_ring_init(struct kmsgr_ring *ring, u32 setup_flags,
+			     u32 entries, u32 **head, u32 **tail)
+{
+	u32 line = kmsgr_ring_line(setup_flags);
+
 	ring->mask = entries - 1;
 	ring->entries = entries;
-	ring->entries_off = sizeof(*ring);
+	ring->entries_off = kmsgr_ring_entries_off(setup_flags);
+	ring->head_off = line ? line : offsetof(struct kmsgr_ring, head);
+	ring->tail_off = line ? 2 * line : offsetof(struct kmsgr_ring, tail);
+	*head = (void *)ring + ring->head_off;
+	*tail = (void *)ring + ring->tail_off;
+	return (void *)ring + ring->entries_off;
 }
 
 /*
@@ -227,13 +256,13 @@ static int kmsgr_inst_alloc(struct kmsgr_instance *inst,
 
 	inst->sq_size = p->sq_ring_size;
 	inst->sq_entries = p->sq_entries;
-	inst->sqes = (void *)inst->sq + sizeof(struct kmsgr_ring);
-	kmsgr_ring_init(inst->sq, p->sq_entries);
+	inst->sqes = kmsgr_ring_init(inst->sq, p->flags, p->sq_entries,
+				     &inst->sq_khead, &inst->sq_ktail);
 
 	inst->cq_size = p->cq_ring_size;
 	inst->cq_entries = p->cq_entries;
-	inst->cqes = (void *)inst->cq + sizeof(struct kmsgr_ring);
-	kmsgr_ring_init(inst->cq, p->cq_entries);
+	inst->cqes = kmsgr_ring_init(inst->cq, p->flags, p->cq_entries,
+				     &inst->cq_khead, &inst->cq_ktail);
 
 	inst->buf_size = p->buf_size;
 	inst->pool_off = p->buf_size - p->rx_pool_size;
@@ -270,8 +299,8 @@ int kmsgr_inst_setup(struct kmsgr_instance *inst,
 		return -EFAULT;
 	if (inst->setup_done)
 		return -EBUSY;
-	if (p.flags || p.reserved0 || memchr_inv(p.reserved, 0,
-						 sizeof(p.reserved)))
+	if ((p.flags & ~KMSGR_SETUP_F_ALL) || p.reserved0 ||
+	    memchr_inv(p.reserved, 0, sizeof(p.reserved)))
 		return -EINVAL;
 	ret = kmsgr_setup_sizes(&p);
 	if (ret)
@@ -279,9 +308,9 @@ int kmsgr_inst_setup(struct kmsgr_instance *inst,
 	if (!mm)
 		return -EINVAL;
 
-	p.sq_ring_size = kmsgr_ring_bytes(p.sq_entries,
+	p.sq_ring_size = kmsgr_ring_bytes(p.flags, p.sq_entries,
 					  sizeof(struct kmsgr_sqe));
-	p.cq_ring_size = kmsgr_ring_bytes(p.cq_entries,
+	p.cq_ring_size = kmsgr_ring_bytes(p.flags, p.cq_entries,
 					  sizeof(struct kmsgr_cqe));
 	pages = (p.sq_ring_size + p.cq_ring_size + p.buf_size) >> PAGE_SHIFT;
 
@@ -423,7 +452,7 @@ static void kmsgr_cq_sync_head(struct kmsgr_instance *inst)
 
 	lockdep_assert_held(&inst->cq_lock);
 	/* Pairs with the application's store-release after reading CQEs. */
-	head = smp_load_acquire(&inst->cq->head);
+	head = smp_load_acquire(inst->cq_khead);
 	if (head - inst->cq_head <= inst->cq_tail - inst->cq_head)
 		inst->cq_head = head;
 }
@@ -445,7 +474,7 @@ static void kmsgr_cq_write(struct kmsgr_instance *inst,
 	       sizeof(*cqe));
 	inst->cq_tail++;
 	/* The entry is visible before the tail that covers it. */
-	smp_store_release(&inst->cq->tail, inst->cq_tail);
+	smp_store_release(inst->cq_ktail, inst->cq_tail);
 	inst->stats.cqes++;
 }
 
@@ -574,6 +603,15 @@ static u32 kmsgr_cq_reserve_max(const struct kmsgr_instance *inst)
 	return inst->cq_entries - inst->cq_entries / 2;
 }
 
+/* Whether a slot may be reserved now, the CQ's head synced. */
+static bool kmsgr_cq_reservable(struct kmsgr_instance *inst)
+	__must_hold(&inst->cq_lock)
+{
+	kmsgr_cq_sync_head(inst);
+	return list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst) &&
+	       inst->cq_reserved < kmsgr_cq_reserve_max(inst);
+}
+
 /* Whether kmsgr_cq_reserve() could succeed now. */
 static bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst)
 {
@@ -581,9 +619,7 @@ static bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst)
 	bool ok;
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
-	kmsgr_cq_sync_head(inst);
-	ok = list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst) &&
-	     inst->cq_reserved < kmsgr_cq_reserve_max(inst);
+	ok = kmsgr_cq_reservable(inst);
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
 	return ok;
 }
@@ -602,8 +638,7 @@ static bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
 	tail = inst->cq_tail;
 	kmsgr_cq_sync_head(inst);
 	kmsgr_cq_flush(inst);
-	if (list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst) &&
-	    inst->cq_reserved < kmsgr_cq_reserve_max(inst)) {
+	if (kmsgr_cq_reservable(inst)) {
 		inst->cq_reserved++;
 		ok = true;
 	}
@@ -1212,7 +1247,7 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 	lockdep_assert_held(&inst->submit_lock);
 
 	/* Pairs with the application's store-release of the tail. */
-	tail = smp_load_acquire(&inst->sq->tail);
+	tail = smp_load_acquire(inst->sq_ktail);
 	avail = min(tail - inst->sq_head, inst->sq_entries);
 	max = min(max, avail);
 
@@ -1231,13 +1266,13 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 
 		if (!(done % KMSGR_ENTER_BATCH)) {
 			/* Let the application refill the consumed slots. */
-			smp_store_release(&inst->sq->head, inst->sq_head);
+			smp_store_release(inst->sq_khead, inst->sq_head);
 			kmsgr_sess_push(push);
 			cond_resched();
 		}
 	}
 	/* The slots are free once the new head is visible. */
-	smp_store_release(&inst->sq->head, inst->sq_head);
+	smp_store_release(inst->sq_khead, inst->sq_head);
 	return done;
 }
 

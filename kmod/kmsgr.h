@@ -41,7 +41,8 @@
 				 KMSGR_FEAT_TCP | KMSGR_FEAT_CEPHX | \
 				 KMSGR_FEAT_SECURE | KMSGR_FEAT_RELEASE_TOKEN | \
 				 KMSGR_FEAT_LISTEN_CEPHX | \
-				 KMSGR_FEAT_SKIP_SUCCESS | KMSGR_FEAT_INFO_POOL)
+				 KMSGR_FEAT_SKIP_SUCCESS | KMSGR_FEAT_INFO_POOL | \
+				 KMSGR_FEAT_RING_LINES)
 
 /* Receive-pool allocation unit (bytes). */
 #define KMSGR_POOL_GRAIN	512
@@ -94,9 +95,11 @@ struct kmsgr_instance {
 	/* ---- instance.c: rings, buffer area, pool (after SETUP) ---- */
 	bool setup_done;
 	struct kmsgr_ring *sq;		/* vmalloc_user(), mmap'd */
+	u32 *sq_khead, *sq_ktail;	/* its counters (kmsgr_ring.*_off) */
 	struct kmsgr_sqe *sqes;
 	size_t sq_size;
 	struct kmsgr_ring *cq;		/* vmalloc_user(), mmap'd */
+	u32 *cq_khead, *cq_ktail;
 	struct kmsgr_cqe *cqes;
 	size_t cq_size;
 	u32 sq_head;			/* kernel copy: next SQE to consume */

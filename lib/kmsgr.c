@@ -37,14 +37,17 @@ struct kmsgr_map {
 
 struct kmsgr {
 	int fd;			/* the instance: an open file of /dev/kmsgr */
+	__u64 features;		/* KMSGR_FEAT_* of the module */
 
 	/* after kmsgr_setup() */
 	struct kmsgr_map sq_map;
 	struct kmsgr_map cq_map;
 	struct kmsgr_map buf_map;
 	struct kmsgr_ring *sq;
+	__u32 *sq_khead, *sq_ktail;	/* the SQ's counters */
 	struct kmsgr_sqe *sqes;
 	struct kmsgr_ring *cq;
+	__u32 *cq_khead, *cq_ktail;	/* the CQ's counters */
 	struct kmsgr_cqe *cqes;
 	__u32 sq_tail;		/* prepared, not necessarily published */
 	__u64 buf_size;
@@ -62,6 +65,7 @@ static const char *const kmsgr_feature_names[] = {
 	[6] = "listen-cephx",	/* KMSGR_FEAT_LISTEN_CEPHX */
 	[7] = "skip-success",	/* KMSGR_FEAT_SKIP_SUCCESS */
 	[8] = "info-pool",	/* KMSGR_FEAT_INFO_POOL */
+	[9] = "ring-lines",	/* KMSGR_FEAT_RING_LINES */
 };
 
 /* ioctl() returning 0 or a negative errno. */
@@ -96,6 +100,7 @@ int kmsgr_open(const char *path, struct kmsgr **kp)
 		ret = -EPROTO;
 		goto out_close;
 	}
+	k->features = info.features;
 
 	*kp = k;
 	return 0;
@@ -207,10 +212,23 @@ static int kmsgr_ring_check(const struct kmsgr_map *m, __u32 entries,
 	if (m->len < sizeof(*r) || r->entries != entries ||
 	    !entries || (entries & (entries - 1)) ||
 	    r->mask != entries - 1 || r->entries_off < sizeof(*r) ||
-	    r->entries_off % 8)
+	    r->entries_off % 8 || r->head_off % 4 || r->tail_off % 4 ||
+	    r->head_off > m->len - 4 || r->tail_off > m->len - 4 ||
+	    (r->head_off && r->head_off == r->tail_off))
 		return -EBADMSG;
 	end = (__u64)r->entries_off + (__u64)entries * entry_size;
 	return end <= m->len ? 0 : -EBADMSG;
+}
+
+/*
+ * The counters of the ring at @r: where the module says, or (a module
+ * without KMSGR_FEAT_RING_LINES leaves the offsets 0) the ABI 1 fields.
+ */
+static void *kmsgr_ring_map(struct kmsgr_ring *r, __u32 **head, __u32 **tail)
+{
+	*head = r->head_off ? (__u32 *)((char *)r + r->head_off) : &r->head;
+	*tail = r->tail_off ? (__u32 *)((char *)r + r->tail_off) : &r->tail;
+	return (char *)r + r->entries_off;
 }
 
 int kmsgr_setup(struct kmsgr *k, struct kmsgr_setup *setup)
@@ -220,6 +238,9 @@ int kmsgr_setup(struct kmsgr *k, struct kmsgr_setup *setup)
 	if (k->sq_map.addr || k->cq_map.addr || k->buf_map.addr)
 		return -EBUSY;
 
+	/* counters on lines of their own where the module can */
+	if (k->features & KMSGR_FEAT_RING_LINES)
+		setup->flags |= KMSGR_SETUP_F_RING_LINES;
 	ret = kmsgr_ioctl(k->fd, KMSGR_IOC_SETUP, setup);
 	if (ret)
 		return ret;
@@ -247,10 +268,10 @@ int kmsgr_setup(struct kmsgr *k, struct kmsgr_setup *setup)
 		goto out_unmap_buf;
 
 	k->sq = k->sq_map.addr;
-	k->sqes = (void *)((char *)k->sq_map.addr + k->sq->entries_off);
+	k->sqes = kmsgr_ring_map(k->sq, &k->sq_khead, &k->sq_ktail);
 	k->cq = k->cq_map.addr;
-	k->cqes = (void *)((char *)k->cq_map.addr + k->cq->entries_off);
-	k->sq_tail = load_acquire(&k->sq->tail);
+	k->cqes = kmsgr_ring_map(k->cq, &k->cq_khead, &k->cq_ktail);
+	k->sq_tail = load_acquire(k->sq_ktail);
 	k->buf_size = setup->buf_size;
 	k->tx_size = setup->buf_size - setup->rx_pool_size;
 	return 0;
@@ -286,7 +307,7 @@ struct kmsgr_sqe *kmsgr_get_sqe(struct kmsgr *k)
 
 	if (!k->sq)
 		return NULL;
-	head = load_acquire(&k->sq->head);
+	head = load_acquire(k->sq_khead);
 	if (k->sq_tail - head >= k->sq->entries)
 		return NULL;
 	sqe = &k->sqes[k->sq_tail & k->sq->mask];
@@ -299,7 +320,7 @@ unsigned int kmsgr_sq_pending(const struct kmsgr *k)
 {
 	if (!k->sq)
 		return 0;
-	return k->sq_tail - load_acquire(&k->sq->head);
+	return k->sq_tail - load_acquire(k->sq_khead);
 }
 
 static __u64 kmsgr_now_ns(void)
@@ -319,10 +340,10 @@ int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns)
 		return -EINVAL;
 
 	/* Make the SQE contents visible before the new tail. */
-	store_release(&k->sq->tail, k->sq_tail);
+	store_release(k->sq_ktail, k->sq_tail);
 
 	memset(&enter, 0, sizeof(enter));
-	enter.to_submit = k->sq_tail - load_acquire(&k->sq->head);
+	enter.to_submit = k->sq_tail - load_acquire(k->sq_khead);
 	if (wait_nr) {
 		enter.min_complete = wait_nr;
 		enter.flags = KMSGR_ENTER_F_GETEVENTS;
@@ -349,8 +370,8 @@ unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
 
 	if (!k->cq || !max)
 		return 0;
-	head = k->cq->head;	/* ours: only we write it */
-	n = load_acquire(&k->cq->tail) - head;
+	head = *k->cq_khead;	/* ours: only we write it */
+	n = load_acquire(k->cq_ktail) - head;
 	if (n > k->cq->entries)	/* a kernel bug, not a reason to overrun */
 		n = k->cq->entries;
 	if (n > max)
@@ -364,7 +385,7 @@ unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
 
 void kmsgr_cq_advance(struct kmsgr *k, unsigned int n)
 {
-	store_release(&k->cq->head, k->cq->head + n);
+	store_release(k->cq_khead, *k->cq_khead + n);
 }
 
 struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k)
@@ -373,8 +394,8 @@ struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k)
 
 	if (!k->cq)
 		return NULL;
-	head = k->cq->head;	/* ours: only we write it */
-	tail = load_acquire(&k->cq->tail);
+	head = *k->cq_khead;	/* ours: only we write it */
+	tail = load_acquire(k->cq_ktail);
 	if (head != tail)
 		return &k->cqes[head & k->cq->mask];
 	/*
@@ -390,7 +411,7 @@ struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k)
 
 void kmsgr_cqe_seen(struct kmsgr *k)
 {
-	store_release(&k->cq->head, k->cq->head + 1);
+	store_release(k->cq_khead, *k->cq_khead + 1);
 }
 
 int kmsgr_wait_cqe(struct kmsgr *k, struct kmsgr_cqe **cqe, __u64 timeout_ns)

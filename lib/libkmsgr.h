@@ -104,6 +104,9 @@ const char *kmsgr_version(void);
  * rx_pool_size) of the area for its outgoing payloads (the "tx part"); the
  * rest is the kernel's receive pool.  The mappings live until
  * kmsgr_close().  The ring heads are checked against the granted sizes.
+ * @setup->flags may ask for KMSGR_SETUP_F_* layouts; the library adds
+ * KMSGR_SETUP_F_RING_LINES itself when the module has it (the ring helpers
+ * follow either layout).
  *
  * If SETUP succeeds but a mapping fails the instance stays set up and
  * unusable: close it.

@@ -88,6 +88,15 @@ static int prep_send(struct kt_inst *ti, uint32_t id, uint32_t len,
 	return 0;
 }
 
+/* Queue skip-success SENDs from @ti's session @id until @n are queued. */
+static void fill_skip(struct kt_inst *ti, uint32_t id, unsigned int *queued,
+		      unsigned int n)
+{
+	while (*queued < n && !prep_send(ti, id, 100,
+					 KMSGR_SQE_F_SKIP_SUCCESS, *queued))
+		(*queued)++;
+}
+
 TEST(skip_success)
 {
 	unsigned int recvs = 0, a_other = 0, b_other = 0, queued = 0;
@@ -107,10 +116,7 @@ TEST(skip_success)
 
 	end = kt_now_ms() + 60000;
 	while (recvs < 2000 && kt_now_ms() < end) {
-		while (queued < 2000 && !prep_send(&b, b_id, 100,
-						   KMSGR_SQE_F_SKIP_SUCCESS,
-						   queued))
-			queued++;
+		fill_skip(&b, b_id, &queued, 2000);
 		kmsgr_submit(b.k, 0, 0);
 		drain(&b, &recvs, &b_other, &b_last);
 		drain(&a, &recvs, &a_other, &a_last);
@@ -173,10 +179,7 @@ TEST(enter_wakes_for_room)
 	 * must return when slots come back, not at the timeout.
 	 */
 	while (rounds < 2000) {
-		while (queued < 400 && !prep_send(&b, b_id, 100,
-						  KMSGR_SQE_F_SKIP_SUCCESS,
-						  queued))
-			queued++;
+		fill_skip(&b, b_id, &queued, 400);
 		pending = kmsgr_sq_pending(b.k);
 		if (!pending)
 			break;

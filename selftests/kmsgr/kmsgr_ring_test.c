@@ -42,6 +42,7 @@ struct ring {
 	struct kmsgr_setup s;
 	void *sq_map, *cq_map, *buf;
 	struct kmsgr_ring *sq, *cq;
+	uint32_t *sqh, *sqt, *cqh, *cqt;	/* the rings' counters */
 	struct kmsgr_sqe *sqes;
 	struct kmsgr_cqe *cqes;
 	uint32_t sq_tail;	/* ours */
@@ -87,9 +88,17 @@ static void setup_args(struct kmsgr_setup *s, uint32_t sq, uint32_t cq,
 	s->rx_pool_size = pool;
 }
 
-/* Open, SETUP and map; 0 or -errno. */
-static int ring_open(struct ring *r, uint32_t sq, uint32_t cq, uint64_t buf,
-		     uint64_t pool)
+/* Where the counters of ring @h are: kmsgr_ring.head_off/tail_off. */
+static void ring_counters(struct kmsgr_ring *h, uint32_t **head,
+			  uint32_t **tail)
+{
+	*head = (uint32_t *)((char *)h + h->head_off);
+	*tail = (uint32_t *)((char *)h + h->tail_off);
+}
+
+/* Open, SETUP with KMSGR_SETUP_F_* @flags and map; 0 or -errno. */
+static int ring_open_flags(struct ring *r, uint32_t sq, uint32_t cq,
+			   uint64_t buf, uint64_t pool, uint32_t flags)
 {
 	int ret;
 
@@ -98,6 +107,7 @@ static int ring_open(struct ring *r, uint32_t sq, uint32_t cq, uint64_t buf,
 	if (r->fd < 0)
 		return -errno;
 	setup_args(&r->s, sq, cq, buf, pool);
+	r->s.flags = flags;
 	ret = setup_ioctl(r->fd, &r->s);
 	if (ret)
 		goto out_close;
@@ -115,12 +125,21 @@ static int ring_open(struct ring *r, uint32_t sq, uint32_t cq, uint64_t buf,
 	r->cq = r->cq_map;
 	r->sqes = (void *)((char *)r->sq_map + r->sq->entries_off);
 	r->cqes = (void *)((char *)r->cq_map + r->cq->entries_off);
+	ring_counters(r->sq, &r->sqh, &r->sqt);
+	ring_counters(r->cq, &r->cqh, &r->cqt);
 	return 0;
 
 out_close:
 	close(r->fd);
 	r->fd = -1;
 	return ret;
+}
+
+/* The ABI 1 layout: counters in struct kmsgr_ring. */
+static int ring_open(struct ring *r, uint32_t sq, uint32_t cq, uint64_t buf,
+		     uint64_t pool)
+{
+	return ring_open_flags(r, sq, cq, buf, pool, 0);
 }
 
 static void ring_close(struct ring *r)
@@ -141,7 +160,7 @@ static struct kmsgr_sqe *sqe_get(struct ring *r)
 {
 	struct kmsgr_sqe *sqe;
 
-	if (r->sq_tail - load_acquire(&r->sq->head) >= r->s.sq_entries)
+	if (r->sq_tail - load_acquire(r->sqh) >= r->s.sq_entries)
 		return NULL;
 	sqe = &r->sqes[r->sq_tail & (r->s.sq_entries - 1)];
 	memset(sqe, 0, sizeof(*sqe));
@@ -153,25 +172,25 @@ static struct kmsgr_sqe *sqe_get(struct ring *r)
 static int ring_submit(struct ring *r, uint32_t min_complete, uint32_t flags,
 		       uint64_t timeout_ns)
 {
-	store_release(&r->sq->tail, r->sq_tail);
-	return enter_ioctl(r->fd, r->sq_tail - load_acquire(&r->sq->head),
+	store_release(r->sqt, r->sq_tail);
+	return enter_ioctl(r->fd, r->sq_tail - load_acquire(r->sqh),
 			   min_complete, flags, timeout_ns);
 }
 
 static uint32_t cq_ready(struct ring *r)
 {
-	return load_acquire(&r->cq->tail) - r->cq->head;
+	return load_acquire(r->cqt) - *r->cqh;
 }
 
 /* Pop one CQE into *out; false when the CQ is empty. */
 static bool cqe_pop(struct ring *r, struct kmsgr_cqe *out)
 {
-	uint32_t head = r->cq->head;
+	uint32_t head = *r->cqh;
 
-	if (load_acquire(&r->cq->tail) == head)
+	if (load_acquire(r->cqt) == head)
 		return false;
 	*out = r->cqes[head & (r->s.cq_entries - 1)];
-	store_release(&r->cq->head, head + 1);
+	store_release(r->cqh, head + 1);
 	return true;
 }
 
@@ -277,6 +296,8 @@ TEST(setup_rejects_bad_arguments)
 	ASSERT_LE(0, fd);
 
 	for (i = 0; i < 32; i++) {
+		if (KMSGR_SETUP_F_ALL & (1U << i))
+			continue;
 		setup_args(&s, 8, 0, 1 << 20, KMSGR_POOL_MIN);
 		s.flags = 1U << i;
 		EXPECT_EQ(-EINVAL, setup_ioctl(fd, &s)) TH_LOG("flag %u", i);
@@ -752,16 +773,16 @@ TEST(exit_with_mappings_alive)
 
 /* ---- ENTER -------------------------------------------------------------- */
 
-TEST_F(ring, nop_round_trip)
+/* One NOP, then 1000 in batches of 7: every CQE in order, both rings. */
+static void nop_laps(struct __test_metadata *_metadata, struct ring *r)
 {
-	struct ring *r = &self->r;
 	struct kmsgr_cqe cqe;
 	uint64_t next = 0;
 	unsigned int i;
 
 	prep_nop(sqe_get(r), 0x1234567890abcdefULL);
 	EXPECT_EQ(1, ring_submit(r, 0, 0, 0));
-	EXPECT_EQ(1, load_acquire(&r->sq->head));
+	EXPECT_EQ(1, load_acquire(r->sqh));
 	ASSERT_TRUE(cqe_pop(r, &cqe));
 	EXPECT_EQ(0x1234567890abcdefULL, cqe.user_data);
 	EXPECT_EQ(KMSGR_CQE_OP, cqe.kind);
@@ -784,9 +805,57 @@ TEST_F(ring, nop_round_trip)
 	}
 	ASSERT_EQ(1000 % 7, ring_submit(r, 0, 0, 0));
 	EXPECT_EQ(1000 % 7, cq_ready(r));
+}
+
+TEST_F(ring, nop_round_trip)
+{
+	struct ring *r = &self->r;
+
+	EXPECT_EQ(0, r->sq->head_off);	/* ABI 1 layout */
+	EXPECT_EQ(4, r->sq->tail_off);
+	nop_laps(_metadata, r);
 	/* ENTER with nothing to do. */
 	EXPECT_EQ(0, enter_ioctl(r->fd, 0, 0, 0, 0));
 	EXPECT_EQ(0, enter_ioctl(r->fd, 100, 0, 0, 0));
+}
+
+/*
+ * KMSGR_SETUP_F_RING_LINES: each counter on a cache line of its own (64
+ * bytes at least) after the header, the entries after both; the ABI 1
+ * fields stay 0 while the rings go round.
+ */
+TEST(ring_lines_layout)
+{
+	struct kmsgr_ring *h[2];
+	struct ring r;
+	unsigned int i;
+	const char *why = kmsgr_missing(1);
+
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, ring_open_flags(&r, 64, 0, 1 << 20, KMSGR_POOL_MIN,
+				     KMSGR_SETUP_F_RING_LINES));
+	h[0] = r.sq;
+	h[1] = r.cq;
+	for (i = 0; i < 2; i++) {
+		EXPECT_LE(sizeof(struct kmsgr_ring), h[i]->head_off);
+		EXPECT_EQ(0, h[i]->head_off % 64);
+		EXPECT_LE(h[i]->head_off + 64, h[i]->tail_off);
+		EXPECT_EQ(0, h[i]->tail_off % 64);
+		EXPECT_LE(h[i]->tail_off + 64, h[i]->entries_off);
+	}
+	EXPECT_LE(r.sq->entries_off + 64 * sizeof(struct kmsgr_sqe),
+		  r.s.sq_ring_size);
+	EXPECT_LE(r.cq->entries_off + 128 * sizeof(struct kmsgr_cqe),
+		  r.s.cq_ring_size);
+	nop_laps(_metadata, &r);
+	EXPECT_EQ(1001, load_acquire(r.sqt));
+	EXPECT_EQ(1001, load_acquire(r.cqt));
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(0, h[i]->head);
+		EXPECT_EQ(0, h[i]->tail);
+	}
+	ring_close(&r);
 }
 
 TEST_F(ring, enter_rejects_bad_arguments)
@@ -1206,7 +1275,7 @@ TEST_F_TIMEOUT(ring, random_sqes_all_answered, 300)
 		}
 	}
 	/* Drain: everything was consumed and answered. */
-	while (load_acquire(&r->sq->head) != r->sq_tail) {
+	while (load_acquire(r->sqh) != r->sq_tail) {
 		ASSERT_LE(0, ring_submit(r, 0, 0, 0));
 		while (cqe_pop(r, &cqe))
 			answered++;
@@ -1290,7 +1359,7 @@ TEST_F(ring, corrupt_sq_tail)
 	int ret;
 
 	/* A tail far ahead: at most one SQ's worth is consumed per call. */
-	store_release(&r->sq->tail, 0x7fffffffU);
+	store_release(r->sqt, 0x7fffffffU);
 	ret = enter_ioctl(r->fd, ~0U, 0, 0, 0);
 	EXPECT_LT(0, ret);
 	EXPECT_GE(r->s.sq_entries, (unsigned int)ret);
@@ -1298,7 +1367,7 @@ TEST_F(ring, corrupt_sq_tail)
 		n++;
 	EXPECT_EQ(ret, n);	/* zeroed SQEs are NOPs: all answered */
 	/* Back to a consistent state: our tail is the kernel's head. */
-	r->sq_tail = load_acquire(&r->sq->head);
+	r->sq_tail = load_acquire(r->sqh);
 	prep_nop(sqe_get(r), 5);
 	EXPECT_EQ(1, ring_submit(r, 0, 0, 0));
 	ASSERT_TRUE(cqe_pop(r, &cqe));

@@ -105,6 +105,9 @@
 						 */
 #define KMSGR_FEAT_SKIP_SUCCESS	_BITULL(7)	/* KMSGR_SQE_F_SKIP_SUCCESS */
 #define KMSGR_FEAT_INFO_POOL	_BITULL(8)	/* kmsgr_info.pool_bytes */
+#define KMSGR_FEAT_RING_LINES	_BITULL(9)	/* KMSGR_SETUP_F_RING_LINES,
+						 * kmsgr_ring.head_off/tail_off
+						 */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -150,13 +153,23 @@ struct kmsgr_info {
 /*
  * struct kmsgr_ring - the head of the SQ and of the CQ region; the entries
  * follow at @entries_off.  Producer: user for the SQ, kernel for the CQ.
- * The consumer owns @head, the producer @tail; both free-running __u32
- * counters (index = counter & mask), read with acquire and written with
- * release semantics.
+ * The consumer owns the head, the producer the tail; both free-running
+ * __u32 counters (index = counter & mask), read with acquire and written
+ * with release semantics.
+ *
+ * Where the two counters live: a module with KMSGR_FEAT_RING_LINES says it
+ * in @head_off and @tail_off, the byte offsets of the head and of the tail
+ * counter in the region.  Without KMSGR_SETUP_F_RING_LINES they are the
+ * @head and @tail fields below (offsets 0 and 4, as in ABI 1).  With it,
+ * the head and the tail sit on cache lines of their own, after this
+ * structure, so the consumer's and the producer's writes do not share a
+ * line; @head and @tail then read as 0 and are not used.  A module
+ * without the feature leaves @head_off and @tail_off 0: use @head and
+ * @tail.
  */
 struct kmsgr_ring {
-	__u32 head;		/* consumer position */
-	__u32 tail;		/* producer position */
+	__u32 head;		/* consumer position (see above) */
+	__u32 tail;		/* producer position (see above) */
 	__u32 mask;		/* entries - 1 */
 	__u32 entries;		/* power of two */
 	__u32 flags;		/* KMSGR_RING_F_* (kernel-written) */
@@ -166,7 +179,9 @@ struct kmsgr_ring {
 				 * (kernel-written, wraps)
 				 */
 	__u32 entries_off;	/* byte offset of entry 0 in the region */
-	__u32 reserved[9];
+	__u32 head_off;		/* byte offset of the head counter */
+	__u32 tail_off;		/* byte offset of the tail counter */
+	__u32 reserved[7];
 };
 
 /*
@@ -196,7 +211,7 @@ struct kmsgr_setup {
 	__u32 cq_entries;	/* in/out: 0 = 2 * sq_entries */
 	__u64 buf_size;		/* in/out: bytes */
 	__u64 rx_pool_size;	/* in/out: bytes at the end of the area */
-	__u32 flags;		/* in: KMSGR_SETUP_F_*, must be 0 */
+	__u32 flags;		/* in: KMSGR_SETUP_F_* */
 	__u32 reserved0;	/* in: 0 */
 	__u64 sq_ring_size;	/* out: length to mmap at KMSGR_OFF_SQ_RING */
 	__u64 cq_ring_size;	/* out: length to mmap at KMSGR_OFF_CQ_RING */
@@ -204,6 +219,15 @@ struct kmsgr_setup {
 };
 
 #define KMSGR_POOL_MIN		(64U * 1024)
+
+/*
+ * kmsgr_setup.flags
+ *
+ * KMSGR_SETUP_F_RING_LINES (KMSGR_FEAT_RING_LINES): put each ring's head
+ * and tail counters on cache lines of their own (struct kmsgr_ring).
+ */
+#define KMSGR_SETUP_F_RING_LINES	_BITUL(0)
+#define KMSGR_SETUP_F_ALL		KMSGR_SETUP_F_RING_LINES
 
 /* ------------------------------------------------------------------------ */
 /* Sessions: LISTEN, CONNECT, CLOSE                                         */
