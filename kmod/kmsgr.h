@@ -146,6 +146,9 @@ struct kmsgr_instance {
 	spinlock_t rx_lock;		/* the two below; any context */
 	unsigned int rx_waiters;	/* ENTERs asleep that run sessions */
 	struct list_head rx_list;	/* sessions kicked for them to run */
+	spinlock_t timer_lock;		/* the two below; any context */
+	struct list_head timed;		/* sessions with a wake-up time */
+	struct timer_list timer;	/* at the earliest of them */
 };
 
 /* ---- instance.c --------------------------------------------------------- */

@@ -9,11 +9,16 @@
  * Both live in inst->objs under an id; CLOSE (or the final close of the
  * file) takes them out and tears them down.
  *
- * One delayed work item per session drives everything: transport connect
- * completion, receive (msgr2_rx_want/rx_done straight into receive-pool
- * slices), send (msgr2_tx_iov straight from the SQE's buffer-area slices
- * in crc mode), msgr2_tick(), reconnect backoff.  Socket callbacks only
- * queue it.  Each run handles at most KMSGR_SESS_BUDGET receive rounds.
+ * kmsgr_sess_service() drives everything: transport connect completion,
+ * receive (msgr2_rx_want/rx_done straight into receive-pool slices), send
+ * (msgr2_tx_iov straight from the SQE's buffer-area slices in crc mode),
+ * msgr2_tick(), reconnect backoff.  It runs from the session's work item,
+ * or from an ENTER asleep on the instance (kmsgr_sess_rx_run()); the
+ * submitting ENTER writes SENDs itself (kmsgr_sess_push()).  Socket
+ * callbacks only queue the work (plain queue_work) or hand the session to
+ * an ENTER waiter.  Timed runs (tick, pause re-check, backoff, resume
+ * timeout) go through one timer per instance (kmsgr_sess_arm()).  Each run
+ * handles at most KMSGR_SESS_BUDGET receive rounds.
  *
  * Events (KMSGR_CQE_EVENT, user_data of the session or of its listener):
  *   client    UP at each READY; lossless: DOWN (reason) once per outage,
@@ -42,7 +47,9 @@
  * take inst->lock.  Objects are found under RCU with a reference
  * (kref_get_unless_zero); teardown removes them from inst->objs, waits for
  * an RCU grace period (socket callbacks and kmsgr_sess_resume() run inside
- * one), then cancels the work.
+ * one), takes the session off the instance's timer list, then cancels the
+ * work.  inst->timer_lock (any context) guards inst->timed and each
+ * session's place and time on it.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -64,7 +71,9 @@
 #include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/string.h>
+#include <linux/timer.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -218,7 +227,9 @@ struct kmsgr_sess {
 	struct msgr2_auth_cephx_server *cephx_server;	/* server, cephx */
 	void *tx_scratch;		/* secure: sealed message tails */
 	size_t tx_scratch_len;
-	struct delayed_work work;
+	struct work_struct work;	/* runs kmsgr_sess_service() */
+	struct list_head timed_node;	/* on inst->timed (inst->timer_lock) */
+	unsigned long wake_at;		/* jiffies: queue @work then */
 	struct work_struct reap_work;	/* failed fresh server sessions */
 	struct list_head rx_node;	/* on inst->rx_list (inst->rx_lock) */
 	bool rx_queued;			/* on it, with a reference */
@@ -914,7 +925,7 @@ static void kmsgr_conn_kick(void *priv, unsigned int why)
 	if (waiter)
 		kmsgr_cq_wake_runners(inst);
 	else
-		mod_delayed_work(kmsgr_wq, &s->work, 0);
+		queue_work(kmsgr_wq, &s->work);
 }
 
 /* Take the sessions queued for ENTER waiters off the list. */
@@ -991,7 +1002,7 @@ void kmsgr_sess_rx_wait_end(struct kmsgr_instance *inst)
 	while ((s = kmsgr_rx_next(inst, &list))) {
 		mutex_lock(&s->lock);
 		if (s->state != KMSGR_SESS_CLOSED)
-			mod_delayed_work(kmsgr_wq, &s->work, 0);
+			queue_work(kmsgr_wq, &s->work);
 		mutex_unlock(&s->lock);
 		kmsgr_obj_put(&s->obj);
 	}
@@ -1028,10 +1039,64 @@ static void kmsgr_conn_free(struct kmsgr_conn *kc)
 	kfree(kc);
 }
 
+/*
+ * Timed runs.  Each instance has one timer, set to the earliest wake-up
+ * time of its sessions on inst->timed; when it fires it queues the work of
+ * every session whose time has come and sets itself to the next.  A
+ * session's time only moves earlier while it waits; a run that finds
+ * nothing due simply arms again.  Teardown takes the session off the list
+ * (kmsgr_sess_unarm()) before it cancels the work.
+ */
 static void kmsgr_sess_arm(struct kmsgr_sess *s, unsigned long delay)
 {
-	/* a pending run (kick or earlier timer) is kept as it is */
-	queue_delayed_work(kmsgr_wq, &s->work, delay);
+	struct kmsgr_instance *inst = s->obj.inst;
+	unsigned long at = jiffies + delay, flags;
+
+	spin_lock_irqsave(&inst->timer_lock, flags);
+	if (list_empty(&s->timed_node)) {
+		list_add_tail(&s->timed_node, &inst->timed);
+		s->wake_at = at;
+	} else if (time_before(at, s->wake_at)) {
+		s->wake_at = at;
+	} else {
+		at = s->wake_at;
+	}
+	if (!timer_pending(&inst->timer) ||
+	    time_before(at, inst->timer.expires))
+		mod_timer(&inst->timer, at);
+	spin_unlock_irqrestore(&inst->timer_lock, flags);
+}
+
+static void kmsgr_sess_unarm(struct kmsgr_sess *s)
+{
+	struct kmsgr_instance *inst = s->obj.inst;
+	unsigned long flags;
+
+	spin_lock_irqsave(&inst->timer_lock, flags);
+	list_del_init(&s->timed_node);
+	spin_unlock_irqrestore(&inst->timer_lock, flags);
+}
+
+static void kmsgr_sess_timer(struct timer_list *t)
+{
+	struct kmsgr_instance *inst = from_timer(inst, t, timer);
+	unsigned long now = jiffies, next = 0, flags;
+	struct kmsgr_sess *s, *tmp;
+	bool more = false;
+
+	spin_lock_irqsave(&inst->timer_lock, flags);
+	list_for_each_entry_safe(s, tmp, &inst->timed, timed_node) {
+		if (!time_before(now, s->wake_at)) {
+			list_del_init(&s->timed_node);
+			queue_work(kmsgr_wq, &s->work);
+		} else if (!more || time_before(s->wake_at, next)) {
+			next = s->wake_at;
+			more = true;
+		}
+	}
+	if (more)
+		mod_timer(&inst->timer, next);
+	spin_unlock_irqrestore(&inst->timer_lock, flags);
 }
 
 /* Run again at @at, or sooner while deliveries wait for room. */
@@ -1080,8 +1145,7 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 			s->state = KMSGR_SESS_WAITING;
 			s->retry_at = jiffies +
 				      kmsgr_secs(READ_ONCE(kmsgr_resume_timeout));
-			mod_delayed_work(kmsgr_wq, &s->work,
-					 s->retry_at - jiffies);
+			kmsgr_sess_arm_until(s, s->retry_at);
 			return;
 		}
 		s->backoff_ms = clamp(s->backoff_ms * 2,
@@ -1089,8 +1153,7 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 				      (u32)KMSGR_SESS_BACKOFF_MAX_MS);
 		s->retry_at = jiffies + msecs_to_jiffies(s->backoff_ms);
 		s->state = KMSGR_SESS_BACKOFF;
-		mod_delayed_work(kmsgr_wq, &s->work,
-				 msecs_to_jiffies(s->backoff_ms));
+		kmsgr_sess_arm_until(s, s->retry_at);
 		return;
 	}
 
@@ -1115,7 +1178,7 @@ static void kmsgr_sess_end(struct kmsgr_sess *s, u16 reason, int res)
 	}
 	kmsgr_sess_event(s, KMSGR_EV_CLOSED, reason, res);
 	if (s->server)
-		mod_delayed_work(kmsgr_wq, &s->work, 0);
+		queue_work(kmsgr_wq, &s->work);
 }
 
 static void kmsgr_sess_fail(struct kmsgr_sess *s, int err)
@@ -1258,7 +1321,7 @@ static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
 	x->conn = kc;
 	self->conn = NULL;
 	self->state = KMSGR_SESS_DEAD;
-	mod_delayed_work(kmsgr_wq, &x->work, 0);
+	queue_work(kmsgr_wq, &x->work);
 	mutex_unlock(&x->lock);
 	kmsgr_obj_put(&x->obj);
 	queue_work(kmsgr_wq, &self->reap_work);
@@ -1418,7 +1481,7 @@ tick:
 			goto fail;
 	}
 	if (more)
-		mod_delayed_work(kmsgr_wq, &s->work, 0);
+		queue_work(kmsgr_wq, &s->work);
 	else if (READ_ONCE(s->paused))
 		kmsgr_sess_arm(s, msecs_to_jiffies(KMSGR_SESS_PAUSED_MS));
 	else
@@ -1481,8 +1544,7 @@ static void kmsgr_sess_service(struct kmsgr_sess *s)
 
 static void kmsgr_sess_work(struct work_struct *work)
 {
-	kmsgr_sess_service(container_of(to_delayed_work(work),
-					struct kmsgr_sess, work));
+	kmsgr_sess_service(container_of(work, struct kmsgr_sess, work));
 }
 
 /* ---- session life cycle ------------------------------------------------- */
@@ -1502,7 +1564,8 @@ static struct kmsgr_sess *kmsgr_sess_alloc(struct kmsgr_instance *inst)
 	INIT_LIST_HEAD(&s->embryo);
 	INIT_LIST_HEAD(&s->spill);
 	mutex_init(&s->lock);
-	INIT_DELAYED_WORK(&s->work, kmsgr_sess_work);
+	INIT_WORK(&s->work, kmsgr_sess_work);
+	INIT_LIST_HEAD(&s->timed_node);
 	INIT_WORK(&s->reap_work, kmsgr_sess_reap);
 	return s;
 }
@@ -1552,7 +1615,8 @@ static void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post,
 	mutex_unlock(&s->lock);
 
 	/* the work sees CLOSED and does nothing: no requeue after this */
-	cancel_delayed_work_sync(&s->work);
+	kmsgr_sess_unarm(s);
+	cancel_work_sync(&s->work);
 	if (!from_reaper)
 		cancel_work_sync(&s->reap_work);
 	kmsgr_pool_unwait(s->obj.inst, s->obj.id);
@@ -1824,7 +1888,8 @@ int kmsgr_sess_connect(struct kmsgr_instance *inst,
 out_unpublish:
 	xa_erase(&inst->objs, s->obj.id);
 	synchronize_rcu();
-	cancel_delayed_work_sync(&s->work);
+	kmsgr_sess_unarm(s);
+	cancel_work_sync(&s->work);
 out_uncharge:
 	atomic_dec(&inst->nr_sessions);
 out_free:
@@ -2233,14 +2298,14 @@ static void kmsgr_sess_push_one(struct kmsgr_sess *s)
 	if (!kc)
 		return;
 	if (s->state != KMSGR_SESS_UP || !kc->connected) {
-		mod_delayed_work(kmsgr_wq, &s->work, 0);
+		queue_work(kmsgr_wq, &s->work);
 		return;
 	}
 	ret = kmsgr_conn_flush(kc);
 	if (ret < 0)
 		kmsgr_sess_fail(s, ret);
 	else if (ret == 2)	/* budget spent: the work goes on */
-		mod_delayed_work(kmsgr_wq, &s->work, 0);
+		queue_work(kmsgr_wq, &s->work);
 	/* 1: the transport is full, its write space kicks the work */
 }
 
@@ -2320,7 +2385,7 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 			i = kmsgr_push_add(push, s);
 			pushed = i > 0;
 			if (i < 0)	/* the work writes it */
-				mod_delayed_work(kmsgr_wq, &s->work, 0);
+				queue_work(kmsgr_wq, &s->work);
 		}
 	}
 	mutex_unlock(&s->lock);
@@ -2351,7 +2416,7 @@ void kmsgr_sess_resume(struct kmsgr_instance *inst)
 			continue;
 		s = container_of(obj, struct kmsgr_sess, obj);
 		if (READ_ONCE(s->paused))
-			mod_delayed_work(kmsgr_wq, &s->work, 0);
+			queue_work(kmsgr_wq, &s->work);
 	}
 	rcu_read_unlock();
 }
@@ -2405,6 +2470,8 @@ void kmsgr_sess_destroy_all(struct kmsgr_instance *inst)
 	wait_var_event(&inst->nr_live, !atomic_read(&inst->nr_live));
 	WARN_ON_ONCE(!xa_empty(&inst->objs));
 	WARN_ON_ONCE(atomic_read(&inst->nr_sessions));
+	WARN_ON_ONCE(!list_empty(&inst->timed));
+	del_timer_sync(&inst->timer);
 	xa_destroy(&inst->objs);
 }
 
@@ -2413,6 +2480,9 @@ void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
 	xa_init_flags(&inst->objs, XA_FLAGS_ALLOC1);
 	spin_lock_init(&inst->rx_lock);
 	INIT_LIST_HEAD(&inst->rx_list);
+	spin_lock_init(&inst->timer_lock);
+	INIT_LIST_HEAD(&inst->timed);
+	timer_setup(&inst->timer, kmsgr_sess_timer, 0);
 	atomic_set(&inst->nr_sessions, 0);
 	atomic_set(&inst->nr_live, 0);
 	init_waitqueue_head(&inst->objs_wait);
