@@ -531,7 +531,7 @@ static u32 kmsgr_cq_room_locked(struct kmsgr_instance *inst)
 	return list_empty(&inst->cq_overflow) ? kmsgr_cq_free(inst) : 0;
 }
 
-static void kmsgr_cq_wake(struct kmsgr_instance *inst)
+void kmsgr_cq_wake(struct kmsgr_instance *inst)
 {
 	/* wq_has_sleeper() orders the tail store before the check. */
 	if (wq_has_sleeper(&inst->cq_wait))
@@ -673,33 +673,36 @@ void kmsgr_cq_unreserve(struct kmsgr_instance *inst)
 
 /**
  * kmsgr_cq_post() - post a completion
- * @inst:     the instance (set up)
- * @cqe:      the entry, copied
- * @reserved: use a slot reserved by ENTER (completion of a consumed SQE)
+ * @inst:  the instance (set up)
+ * @cqe:   the entry, copied
+ * @flags: KMSGR_CQ_RESERVED: use a slot reserved by ENTER (completion of a
+ *         consumed SQE); KMSGR_CQ_QUIET: do not wake the waiters, the
+ *         caller calls kmsgr_cq_wake() after its batch
  *
- * Without @reserved, the entry goes in only if the CQ has unreserved room
- * and no older event waits on the overflow list (order is kept); else
- * delivery is marked paused (KMSGR_RING_F_CQ_PAUSED) and the caller must
- * hold the entry back until kmsgr_sess_resume().  Callable from any
- * context.
+ * Without KMSGR_CQ_RESERVED, the entry goes in only if the CQ has
+ * unreserved room and no older event waits on the overflow list (order is
+ * kept); else delivery is marked paused (KMSGR_RING_F_CQ_PAUSED) and the
+ * caller must hold the entry back until kmsgr_sess_resume().  Callable
+ * from any context.
  *
- * Return: 0, or -ENOSPC (never with @reserved).
+ * Return: 0, or -ENOSPC (never with KMSGR_CQ_RESERVED).
  */
 int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
-		  bool reserved)
+		  unsigned int flags)
 {
-	unsigned long flags;
+	unsigned long irqflags;
 	int ret = 0;
 	u32 tail;
 
 	if (WARN_ON_ONCE(!kmsgr_inst_ready(inst)))
 		return -ENOSPC;
 
-	spin_lock_irqsave(&inst->cq_lock, flags);
+	spin_lock_irqsave(&inst->cq_lock, irqflags);
 	tail = inst->cq_tail;
 	kmsgr_cq_sync_head(inst);
 	kmsgr_cq_flush(inst);
-	if (reserved && !WARN_ON_ONCE(!inst->cq_reserved)) {
+	if ((flags & KMSGR_CQ_RESERVED) &&
+	    !WARN_ON_ONCE(!inst->cq_reserved)) {
 		/* The slot was counted in the invariant: it is free. */
 		inst->cq_reserved--;
 	} else if (!kmsgr_cq_room_locked(inst)) {
@@ -708,8 +711,9 @@ int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
 	}
 	kmsgr_cq_write(inst, cqe);
 out_unlock:
-	spin_unlock_irqrestore(&inst->cq_lock, flags);
-	kmsgr_cq_wake_if(inst, tail);
+	spin_unlock_irqrestore(&inst->cq_lock, irqflags);
+	if (!(flags & KMSGR_CQ_QUIET))
+		kmsgr_cq_wake_if(inst, tail);
 	return ret;
 }
 
@@ -1122,7 +1126,7 @@ static void kmsgr_sqe_complete(struct kmsgr_instance *inst,
 		cqe.session = sqe->session;
 	if (res)
 		inst->stats.sqe_errors++;
-	kmsgr_cq_post(inst, &cqe, true);
+	kmsgr_cq_post(inst, &cqe, KMSGR_CQ_RESERVED);
 }
 
 /* Slices of a SEND or RELEASE must lie inside the buffer area. */

@@ -169,12 +169,18 @@ void kmsgr_inst_init(struct kmsgr_instance *inst);
 
 /*
  * Post a completion.  Returns 0, or -ENOSPC when the CQ (excluding slots
- * reserved for in-flight SQEs) is full; with @reserved the caller consumes
- * one of the reserved slots (SEND completions), which never fails.  Wakes
- * waiters.  Callable from any context.
+ * reserved for in-flight SQEs) is full; with KMSGR_CQ_RESERVED the caller
+ * consumes one of the reserved slots (SEND completions), which never
+ * fails.  Wakes waiters, unless KMSGR_CQ_QUIET: then the caller posts a
+ * batch and calls kmsgr_cq_wake() once after it.  Callable from any
+ * context.
  */
+#define KMSGR_CQ_RESERVED	BIT(0)
+#define KMSGR_CQ_QUIET		BIT(1)
 int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
-		  bool reserved);
+		  unsigned int flags);
+/* Wake the CQ's waiters whose wait is over (after KMSGR_CQ_QUIET posts). */
+void kmsgr_cq_wake(struct kmsgr_instance *inst);
 /* A consumed SQE completes without a CQE: give its reserved slot back. */
 void kmsgr_cq_unreserve(struct kmsgr_instance *inst);
 /* Post a session event; queued on the overflow list if the CQ is full. */

@@ -203,6 +203,8 @@ struct kmsgr_sess {
 	bool announced;			/* server: ACCEPTED posted */
 	bool down_posted;		/* DOWN posted since the last UP */
 	bool no_cq;			/* teardown of the instance: no CQEs */
+	bool cq_quiet;			/* a batch: post quietly, wake after */
+	bool cq_owed;			/* posted quietly, nobody woken yet */
 	bool paused;			/* rx waits for CQ/pool room (R/W once) */
 	struct list_head spill;		/* struct kmsgr_spill, oldest first */
 	u32 spill_bytes;		/* on it, and being received into one */
@@ -346,6 +348,40 @@ static void kmsgr_sess_event(struct kmsgr_sess *s, u8 ev, u16 reason, int res)
 		kmsgr_obj_event(&s->obj, ev, reason, res);
 }
 
+/*
+ * Post a SEND completion or a RECV (kmsgr_cq_post()).  Inside a batch (a
+ * run of the session, a push: kmsgr_sess_batch_begin/end(), under
+ * s->lock) the waiters are woken once, at the end of the batch.
+ */
+static int kmsgr_sess_post(struct kmsgr_sess *s, const struct kmsgr_cqe *cqe,
+			   unsigned int flags)
+{
+	int ret;
+
+	if (s->cq_quiet)
+		flags |= KMSGR_CQ_QUIET;
+	ret = kmsgr_cq_post(s->obj.inst, cqe, flags);
+	if (!ret && s->cq_quiet)
+		s->cq_owed = true;
+	return ret;
+}
+
+static void kmsgr_sess_batch_begin(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	s->cq_quiet = true;
+}
+
+static void kmsgr_sess_batch_end(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	s->cq_quiet = false;
+	if (s->cq_owed) {
+		s->cq_owed = false;
+		kmsgr_cq_wake(s->obj.inst);
+	}
+}
+
 /* A SEND is finished: its reserved CQ slot gets the result. */
 static void kmsgr_sess_tx_complete(struct kmsgr_sess *s, struct msgr2_msg *m,
 				   int status)
@@ -362,7 +398,7 @@ static void kmsgr_sess_tx_complete(struct kmsgr_sess *s, struct msgr2_msg *m,
 	if (!s->no_cq && !status && tx->skip_success)
 		kmsgr_cq_unreserve(s->obj.inst);
 	else if (!s->no_cq)
-		kmsgr_cq_post(s->obj.inst, &cqe, true);
+		kmsgr_sess_post(s, &cqe, KMSGR_CQ_RESERVED);
 	kmem_cache_free(kmsgr_tx_cache, tx);
 }
 
@@ -412,7 +448,7 @@ static bool kmsgr_sess_flush_held(struct kmsgr_sess *s)
 	}
 	/* before the post: its failure marks the CQ paused */
 	kmsgr_sess_set_paused(s, true);
-	if (kmsgr_cq_post(s->obj.inst, &s->rx_cqe, false))
+	if (kmsgr_sess_post(s, &s->rx_cqe, 0))
 		return false;
 	s->rx_held = false;
 	kmsgr_sess_set_paused(s, false);
@@ -1505,6 +1541,7 @@ static void kmsgr_sess_service(struct kmsgr_sess *s)
 
 	old_memcg = set_active_memcg(s->obj.inst->memcg);
 	mutex_lock(&s->lock);
+	kmsgr_sess_batch_begin(s);
 	switch (s->state) {
 	case KMSGR_SESS_BACKOFF:
 		kmsgr_sess_flush_rx(s);
@@ -1538,6 +1575,7 @@ static void kmsgr_sess_service(struct kmsgr_sess *s)
 	default:
 		break;
 	}
+	kmsgr_sess_batch_end(s);
 	mutex_unlock(&s->lock);
 	set_active_memcg(old_memcg);
 }
@@ -2319,7 +2357,9 @@ void kmsgr_sess_push(struct kmsgr_push *push)
 		s = push->sess[i];
 		old_memcg = set_active_memcg(s->obj.inst->memcg);
 		mutex_lock(&s->lock);
+		kmsgr_sess_batch_begin(s);
 		kmsgr_sess_push_one(s);
+		kmsgr_sess_batch_end(s);
 		mutex_unlock(&s->lock);
 		set_active_memcg(old_memcg);
 		kmsgr_obj_put(&s->obj);
