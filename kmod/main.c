@@ -61,6 +61,8 @@ unsigned int kmsgr_msg_timeout = 30;
 /* Lossless receive spill per session (session.c), bytes. */
 unsigned int kmsgr_rx_spill_max = SZ_1M;
 bool kmsgr_enter_runs = true;
+/* Zero-copy transmit of lossless payloads (session.c, xprt_tcp.c), bytes. */
+unsigned int kmsgr_tx_zerocopy_min = SZ_16K;
 #define KMSGR_SPILL_LIMIT	SZ_256M
 
 /* Live instances; must be zero when the module goes away. */
@@ -241,6 +243,9 @@ module_param_cb(rx_spill_max, &kmsgr_param_spill_ops, &kmsgr_rx_spill_max,
 		0644);
 MODULE_PARM_DESC(rx_spill_max,
 		 "Bytes of inbound messages a lossless session may hold in kernel memory while the receive pool is full, so that it keeps reading the acks behind them (0: off, up to 256 MiB; default 1 MiB)");
+module_param_named(tx_zerocopy_min, kmsgr_tx_zerocopy_min, uint, 0644);
+MODULE_PARM_DESC(tx_zerocopy_min,
+		 "Lossless sessions send buffer-area payload pieces of at least this many bytes by page reference (sendpage) instead of by copy (0: never; default 16384)");
 module_param_named(enter_runs_sessions, kmsgr_enter_runs, bool, 0644);
 MODULE_PARM_DESC(enter_runs_sessions,
 		 "An ENTER waiting for one completion receives for the sessions of its instance in its own context, instead of waking a worker (default Y)");

@@ -1277,14 +1277,26 @@ out_free:
 static int kmsgr_conn_flush(struct kmsgr_conn *kc)
 {
 	struct msgr2_iov iov[KMSGR_XPRT_MAX_IOV];
+	struct kmsgr_sess *s = kmsgr_conn_owner(kc);
+	struct kmsgr_instance *inst = s->obj.inst;
+	struct kmsgr_xprt_zc zc = {
+		.base = inst->buf,
+		.len = inst->buf_size,
+		.min = READ_ONCE(kmsgr_tx_zerocopy_min),
+	};
 	ssize_t sent;
 	int i, n, ret;
 
+	/*
+	 * Payloads by page reference only where a SEND completes at the
+	 * peer's ack (struct kmsgr_xprt_zc): lossless sessions.
+	 */
 	for (i = 0; i < KMSGR_SESS_TX_ROUNDS; i++) {
 		n = msgr2_tx_iov(kc->mc, iov, ARRAY_SIZE(iov));
 		if (n <= 0)
 			return n;
-		sent = kc->xprt->ops->send(kc->xprt, iov, n);
+		sent = kc->xprt->ops->send(kc->xprt, iov, n,
+					   s->ms.lossy || !zc.min ? NULL : &zc);
 		if (sent == -EAGAIN)
 			return 1;
 		if (sent < 0) {

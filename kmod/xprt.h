@@ -48,6 +48,22 @@
 
 typedef void (*kmsgr_xprt_kick_t)(void *priv, unsigned int why);
 
+/*
+ * Zero-copy transmit: memory whose pages a transport may hand to the
+ * network stack by reference (the instance's buffer area, vmalloc memory).
+ * The stack holds page references, so the pages outlive any free; their
+ * contents must stay as they are until the bytes can no longer be read by
+ * the stack, which the session layer guarantees by offering this only for
+ * lossless sessions: a SEND completes when the peer's msgr2 ack arrives,
+ * after the peer has read every byte (and TCP has acknowledged them), and
+ * the application keeps a SEND's slices untouched until its CQE.
+ */
+struct kmsgr_xprt_zc {
+	const void *base;
+	size_t len;
+	size_t min;			/* smallest piece worth it, bytes */
+};
+
 struct kmsgr_xprt;
 struct net;
 
@@ -66,11 +82,15 @@ struct kmsgr_xprt_ops {
 			int n);
 	/*
 	 * Send from @n (<= KMSGR_XPRT_MAX_IOV) pieces; they may be vmalloc
-	 * memory.  Returns the bytes taken (possibly fewer than offered),
-	 * -EAGAIN or -errno.
+	 * memory.  Pieces of at least @zc->min bytes inside @zc's range (if
+	 * @zc) may be sent by reference to their pages instead of by copy;
+	 * the caller keeps those bytes unchanged until the peer has
+	 * acknowledged them at its level (see struct kmsgr_xprt_zc).
+	 * Returns the bytes taken (possibly fewer than offered), -EAGAIN or
+	 * -errno.
 	 */
 	ssize_t (*send)(struct kmsgr_xprt *x, const struct msgr2_iov *iov,
-			int n);
+			int n, const struct kmsgr_xprt_zc *zc);
 	/* Local (@peer false) or peer address. */
 	int (*getname)(struct kmsgr_xprt *x, struct sockaddr_storage *ss,
 		       bool peer);

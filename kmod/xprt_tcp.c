@@ -8,7 +8,9 @@
  * which queues work; the originals are put back before the socket is
  * released.  Data moves with kernel_recvmsg()/kernel_sendmsg() on kvecs
  * that point straight at the caller's buffers (buffer-area memory is
- * vmalloc memory, which kvec iterators handle), MSG_DONTWAIT | MSG_NOSIGNAL.
+ * vmalloc memory, which kvec iterators handle), MSG_DONTWAIT | MSG_NOSIGNAL;
+ * large buffer-area pieces the session offers for zero copy go out with
+ * kernel_sendpage() of their vmalloc pages (struct kmsgr_xprt_zc).
  *
  * A listening socket only hooks sk_data_ready.  Accepted sockets are
  * clones of the listener and inherit that hook (and its sk_user_data); the
@@ -21,10 +23,12 @@
 
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/mm.h>
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/tcp.h>
 #include <linux/uio.h>
+#include <linux/vmalloc.h>
 #include <net/net_namespace.h>
 #include <net/sock.h>
 #include <net/tcp.h>
@@ -259,24 +263,96 @@ static ssize_t kmsgr_tcp_recv(struct kmsgr_xprt *x,
 	return kernel_recvmsg(t->sock, &msg, kv, n, total, msg.msg_flags);
 }
 
-static ssize_t kmsgr_tcp_send(struct kmsgr_xprt *x,
-			      const struct msgr2_iov *iov, int n)
+/* Whether @iov goes by reference (struct kmsgr_xprt_zc). */
+static bool kmsgr_tcp_zc(const struct kmsgr_xprt_zc *zc,
+			 const struct msgr2_iov *iov)
 {
-	struct kmsgr_tcp *t = to_tcp(x);
+	const u8 *p = iov->base, *base = zc ? zc->base : NULL;
+
+	return zc && iov->len >= zc->min && p >= base &&
+	       iov->len <= zc->len && p - base <= zc->len - iov->len;
+}
+
+/* Copy @n pieces into the socket; MSG_MORE when @more pieces follow. */
+static ssize_t kmsgr_tcp_send_copy(struct kmsgr_tcp *t,
+				   const struct msgr2_iov *iov, int n,
+				   bool more)
+{
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
 	struct kvec kv[KMSGR_XPRT_MAX_IOV];
 	size_t total = 0;
 	int i;
 
-	if (n <= 0 || n > KMSGR_XPRT_MAX_IOV)
-		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		kv[i].iov_base = iov[i].base;
 		kv[i].iov_len = iov[i].len;
 		total += iov[i].len;
 	}
-	/* more frames follow while the engine still has bytes queued */
+	if (more)
+		msg.msg_flags |= MSG_MORE;
 	return kernel_sendmsg(t->sock, &msg, kv, n, total);
+}
+
+/* Hand the vmalloc pages under @iov to the socket, page by page. */
+static ssize_t kmsgr_tcp_send_pages(struct kmsgr_tcp *t,
+				    const struct msgr2_iov *iov, bool more)
+{
+	const u8 *p = iov->base;
+	size_t left = iov->len, done = 0, len, off;
+	int flags, ret;
+
+	while (left) {
+		off = offset_in_page(p);
+		len = min_t(size_t, left, PAGE_SIZE - off);
+		flags = MSG_DONTWAIT | MSG_NOSIGNAL;
+		if (len < left)
+			flags |= MSG_SENDPAGE_NOTLAST | MSG_MORE;
+		else if (more)
+			flags |= MSG_MORE;
+		ret = kernel_sendpage(t->sock, vmalloc_to_page(p), off, len,
+				      flags);
+		if (ret < 0)
+			return done ? done : ret;
+		done += ret;
+		if (ret < len)
+			break;
+		p += len;
+		left -= len;
+	}
+	return done;
+}
+
+static ssize_t kmsgr_tcp_send(struct kmsgr_xprt *x,
+			      const struct msgr2_iov *iov, int n,
+			      const struct kmsgr_xprt_zc *zc)
+{
+	struct kmsgr_tcp *t = to_tcp(x);
+	ssize_t done = 0, ret;
+	size_t want;
+	int i = 0, j;
+
+	if (n <= 0 || n > KMSGR_XPRT_MAX_IOV)
+		return -EINVAL;
+	/* runs of copied pieces, and pieces sent by reference, in order */
+	while (i < n) {
+		if (kmsgr_tcp_zc(zc, &iov[i])) {
+			want = iov[i].len;
+			ret = kmsgr_tcp_send_pages(t, &iov[i], i + 1 < n);
+			j = i + 1;
+		} else {
+			want = 0;
+			for (j = i; j < n && !kmsgr_tcp_zc(zc, &iov[j]); j++)
+				want += iov[j].len;
+			ret = kmsgr_tcp_send_copy(t, &iov[i], j - i, j < n);
+		}
+		if (ret < 0)
+			return done ? done : ret;
+		done += ret;
+		if (ret < want)
+			break;
+		i = j;
+	}
+	return done;
 }
 
 static int kmsgr_tcp_getname(struct kmsgr_xprt *x,

@@ -371,7 +371,9 @@ struct kmsgr_slice {
  * front, middle and data slices (len 0: absent) of the buffer area.  The
  * slices must stay untouched until the KMSGR_CQE_SEND for this SQE, which
  * reports res 0 when the message was sent (lossy) or acknowledged by the
- * peer (lossless), or -errno when it was dropped.
+ * peer (lossless), or -errno when it was dropped.  (Lossless sessions hand
+ * large slices to the network stack by page reference, zero copy, so this
+ * rule is what keeps their bytes right on the wire.)
  * With KMSGR_SQE_F_SKIP_SUCCESS (KMSGR_FEAT_SKIP_SUCCESS) a SEND that
  * succeeds posts no CQE at all (io_uring's IOSQE_CQE_SKIP_SUCCESS); one
  * that fails still posts its KMSGR_CQE_SEND with -errno.  The application
