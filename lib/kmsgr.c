@@ -5,12 +5,14 @@
  * Copyright (C) 2025 The kmsgr authors
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+/* the completion helpers of libkmsgr.h become exported functions here */
+#define LIBKMSGR_BUILD
 #include "libkmsgr.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -36,8 +40,15 @@ struct kmsgr_map {
 };
 
 struct kmsgr {
+	/*
+	 * First, public (libkmsgr.h): the CQ's counters, flags and entries.
+	 * Before kmsgr_setup() its pointers name @cq_none.
+	 */
+	struct kmsgr_cq cq;
+	__u32 cq_none;		/* always 0: an empty ring, not paused */
 	int fd;			/* the instance: an open file of /dev/kmsgr */
 	__u64 features;		/* KMSGR_FEAT_* of the module */
+	__u64 busy_poll_ns;	/* kmsgr_set_busy_poll(); 0: off */
 
 	/* after kmsgr_setup() */
 	struct kmsgr_map sq_map;
@@ -46,13 +57,15 @@ struct kmsgr {
 	struct kmsgr_ring *sq;
 	__u32 *sq_khead, *sq_ktail;	/* the SQ's counters */
 	struct kmsgr_sqe *sqes;
-	struct kmsgr_ring *cq;
-	__u32 *cq_khead, *cq_ktail;	/* the CQ's counters */
-	struct kmsgr_cqe *cqes;
+	struct kmsgr_ring *cq_ring;
 	__u32 sq_tail;		/* prepared, not necessarily published */
 	__u64 buf_size;
 	__u64 tx_size;
 };
+
+/* kmsgr_cq() relies on it */
+static_assert(offsetof(struct kmsgr, cq) == 0,
+	      "struct kmsgr must begin with its struct kmsgr_cq");
 
 /* Names of the KMSGR_FEAT_* bits, indexed by bit number. */
 static const char *const kmsgr_feature_names[] = {
@@ -83,6 +96,9 @@ int kmsgr_open(const char *path, struct kmsgr **kp)
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
+	k->cq.khead = &k->cq_none;
+	k->cq.ktail = &k->cq_none;
+	k->cq.kflags = &k->cq_none;
 
 	k->fd = open(path ? path : KMSGR_DEV_PATH, O_RDWR | O_CLOEXEC);
 	if (k->fd < 0) {
@@ -269,8 +285,11 @@ int kmsgr_setup(struct kmsgr *k, struct kmsgr_setup *setup)
 
 	k->sq = k->sq_map.addr;
 	k->sqes = kmsgr_ring_map(k->sq, &k->sq_khead, &k->sq_ktail);
-	k->cq = k->cq_map.addr;
-	k->cqes = kmsgr_ring_map(k->cq, &k->cq_khead, &k->cq_ktail);
+	k->cq_ring = k->cq_map.addr;
+	k->cq.cqes = kmsgr_ring_map(k->cq_ring, &k->cq.khead, &k->cq.ktail);
+	k->cq.kflags = &k->cq_ring->flags;
+	k->cq.mask = k->cq_ring->mask;
+	k->cq.entries = k->cq_ring->entries;
 	k->sq_tail = load_acquire(k->sq_ktail);
 	k->buf_size = setup->buf_size;
 	k->tx_size = setup->buf_size - setup->rx_pool_size;
@@ -331,87 +350,143 @@ static __u64 kmsgr_now_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
 }
 
-int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns)
+/*
+ * KMSGR_IOC_ENTER that consumes up to @to_submit SQEs and waits for
+ * nothing: the count consumed, 0 when the CQ has no room for their
+ * completions yet (not an error), or a negative errno.
+ */
+static int kmsgr_enter_nowait(struct kmsgr *k, unsigned int to_submit)
 {
 	struct kmsgr_enter enter;
 	int ret;
+
+	memset(&enter, 0, sizeof(enter));
+	enter.to_submit = to_submit;
+	ret = kmsgr_ioctl(k->fd, KMSGR_IOC_ENTER, &enter);
+	if (ret == -EBUSY)
+		return 0;
+	return ret ? ret : (int)enter.submitted;
+}
+
+int kmsgr_cq_resume(struct kmsgr *k)
+{
+	if (!k->sq)
+		return -EINVAL;
+	store_release(k->sq_ktail, k->sq_tail);
+	return kmsgr_enter_nowait(k, kmsgr_sq_pending(k));
+}
+
+/*
+ * Submit without waiting.  With nothing to submit there is no system call,
+ * unless delivery is paused: the caller may have made CQ room since the
+ * kernel looked (see kmsgr_cq_check_paused()).
+ */
+static int kmsgr_submit_nowait(struct kmsgr *k)
+{
+	unsigned int pending = kmsgr_sq_pending(k);
+
+	if (pending)
+		return kmsgr_enter_nowait(k, pending);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (load_acquire(k->cq.kflags) & KMSGR_RING_F_CQ_PAUSED)
+		return kmsgr_enter_nowait(k, 0);
+	return 0;
+}
+
+/* A hint to the CPU that this is a spin-wait loop. */
+static inline void kmsgr_cpu_relax(void)
+{
+#if defined(__x86_64__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* Looks at the CQ tail between two looks at the clock. */
+#define KMSGR_SPIN_LOOKS	32
+
+/*
+ * Busy-poll: watch the CQ tail until @want CQEs are ready (true) or @ns
+ * passed (false, *@spun set to the time spent).
+ */
+static bool kmsgr_spin(struct kmsgr *k, unsigned int want, __u64 ns,
+		       __u64 *spun)
+{
+	__u64 start = kmsgr_now_ns();
+	unsigned int i;
+
+	for (;;) {
+		for (i = 0; i < KMSGR_SPIN_LOOKS; i++) {
+			if (kmsgr_cq_ready(k) >= want)
+				return true;
+			kmsgr_cpu_relax();
+		}
+		*spun = kmsgr_now_ns() - start;
+		if (*spun >= ns)
+			return kmsgr_cq_ready(k) >= want;
+	}
+}
+
+int kmsgr_set_busy_poll(struct kmsgr *k, unsigned int usec)
+{
+	if (!k || usec > KMSGR_BUSY_POLL_MAX_US)
+		return -EINVAL;
+	k->busy_poll_ns = (__u64)usec * 1000;
+	return 0;
+}
+
+int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns)
+{
+	struct kmsgr_enter enter;
+	unsigned int want;
+	__u64 spin, spun;
+	int ret, done = 0;
 
 	if (!k->sq)
 		return -EINVAL;
 
 	/* Make the SQE contents visible before the new tail. */
 	store_release(k->sq_ktail, k->sq_tail);
+	if (!wait_nr)
+		return kmsgr_submit_nowait(k);
 
-	memset(&enter, 0, sizeof(enter));
-	enter.to_submit = k->sq_tail - load_acquire(k->sq_khead);
-	if (wait_nr) {
-		enter.min_complete = wait_nr;
-		enter.flags = KMSGR_ENTER_F_GETEVENTS;
-		enter.timeout_ns = timeout_ns;
-	}
-	if (!enter.to_submit && !wait_nr)
+	/* ENTER waits for at most a full CQ; nothing to do: no ENTER */
+	want = wait_nr < k->cq.entries ? wait_nr : k->cq.entries;
+	if (!kmsgr_sq_pending(k) && kmsgr_cq_ready(k) >= want)
 		return 0;
 
+	if (k->busy_poll_ns) {
+		ret = kmsgr_submit_nowait(k);
+		if (ret < 0)
+			return ret;
+		done = ret;
+		spin = k->busy_poll_ns;
+		if (timeout_ns && timeout_ns < spin)
+			spin = timeout_ns;
+		if (kmsgr_spin(k, want, spin, &spun))
+			return done;
+		if (timeout_ns) {
+			if (spun >= timeout_ns)
+				return done ? done : -ETIME;
+			timeout_ns -= spun;
+		}
+	}
+
+	memset(&enter, 0, sizeof(enter));
+	enter.to_submit = kmsgr_sq_pending(k);
+	enter.min_complete = wait_nr;
+	enter.flags = KMSGR_ENTER_F_GETEVENTS;
+	enter.timeout_ns = timeout_ns;
 	ret = kmsgr_ioctl(k->fd, KMSGR_IOC_ENTER, &enter);
 	if (ret == -ETIMEDOUT)
 		ret = -ETIME;
-	/* no room for their completions yet: none consumed, not an error */
-	if (ret == -EBUSY && !wait_nr)
-		return 0;
-	if (ret)
+	/* as the kernel does: what was consumed counts more than the wait */
+	if (ret && !done)
 		return ret;
-	return (int)enter.submitted;
-}
-
-unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
-				  unsigned int max)
-{
-	__u32 head, n, i;
-
-	if (!k->cq || !max)
-		return 0;
-	head = *k->cq_khead;	/* ours: only we write it */
-	n = load_acquire(k->cq_ktail) - head;
-	if (n > k->cq->entries)	/* a kernel bug, not a reason to overrun */
-		n = k->cq->entries;
-	if (n > max)
-		n = max;
-	for (i = 0; i < n; i++)
-		cqes[i] = &k->cqes[(head + i) & k->cq->mask];
-	if (!n)
-		kmsgr_peek_cqe(k);	/* resumes delivery if it was paused */
-	return n;
-}
-
-void kmsgr_cq_advance(struct kmsgr *k, unsigned int n)
-{
-	store_release(k->cq_khead, *k->cq_khead + n);
-}
-
-struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k)
-{
-	__u32 head, tail;
-
-	if (!k->cq)
-		return NULL;
-	head = *k->cq_khead;	/* ours: only we write it */
-	tail = load_acquire(k->cq_ktail);
-	if (head != tail)
-		return &k->cqes[head & k->cq->mask];
-	/*
-	 * Empty.  If the kernel paused delivery for want of room we have
-	 * made since, tell it now (the flag is read after our head stores:
-	 * the kernel sets it, then reads our head again).
-	 */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (load_acquire(&k->cq->flags) & KMSGR_RING_F_CQ_PAUSED)
-		(void)kmsgr_submit(k, 0, 0);
-	return NULL;
-}
-
-void kmsgr_cqe_seen(struct kmsgr *k)
-{
-	store_release(k->cq_khead, *k->cq_khead + 1);
+	return done + (ret ? 0 : (int)enter.submitted);
 }
 
 int kmsgr_wait_cqe(struct kmsgr *k, struct kmsgr_cqe **cqe, __u64 timeout_ns)
@@ -419,7 +494,7 @@ int kmsgr_wait_cqe(struct kmsgr *k, struct kmsgr_cqe **cqe, __u64 timeout_ns)
 	__u64 deadline = 0, now, left = 0;
 	int ret;
 
-	if (!k->cq)
+	if (!k->sq)
 		return -EINVAL;
 	if (timeout_ns)
 		deadline = kmsgr_now_ns() + timeout_ns;

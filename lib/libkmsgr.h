@@ -20,6 +20,8 @@
 #ifndef LIBKMSGR_H
 #define LIBKMSGR_H
 
+#include <stddef.h>
+
 #include <linux/kmsgr.h>
 
 #ifdef __cplusplus
@@ -173,6 +175,15 @@ unsigned int kmsgr_sq_pending(const struct kmsgr *k);
  * with to_submit = every unconsumed SQE and, when @wait_nr is non-zero,
  * KMSGR_ENTER_F_GETEVENTS, min_complete = @wait_nr and @timeout_ns.
  *
+ * No system call is made when there is nothing to do: with no SQE to
+ * submit and @wait_nr 0, or with @wait_nr CQEs (at most the CQ size, as
+ * the kernel counts) already ready, it returns 0 at once; in the first
+ * case it still checks KMSGR_RING_F_CQ_PAUSED as kmsgr_cq_check_paused()
+ * does, and enters the kernel when it is set.  With busy-poll on
+ * (kmsgr_set_busy_poll()) a wait first submits without waiting, then
+ * spins on the CQ tail for up to the busy-poll time (and @timeout_ns),
+ * and enters the kernel to sleep only if the CQEs are still missing.
+ *
  * Return: the number of SQEs consumed (>= 0; may be fewer than prepared,
  * or 0, when the instance has no room for more completions in flight:
  * reap CQEs, then submit again), or a negative errno: -ETIME when the
@@ -181,17 +192,263 @@ unsigned int kmsgr_sq_pending(const struct kmsgr *k);
 int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns);
 
 /**
+ * kmsgr_cq_resume() - tell the kernel that there is room in the CQ again
+ * @k: handle after kmsgr_setup()
+ *
+ * The slow path of the completion helpers below: one KMSGR_IOC_ENTER that
+ * submits the pending SQEs (if any) and waits for nothing.  It resumes
+ * delivery the kernel paused for want of CQ room (KMSGR_RING_F_CQ_PAUSED),
+ * see kmsgr_cq_check_paused().
+ *
+ * Return: the number of SQEs consumed (>= 0), or a negative errno:
+ * -EINVAL before kmsgr_setup().
+ */
+int kmsgr_cq_resume(struct kmsgr *k);
+
+/*
+ * Completion helpers
+ *
+ * Reaping completions needs no system call, so the helpers that do it are
+ * inline functions on struct kmsgr_cq, the public head of a struct kmsgr.
+ * An application built against this header uses them inline; libkmsgr
+ * compiles the ones that older releases exported (kmsgr_peek_cqe(),
+ * kmsgr_cqe_seen(), kmsgr_peek_batch_cqe(), kmsgr_cq_advance()) once more
+ * as ordinary functions, so programs built before keep working.
+ *
+ * The KMSGR_RING_F_CQ_PAUSED rule of <linux/kmsgr.h> (after making room:
+ * a full barrier, read the flag, ENTER when it is set) is kept by
+ * kmsgr_cq_check_paused().  kmsgr_peek_cqe() and kmsgr_peek_batch_cqe()
+ * call it whenever they find the CQ empty, kmsgr_submit() does the same
+ * check when it has nothing to submit and no CQE to wait for (and before
+ * a busy-poll), kmsgr_wait_cqe() through both; any ENTER, and poll(2) on
+ * kmsgr_fd(), resumes delivery by itself.  Only a loop that reaps with
+ * kmsgr_for_each_cqe() or kmsgr_cq_ready() and calls none of those must
+ * call kmsgr_cq_check_paused() itself after kmsgr_cq_advance().
+ */
+
+/**
+ * struct kmsgr_cq - the completion ring, as the inline helpers see it
+ * @khead:   the CQ head counter; the application's, only it writes it
+ * @ktail:   the CQ tail counter; the kernel's, read with acquire semantics
+ * @kflags:  the CQ ring's flags word (KMSGR_RING_F_CQ_PAUSED)
+ * @mask:    @entries - 1
+ * @entries: CQ size; 0 before kmsgr_setup()
+ * @cqes:    entry 0 of the CQ
+ *
+ * Every struct kmsgr begins with one; kmsgr_cq() returns it.  This is part
+ * of libkmsgr's ABI: fields are only ever added at the end.  The counters
+ * are wherever the module put them (struct kmsgr_ring, head_off and
+ * tail_off); before kmsgr_setup() they point at a zero word in the handle,
+ * so the helpers see an empty ring.  Everything here stays valid until
+ * kmsgr_close().
+ */
+struct kmsgr_cq {
+	__u32 *khead;
+	__u32 *ktail;
+	__u32 *kflags;
+	__u32 mask;
+	__u32 entries;
+	struct kmsgr_cqe *cqes;
+};
+
+/**
+ * kmsgr_cq() - the completion ring of an instance
+ * @k: handle from kmsgr_open()
+ *
+ * Return: the struct kmsgr_cq that starts @k, valid until kmsgr_close().
+ */
+static inline struct kmsgr_cq *kmsgr_cq(struct kmsgr *k)
+{
+	return (struct kmsgr_cq *)(void *)k;
+}
+
+/**
+ * kmsgr_cq_ready() - number of completions ready to be reaped
+ * @k: handle
+ *
+ * One acquire load of the CQ tail: the entries it counts may be read at
+ * once.  No system call, and no KMSGR_RING_F_CQ_PAUSED check.
+ *
+ * Return: the count (0 before kmsgr_setup()).
+ */
+static inline unsigned int kmsgr_cq_ready(struct kmsgr *k)
+{
+	const struct kmsgr_cq *cq = kmsgr_cq(k);
+
+	return __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE) - *cq->khead;
+}
+
+/**
+ * kmsgr_cq_check_paused() - resume delivery if the kernel paused it
+ * @k: handle
+ *
+ * Call after giving CQ slots back (kmsgr_cq_advance()) when nothing else
+ * will enter the kernel: issues a full barrier (our head stores before the
+ * flag load; the kernel sets the flag before it reads the head again),
+ * reads KMSGR_RING_F_CQ_PAUSED and, only when it is set, calls
+ * kmsgr_cq_resume().
+ */
+static inline void kmsgr_cq_check_paused(struct kmsgr *k)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(kmsgr_cq(k)->kflags, __ATOMIC_ACQUIRE) &
+	    KMSGR_RING_F_CQ_PAUSED)
+		(void)kmsgr_cq_resume(k);
+}
+
+/**
+ * kmsgr_cq_entry() - the completion at a position of the CQ, if posted
+ * @k:   handle
+ * @pos: a CQ counter value, from the head (*kmsgr_cq(@k)->khead) on
+ *
+ * One acquire load of the CQ tail.
+ *
+ * Return: the entry at @pos, or NULL when @pos is the tail (not posted).
+ */
+static inline struct kmsgr_cqe *kmsgr_cq_entry(struct kmsgr *k, __u32 pos)
+{
+	const struct kmsgr_cq *cq = kmsgr_cq(k);
+
+	if (pos == __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE))
+		return NULL;
+	return &cq->cqes[pos & cq->mask];
+}
+
+/**
+ * struct kmsgr_cq_iter - state of a kmsgr_for_each_cqe() loop
+ * @handle: the handle, evaluated once
+ * @pos:    the caller's position variable
+ */
+struct kmsgr_cq_iter {
+	struct kmsgr *handle;
+	__u32 *pos;
+};
+
+/**
+ * kmsgr_cq_iter_start() - begin a kmsgr_for_each_cqe() loop
+ * @k:   handle
+ * @pos: the position variable; set to the CQ head
+ *
+ * Return: the loop's state.
+ */
+static inline struct kmsgr_cq_iter
+kmsgr_cq_iter_start(struct kmsgr *k, __u32 *pos)
+{
+	struct kmsgr_cq_iter it = { k, pos };
+
+	*pos = *kmsgr_cq(k)->khead;
+	return it;
+}
+
+/**
+ * kmsgr_for_each_cqe() - iterate over the completions ready in the CQ
+ * @k:    handle (evaluated once)
+ * @head: a __u32 (unsigned int) variable: in the body, the CQ position of
+ *        @cqe; after the loop, the tail it stopped at
+ * @cqe:  a struct kmsgr_cqe pointer, the entry visited
+ *
+ * Visits the entries from the CQ head to the tail, oldest first, without
+ * consuming them (no system call); follow it with kmsgr_cq_advance() by
+ * the number visited.  Entries posted while the loop runs are visited
+ * too.  It does not look at KMSGR_RING_F_CQ_PAUSED (see "Completion
+ * helpers" above).
+ */
+#define kmsgr_for_each_cqe(k, head, cqe)				\
+	for (struct kmsgr_cq_iter kmsgr_cq_it_ =			\
+		kmsgr_cq_iter_start((k), &(head));			\
+	     ((cqe) = kmsgr_cq_entry(kmsgr_cq_it_.handle,		\
+				     *kmsgr_cq_it_.pos)) != NULL;	\
+	     (*kmsgr_cq_it_.pos)++)
+
+/*
+ * The helpers that releases 0.2 and 0.3 exported are inline here, and
+ * ordinary (exported) functions in libkmsgr itself, which defines
+ * LIBKMSGR_BUILD.
+ */
+
+/**
+ * kmsgr_peek_batch_cqe() - the unconsumed completions, up to @max at once
+ * @k:    handle
+ * @cqes: out: pointers to the entries, oldest first
+ * @max:  room in @cqes
+ *
+ * One acquire load of the CQ tail for the whole batch, no system call
+ * while there is something to reap.  The entries stay valid until
+ * kmsgr_cq_advance() consumes them.  When the CQ is empty it calls
+ * kmsgr_cq_check_paused(), which resumes paused delivery.
+ *
+ * Return: the number of entries in @cqes, 0 when the CQ is empty (or
+ * @max is 0).
+ */
+#ifndef LIBKMSGR_BUILD
+static inline
+#endif
+unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
+				  unsigned int max)
+{
+	const struct kmsgr_cq *cq = kmsgr_cq(k);
+	__u32 head = *cq->khead;
+	unsigned int n, i;
+
+	if (!max)
+		return 0;
+	n = __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE) - head;
+	if (n > cq->entries)	/* a kernel bug, not a reason to overrun */
+		n = cq->entries;
+	if (n > max)
+		n = max;
+	for (i = 0; i < n; i++)
+		cqes[i] = &cq->cqes[(head + i) & cq->mask];
+	if (!n)
+		kmsgr_cq_check_paused(k);
+	return n;
+}
+
+/**
+ * kmsgr_cq_advance() - consume the @n oldest completions at once
+ * @k: handle
+ * @n: at most what kmsgr_peek_batch_cqe() returned, kmsgr_for_each_cqe()
+ *     visited or kmsgr_cq_ready() counted
+ *
+ * One release store of the CQ head, giving the slots back to the kernel
+ * (kmsgr_cqe_seen() is @n = 1).  Receive-pool slices of RECV entries stay
+ * the application's until it submits a KMSGR_OP_RELEASE for them.
+ */
+#ifndef LIBKMSGR_BUILD
+static inline
+#endif
+void kmsgr_cq_advance(struct kmsgr *k, unsigned int n)
+{
+	const struct kmsgr_cq *cq = kmsgr_cq(k);
+
+	__atomic_store_n(cq->khead, *cq->khead + n, __ATOMIC_RELEASE);
+}
+
+/**
  * kmsgr_peek_cqe() - oldest unconsumed completion
  * @k: handle
  *
  * Loads the CQ tail with acquire semantics.  The entry stays valid until
  * kmsgr_cqe_seen(); copy it if it must outlive that.  When the CQ is empty
- * and the kernel marked delivery paused (KMSGR_RING_F_CQ_PAUSED), it also
- * submits (KMSGR_IOC_ENTER), which resumes delivery at once.
+ * it calls kmsgr_cq_check_paused(): if the kernel marked delivery paused
+ * (KMSGR_RING_F_CQ_PAUSED), that submits (KMSGR_IOC_ENTER), which resumes
+ * delivery at once.
  *
  * Return: the entry, or NULL when the CQ is empty (or not set up).
  */
-struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k);
+#ifndef LIBKMSGR_BUILD
+static inline
+#endif
+struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k)
+{
+	const struct kmsgr_cq *cq = kmsgr_cq(k);
+	__u32 head = *cq->khead;
+
+	if (head != __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE))
+		return &cq->cqes[head & cq->mask];
+	kmsgr_cq_check_paused(k);
+	return NULL;
+}
 
 /**
  * kmsgr_cqe_seen() - consume the entry returned by kmsgr_peek_cqe()
@@ -201,31 +458,36 @@ struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k);
  * the kernel.  Receive-pool slices of a RECV entry stay the application's
  * until it submits a KMSGR_OP_RELEASE for them.
  */
-void kmsgr_cqe_seen(struct kmsgr *k);
+#ifndef LIBKMSGR_BUILD
+static inline
+#endif
+void kmsgr_cqe_seen(struct kmsgr *k)
+{
+	kmsgr_cq_advance(k, 1);
+}
+
+/* Upper bound of kmsgr_set_busy_poll(), microseconds. */
+#define KMSGR_BUSY_POLL_MAX_US	10000U
 
 /**
- * kmsgr_peek_batch_cqe() - the unconsumed completions, up to @max at once
- * @k:    handle
- * @cqes: out: pointers to the entries, oldest first
- * @max:  room in @cqes
+ * kmsgr_set_busy_poll() - spin for completions before sleeping
+ * @k:    handle from kmsgr_open()
+ * @usec: how long to spin, microseconds; 0 turns it off (the default)
  *
- * One acquire load of the CQ tail for the whole batch, no system call.
- * The entries stay valid until kmsgr_cq_advance() consumes them.  An empty
- * CQ is handled as kmsgr_peek_cqe() does (paused delivery is resumed).
+ * With busy-poll on, a kmsgr_submit() with @wait_nr > 0, and so every
+ * kmsgr_wait_cqe() that finds nothing ready, first submits the pending
+ * SQEs without waiting, then watches the CQ tail from user space (with
+ * a CPU relax hint between looks) for up to @usec, and only then enters
+ * the kernel to sleep for what is still missing.  A reply that comes
+ * within @usec is then reaped without a sleep and a wake-up (two context
+ * switches, and the scheduler's latency).  The price is a CPU kept busy
+ * for up to @usec per wait: worth it for request-reply traffic with short
+ * round trips on a machine with CPUs to spare, not for a thread that
+ * mostly waits long.  A wait timeout shorter than @usec bounds the spin.
  *
- * Return: the number of entries in @cqes, 0 when the CQ is empty.
+ * Return: 0, or -EINVAL when @usec is above KMSGR_BUSY_POLL_MAX_US.
  */
-unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
-				  unsigned int max);
-
-/**
- * kmsgr_cq_advance() - consume the @n oldest completions at once
- * @k: handle
- * @n: at most what kmsgr_peek_batch_cqe() returned
- *
- * One release store of the CQ head (kmsgr_cqe_seen() is @n = 1).
- */
-void kmsgr_cq_advance(struct kmsgr *k, unsigned int n);
+int kmsgr_set_busy_poll(struct kmsgr *k, unsigned int usec);
 
 /**
  * kmsgr_wait_cqe() - wait for a completion
@@ -236,7 +498,9 @@ void kmsgr_cq_advance(struct kmsgr *k, unsigned int n);
  * Submits pending SQEs too, so that a RELEASE or SEND prepared before the
  * wait reaches the kernel.  When a completion is ready it is returned,
  * whatever that submission said; SQEs the kernel could not take yet stay
- * pending for the next call.
+ * pending for the next call.  A completion already in the CQ costs no
+ * system call; to wait, it uses kmsgr_submit() with @wait_nr 1, so
+ * busy-poll (kmsgr_set_busy_poll()) applies.
  *
  * Return: 0 with *@cqe set, -ETIME when @timeout_ns passed, -EINTR on a
  * signal, or another negative errno from KMSGR_IOC_ENTER (only when no

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * test_lib - host-only tests of libkmsgr's pure helpers: address parsing
- * and formatting, Ceph key and keyring decoding, reason and event names.
+ * and formatting, Ceph key and keyring decoding, reason and event names;
+ * and of its ring logic (completion helpers, when kmsgr_submit() enters
+ * the kernel, busy-poll, the exported symbols) against a fake device.
  * No device needed.  Output is TAP; exit status 0 when every test passed.
  *
  *   make -C lib check
@@ -9,11 +11,19 @@
  * Copyright (C) 2025 The kmsgr authors
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libkmsgr.h"
@@ -202,12 +212,489 @@ static void test_names(void)
 	   "strerror %s", "ETIME");
 }
 
+/* ---- a fake device for the ring logic ----------------------------------- */
+
+/*
+ * test_lib links libkmsgr.a, so the ioctl() and mmap() below stand in for
+ * the C library's in kmsgr.o (the C library's own calls do not come here).
+ * kmsgr_open("/dev/null") then meets a "module" that answers INFO and
+ * SETUP, maps its rings in anonymous memory (with the counters on lines
+ * of their own, KMSGR_SETUP_F_RING_LINES) and counts every ENTER.  Its
+ * ENTER consumes SQEs (a NOP completes at once, as in the module), clears
+ * KMSGR_RING_F_CQ_PAUSED, and fails a wait with ETIME instead of sleeping
+ * when it has consumed nothing and too few CQEs are ready.
+ */
+#define FAKE_HEAD_OFF		64
+#define FAKE_TAIL_OFF		128
+#define FAKE_ENTRIES_OFF	192
+/* where the CQ counters start: four entries before they wrap around */
+#define FAKE_CQ_START		0xfffffffcU
+
+static struct {
+	int fd;				/* the instance's descriptor */
+	struct kmsgr_setup setup;	/* what SETUP granted */
+	struct kmsgr_ring *sq, *cq;
+	__u32 *sq_head, *sq_tail, *cq_head, *cq_tail;
+	struct kmsgr_sqe *sqes;
+	struct kmsgr_cqe *cqes;
+	unsigned int enters;		/* ENTER calls */
+	unsigned int waits;		/* ... with KMSGR_ENTER_F_GETEVENTS */
+	struct kmsgr_enter last;	/* the last ENTER's argument */
+} fake = { .fd = -1 };
+
+static __u32 pow2(__u32 n)
+{
+	__u32 p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* Post a CQE as the kernel does: entry first, then the tail (release). */
+static int fake_post(__u8 kind, __u64 user_data)
+{
+	__u32 tail = *fake.cq_tail;
+	struct kmsgr_cqe *c;
+
+	if (tail - __atomic_load_n(fake.cq_head, __ATOMIC_ACQUIRE) >=
+	    fake.cq->entries)
+		return -ENOSPC;
+	c = &fake.cqes[tail & fake.cq->mask];
+	memset(c, 0, sizeof(*c));
+	c->kind = kind;
+	c->user_data = user_data;
+	__atomic_store_n(fake.cq_tail, tail + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int fake_enter(struct kmsgr_enter *e)
+{
+	__u32 head = *fake.sq_head, n = 0, ready, want;
+	struct kmsgr_sqe *sqe;
+
+	fake.enters++;
+	if (e->flags & KMSGR_ENTER_F_GETEVENTS)
+		fake.waits++;
+	fake.last = *e;
+	while (n < e->to_submit &&
+	       head != __atomic_load_n(fake.sq_tail, __ATOMIC_ACQUIRE)) {
+		sqe = &fake.sqes[head & fake.sq->mask];
+		if (sqe->opcode == KMSGR_OP_NOP &&
+		    fake_post(KMSGR_CQE_OP, sqe->user_data))
+			break;
+		head++;
+		n++;
+	}
+	__atomic_store_n(fake.sq_head, head, __ATOMIC_RELEASE);
+	fake.cq->flags = 0;		/* room or not: resumed */
+	e->submitted = n;
+
+	ready = *fake.cq_tail - *fake.cq_head;
+	want = e->min_complete < fake.cq->entries ? e->min_complete :
+	       fake.cq->entries;
+	if (e->flags & KMSGR_ENTER_F_GETEVENTS && ready < want && !n) {
+		errno = ETIME;
+		return -1;
+	}
+	return (int)n;
+}
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	struct kmsgr_setup *su;
+	struct kmsgr_info *info;
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (_IOC_TYPE(req) != KMSGR_IOC_MAGIC)
+		return (int)syscall(SYS_ioctl, fd, req, arg);
+
+	switch (req) {
+	case KMSGR_IOC_INFO:
+		info = arg;
+		info->abi_version = KMSGR_ABI_VERSION;
+		info->features = KMSGR_FEAT_INFO | KMSGR_FEAT_RINGS |
+				 KMSGR_FEAT_RING_LINES;
+		fake.fd = fd;
+		return 0;
+	case KMSGR_IOC_SETUP:
+		su = arg;
+		if (fd != fake.fd || su->flags != KMSGR_SETUP_F_RING_LINES)
+			break;
+		su->sq_entries = pow2(su->sq_entries);
+		su->cq_entries = su->cq_entries ? pow2(su->cq_entries) :
+				 2 * su->sq_entries;
+		su->sq_ring_size = FAKE_ENTRIES_OFF +
+				   su->sq_entries * sizeof(struct kmsgr_sqe);
+		su->cq_ring_size = FAKE_ENTRIES_OFF +
+				   su->cq_entries * sizeof(struct kmsgr_cqe);
+		fake.setup = *su;
+		return 0;
+	case KMSGR_IOC_ENTER:
+		if (fd == fake.fd && fake.cq)
+			return fake_enter(arg);
+		break;
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+/* A ring head of @entries at @r, counters at @start. */
+static void fake_ring(struct kmsgr_ring *r, __u32 entries, __u32 start)
+{
+	r->entries = entries;
+	r->mask = entries - 1;
+	r->entries_off = FAKE_ENTRIES_OFF;
+	r->head_off = FAKE_HEAD_OFF;
+	r->tail_off = FAKE_TAIL_OFF;
+	*(__u32 *)((char *)r + FAKE_HEAD_OFF) = start;
+	*(__u32 *)((char *)r + FAKE_TAIL_OFF) = start;
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	long ret;
+	char *p;
+
+	if (fd != fake.fd)
+		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd,
+				       off);
+	ret = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ret == -1)
+		return MAP_FAILED;
+	p = (char *)ret;
+	if (off == (off_t)KMSGR_OFF_SQ_RING) {
+		fake.sq = (struct kmsgr_ring *)p;
+		fake_ring(fake.sq, fake.setup.sq_entries, 0);
+		fake.sq_head = (__u32 *)(p + FAKE_HEAD_OFF);
+		fake.sq_tail = (__u32 *)(p + FAKE_TAIL_OFF);
+		fake.sqes = (struct kmsgr_sqe *)(p + FAKE_ENTRIES_OFF);
+	} else if (off == (off_t)KMSGR_OFF_CQ_RING) {
+		fake.cq = (struct kmsgr_ring *)p;
+		fake_ring(fake.cq, fake.setup.cq_entries, FAKE_CQ_START);
+		fake.cq_head = (__u32 *)(p + FAKE_HEAD_OFF);
+		fake.cq_tail = (__u32 *)(p + FAKE_TAIL_OFF);
+		fake.cqes = (struct kmsgr_cqe *)(p + FAKE_ENTRIES_OFF);
+	}
+	return p;
+}
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
+/* Reap every CQE (no ENTER expected). */
+static void fake_drain(struct kmsgr *k)
+{
+	kmsgr_cq_advance(k, kmsgr_cq_ready(k));
+}
+
+/* Open the fake instance; SETUP it unless @setup is 0. */
+static struct kmsgr *fake_open(int setup)
+{
+	struct kmsgr_setup su = { .sq_entries = 8, .cq_entries = 16,
+				  .buf_size = 1 << 20,
+				  .rx_pool_size = 512 << 10 };
+	struct kmsgr *k;
+
+	memset(&fake, 0, sizeof(fake));
+	fake.fd = -1;
+	if (kmsgr_open("/dev/null", &k)) {
+		printf("Bail out! kmsgr_open of the fake device failed\n");
+		exit(1);
+	}
+	if (setup && kmsgr_setup(k, &su)) {
+		printf("Bail out! kmsgr_setup of the fake device failed\n");
+		exit(1);
+	}
+	return k;
+}
+
+static void test_busy_poll_args(void)
+{
+	struct kmsgr *k = fake_open(0);
+
+	ok(kmsgr_set_busy_poll(NULL, 10) == -EINVAL, "busy_poll: %s",
+	   "NULL handle refused");
+	ok(kmsgr_set_busy_poll(k, KMSGR_BUSY_POLL_MAX_US + 1) == -EINVAL,
+	   "busy_poll: %s", "10001 us refused");
+	ok(kmsgr_set_busy_poll(k, UINT_MAX) == -EINVAL, "busy_poll: %s",
+	   "UINT_MAX refused");
+	ok(!kmsgr_set_busy_poll(k, KMSGR_BUSY_POLL_MAX_US), "busy_poll: %s",
+	   "10000 us taken");
+	ok(!kmsgr_set_busy_poll(k, 0), "busy_poll: %s", "0 (off) taken");
+	kmsgr_close(k);
+}
+
+static void test_cq_before_setup(void)
+{
+	struct kmsgr *k = fake_open(0);
+	struct kmsgr_cqe *c, *batch[4];
+	unsigned int n = 0;
+	__u32 head;
+
+	kmsgr_for_each_cqe(k, head, c)
+		n++;
+	ok(!kmsgr_cq_ready(k) && !kmsgr_peek_cqe(k) && !n &&
+	   !kmsgr_peek_batch_cqe(k, batch, 4) && !kmsgr_cq(k)->entries,
+	   "cq helpers: %s", "empty ring before setup");
+	ok(kmsgr_submit(k, 1, 0) == -EINVAL && kmsgr_cq_resume(k) == -EINVAL &&
+	   kmsgr_wait_cqe(k, &c, 1) == -EINVAL && !fake.enters,
+	   "cq helpers: %s", "-EINVAL before setup, no ENTER");
+	kmsgr_close(k);
+}
+
+static void test_cq_helpers(void)
+{
+	struct kmsgr *k = fake_open(1);
+	struct kmsgr_cq *cq = kmsgr_cq(k);
+	struct kmsgr_cqe *c, *batch[8];
+	unsigned int i, n, good;
+	__u32 head;
+
+	ok(cq->entries == 16 && cq->mask == 15 &&
+	   (char *)cq->khead == (char *)fake.cq + FAKE_HEAD_OFF &&
+	   (char *)cq->ktail == (char *)fake.cq + FAKE_TAIL_OFF &&
+	   cq->kflags == &fake.cq->flags &&
+	   (char *)cq->cqes == (char *)fake.cq + FAKE_ENTRIES_OFF,
+	   "cq helpers: %s", "struct kmsgr_cq follows head_off/tail_off");
+
+	/* five entries whose counters wrap around 2^32 */
+	for (i = 1; i <= 5; i++)
+		fake_post(KMSGR_CQE_OP, i);
+	ok(kmsgr_cq_ready(k) == 5, "cq helpers: %s", "ready 5");
+
+	n = kmsgr_peek_batch_cqe(k, batch, 3);
+	good = n == 3;
+	for (i = 0; i < n; i++)
+		good &= batch[i]->user_data == i + 1;
+	ok(good, "cq helpers: %s", "peek_batch 3 of 5, in order");
+
+	n = 0;
+	good = 1;
+	kmsgr_for_each_cqe(k, head, c) {
+		good &= c->user_data == n + 1 &&
+			c == &cq->cqes[head & cq->mask];
+		n++;
+	}
+	ok(good && n == 5 && head == *fake.cq_tail && kmsgr_cq_ready(k) == 5,
+	   "cq helpers: %s", "for_each visits 5 in order, consumes none");
+
+	kmsgr_cq_advance(k, 2);
+	c = kmsgr_peek_cqe(k);
+	ok(kmsgr_cq_ready(k) == 3 && c && c->user_data == 3,
+	   "cq helpers: %s", "advance 2, peek the third");
+	kmsgr_cqe_seen(k);
+	n = kmsgr_peek_batch_cqe(k, batch, 8);
+	ok(n == 2 && batch[0]->user_data == 4 && batch[1]->user_data == 5,
+	   "cq helpers: %s", "seen, then peek_batch the last 2");
+	kmsgr_cq_advance(k, n);
+	ok(!kmsgr_cq_ready(k) && !kmsgr_peek_cqe(k) &&
+	   !kmsgr_peek_batch_cqe(k, batch, 8) &&
+	   *fake.cq_head == FAKE_CQ_START + 5 && !fake.enters,
+	   "cq helpers: %s", "empty again, head past the wrap, no ENTER");
+	kmsgr_close(k);
+}
+
+/* The KMSGR_RING_F_CQ_PAUSED rule: an ENTER exactly when the flag is set. */
+static void test_cq_paused(void)
+{
+	struct kmsgr *k = fake_open(1);
+	struct kmsgr_cqe *c, *batch[4];
+	unsigned int n = 0;
+	__u32 head;
+
+	ok(!kmsgr_peek_cqe(k) && !kmsgr_submit(k, 0, 0) && !fake.enters,
+	   "paused: %s", "not paused: empty peek and submit make no ENTER");
+	fake.cq->flags = KMSGR_RING_F_CQ_PAUSED;
+	ok(!kmsgr_peek_cqe(k) && fake.enters == 1 &&
+	   !fake.last.to_submit && !fake.last.flags && !fake.cq->flags,
+	   "paused: %s", "empty peek_cqe enters (to_submit 0, no wait)");
+	fake.cq->flags = KMSGR_RING_F_CQ_PAUSED;
+	ok(!kmsgr_peek_batch_cqe(k, batch, 4) && fake.enters == 2,
+	   "paused: %s", "empty peek_batch_cqe enters");
+	fake.cq->flags = KMSGR_RING_F_CQ_PAUSED;
+	ok(!kmsgr_submit(k, 0, 0) && fake.enters == 3, "paused: %s",
+	   "submit with nothing pending enters");
+	fake.cq->flags = KMSGR_RING_F_CQ_PAUSED;
+	kmsgr_for_each_cqe(k, head, c)
+		n++;
+	ok(!n && fake.enters == 3, "paused: %s",
+	   "for_each alone does not enter");
+	kmsgr_cq_check_paused(k);
+	ok(fake.enters == 4 && !fake.cq->flags, "paused: %s",
+	   "check_paused enters");
+	kmsgr_cq_check_paused(k);
+	ok(fake.enters == 4, "paused: %s", "check_paused, not paused: none");
+	kmsgr_close(k);
+}
+
+/* kmsgr_submit() and kmsgr_wait_cqe() enter only when they must. */
+static void test_submit_no_syscall(void)
+{
+	struct kmsgr *k = fake_open(1);
+	struct kmsgr_cqe *c;
+	unsigned int i;
+
+	for (i = 1; i <= 3; i++)
+		fake_post(KMSGR_CQE_OP, i);
+	ok(!kmsgr_submit(k, 3, 0) && !kmsgr_submit(k, 1, 1000) &&
+	   !fake.enters, "no syscall: %s", "submit(3) with 3 ready");
+	ok(!kmsgr_wait_cqe(k, &c, 0) && c->user_data == 1 && !fake.enters,
+	   "no syscall: %s", "wait_cqe with 3 ready");
+	ok(kmsgr_submit(k, 4, 1000) == -ETIME && fake.enters == 1 &&
+	   fake.waits == 1 && fake.last.min_complete == 4,
+	   "no syscall: %s", "submit(4) with 3 ready waits in ENTER");
+
+	/* the kernel waits for at most a full CQ: so does the check */
+	for (i = 4; i <= 16; i++)
+		fake_post(KMSGR_CQE_OP, i);
+	ok(!kmsgr_submit(k, 100, 0) && fake.enters == 1, "no syscall: %s",
+	   "submit(100) with the 16-entry CQ full");
+	fake_drain(k);
+
+	/* something to submit: always an ENTER */
+	fake_post(KMSGR_CQE_OP, 1);
+	kmsgr_prep_nop(kmsgr_get_sqe(k), 42);
+	ok(kmsgr_submit(k, 1, 0) == 1 && fake.enters == 2 &&
+	   fake.last.to_submit == 1 && !kmsgr_sq_pending(k),
+	   "no syscall: %s", "submit(1) with an SQE pending enters");
+	ok(kmsgr_cq_ready(k) == 2, "no syscall: %s", "the NOP completed");
+	fake_drain(k);
+	kmsgr_close(k);
+}
+
+static void test_busy_poll(void)
+{
+	struct kmsgr *k = fake_open(1);
+	struct kmsgr_cqe *c;
+	__u64 t0, dt;
+	int ret;
+
+	/* off: one ENTER that submits and waits */
+	kmsgr_prep_nop(kmsgr_get_sqe(k), 1);
+	ok(kmsgr_submit(k, 1, 0) == 1 && fake.enters == 1 && fake.waits == 1,
+	   "busy_poll: %s", "off: submit(1) is one waiting ENTER");
+	fake_drain(k);
+
+	/* on: submit without waiting, the spin sees the NOP's CQE */
+	kmsgr_set_busy_poll(k, 1000);
+	kmsgr_prep_nop(kmsgr_get_sqe(k), 2);
+	ok(kmsgr_submit(k, 1, 0) == 1 && fake.enters == 2 && fake.waits == 1 &&
+	   !(fake.last.flags & KMSGR_ENTER_F_GETEVENTS) && kmsgr_cq_ready(k),
+	   "busy_poll: %s", "on: submit(1) submits, spins, does not sleep");
+	fake_drain(k);
+	kmsgr_prep_nop(kmsgr_get_sqe(k), 3);
+	ret = kmsgr_wait_cqe(k, &c, 0);
+	ok(!ret && c->user_data == 3 && fake.enters == 3 && fake.waits == 1,
+	   "busy_poll: %s", "on: wait_cqe gets the NOP without sleeping");
+	fake_drain(k);
+
+	/* nothing comes: spin for the busy-poll time, then wait in ENTER */
+	kmsgr_set_busy_poll(k, 2000);
+	t0 = now_ns();
+	ret = kmsgr_submit(k, 1, 0);
+	dt = now_ns() - t0;
+	ok(ret == -ETIME && dt >= 2000000 && fake.waits == 2,
+	   "busy_poll: %s", "spins 2 ms, then waits in ENTER");
+	if (dt < 2000000)
+		printf("# spun %llu ns\n", (unsigned long long)dt);
+
+	/* a shorter timeout ends the spin, and the call */
+	kmsgr_set_busy_poll(k, KMSGR_BUSY_POLL_MAX_US);
+	t0 = now_ns();
+	ret = kmsgr_submit(k, 1, 500000);
+	dt = now_ns() - t0;
+	ok(ret == -ETIME && dt >= 500000 && fake.waits == 2,
+	   "busy_poll: %s", "timeout 0.5 ms < busy-poll: -ETIME, no ENTER");
+	kmsgr_close(k);
+}
+
+/*
+ * The shared library still exports the completion helpers that became
+ * inline, under their old version nodes, and they work on a handle.
+ */
+static void test_exported(void)
+{
+	static const struct {
+		const char *name, *node;
+	} syms[] = {
+		{ "kmsgr_peek_cqe", "LIBKMSGR_0.2" },
+		{ "kmsgr_cqe_seen", "LIBKMSGR_0.2" },
+		{ "kmsgr_peek_batch_cqe", "LIBKMSGR_0.3" },
+		{ "kmsgr_cq_advance", "LIBKMSGR_0.3" },
+		{ "kmsgr_cq_resume", "LIBKMSGR_0.4" },
+		{ "kmsgr_set_busy_poll", "LIBKMSGR_0.4" },
+	};
+	struct kmsgr_cqe *(*peek)(struct kmsgr *k);
+	void (*seen)(struct kmsgr *k);
+	unsigned int (*batch)(struct kmsgr *k, struct kmsgr_cqe **cqes,
+			      unsigned int max);
+	void (*advance)(struct kmsgr *k, unsigned int n);
+	struct kmsgr_cqe *c, *b[4];
+	void *fn[ARRAY_SIZE(syms)];
+	struct kmsgr *k;
+	unsigned int n;
+	size_t i;
+	void *so;
+
+	so = dlopen(LIBKMSGR_SO, RTLD_NOW | RTLD_LOCAL);
+	ok(!!so, "exported: %s", "dlopen " LIBKMSGR_SO);
+	if (!so)
+		return;
+	for (i = 0; i < ARRAY_SIZE(syms); i++) {
+		fn[i] = dlvsym(so, syms[i].name, syms[i].node);
+		ok(!!fn[i], "exported: %s", syms[i].name);
+		if (!fn[i])
+			goto out;
+	}
+	peek = (struct kmsgr_cqe *(*)(struct kmsgr *))fn[0];
+	seen = (void (*)(struct kmsgr *))fn[1];
+	batch = (unsigned int (*)(struct kmsgr *, struct kmsgr_cqe **,
+				  unsigned int))fn[2];
+	advance = (void (*)(struct kmsgr *, unsigned int))fn[3];
+
+	/* the library's copies on a handle of this program's libkmsgr.a */
+	k = fake_open(1);
+	for (i = 1; i <= 4; i++)
+		fake_post(KMSGR_CQE_OP, i);
+	n = batch(k, b, 4);
+	ok(n == 4 && b[0]->user_data == 1 && b[3]->user_data == 4,
+	   "exported: %s", "peek_batch_cqe sees 4");
+	advance(k, 2);
+	c = peek(k);
+	ok(c && c->user_data == 3, "exported: %s", "cq_advance, peek_cqe");
+	seen(k);
+	seen(k);
+	ok(!peek(k) && !batch(k, b, 4) && !kmsgr_cq_ready(k) && !fake.enters,
+	   "exported: %s", "cqe_seen empties the CQ");
+	kmsgr_close(k);
+out:
+	dlclose(so);
+}
+
 int main(void)
 {
 	test_addr();
 	test_key();
 	test_keyring();
 	test_names();
+	test_busy_poll_args();
+	test_cq_before_setup();
+	test_cq_helpers();
+	test_cq_paused();
+	test_submit_no_syscall();
+	test_busy_poll();
+	test_exported();
 	printf("1..%d\n", tests);
 	return failures ? 1 : 0;
 }
