@@ -404,7 +404,8 @@ echo_listener_test() {
 
 # kmsgrctl bench against an echo listener: a ping-pong and a lossless
 # one-way run complete every message and report rate, latency and CPU
-# per message, as text and as JSON.
+# per message, as text and as JSON; so do both again with 4 sessions
+# on 2 threads (400 messages in all, 100 per session).
 bench_test() {
 	"$KMSGRCTL" session listen --echo --time 300 127.0.0.1:3313 \
 		>"$tmp/bench-l" 2>&1 &
@@ -416,18 +417,35 @@ bench_test() {
 	timeout 120 "$KMSGRCTL" -j bench --lossless --depth 8 --size 65536 \
 		--count 300 127.0.0.1:3313 >"$tmp/bench-o" 2>&1
 	orc=$?
+	timeout 120 "$KMSGRCTL" bench --pattern pingpong --sessions 4 \
+		--threads 2 --count 400 --warmup 10 127.0.0.1:3313 \
+		>"$tmp/bench-mp" 2>&1
+	mprc=$?
+	timeout 120 "$KMSGRCTL" -j bench --lossless --depth 4 --size 16384 \
+		--sessions 4 --threads 2 --count 400 127.0.0.1:3313 \
+		>"$tmp/bench-mo" 2>&1
+	morc=$?
 	kill -TERM "$lpid"
 	stopped "$lpid" 30
 	wait "$lpid"
 	lrc=$?
-	cat "$tmp/bench-p" "$tmp/bench-o"
-	echo "listener exit $lrc, pingpong exit $prc, oneway exit $orc"
+	cat "$tmp/bench-p" "$tmp/bench-o" "$tmp/bench-mp" "$tmp/bench-mo"
+	echo "listener exit $lrc, pingpong exit $prc, oneway exit $orc," \
+		"4 sessions: pingpong exit $mprc, oneway exit $morc"
 	[ "$lrc" -eq 0 ] && [ "$prc" -eq 0 ] && [ "$orc" -eq 0 ] &&
+		[ "$mprc" -eq 0 ] && [ "$morc" -eq 0 ] &&
 		grep -q ": 300 messages in " "$tmp/bench-p" &&
 		grep -q "latency us: p50 [0-9]" "$tmp/bench-p" &&
 		grep -q "cpu us/msg: kernel [0-9]" "$tmp/bench-p" &&
 		grep -q '"messages":300,' "$tmp/bench-o" &&
-		grep -q '"cpu_us_per_msg":{"kernel_all":[0-9]' "$tmp/bench-o"
+		grep -q '"cpu_us_per_msg":{"kernel_all":[0-9]' "$tmp/bench-o" &&
+		grep -q "depth 1, sessions 4, threads 2: 400 messages in " \
+			"$tmp/bench-mp" &&
+		grep -q "latency us: p50 [0-9]" "$tmp/bench-mp" &&
+		grep -q "cpu us/msg: kernel [0-9]" "$tmp/bench-mp" &&
+		grep -q '"sessions":4,"threads":2,' "$tmp/bench-mo" &&
+		grep -q '"messages":400,' "$tmp/bench-mo" &&
+		grep -q '"cpu_us_per_msg":{"kernel_all":[0-9]' "$tmp/bench-mo"
 }
 
 # load_test NAME [LISTEN-OPTS...]: two --echo listeners (lossy, lossless)
