@@ -3,11 +3,19 @@
  * kmsgr - private definitions shared by the files of kmsgr.ko.
  *
  *   main.c       module init/exit, the misc device, fops, ioctl dispatch
- *   instance.c   SETUP, mmap, the SQ and CQ rings, ENTER, poll, the
+ *   params.c     module parameters
+ *   enter.c      ENTER and poll
+ *   close.c      CLOSE, closing all at the end of the instance
+ *   listener.c   LISTEN, accept, listener teardown
+ *   session.c    sessions: CONNECT, server sessions, the engine's
+ *                callbacks, SEND, timers, reconnects
+ *   conn_io.c    bytes between a msgr2_conn and its transport
+ *   mem.c        SETUP, mmap, the SQ and CQ rings, the CQ producer, the
  *                buffer area and its receive pool
- *   session.c    sessions and listeners: CONNECT/LISTEN/CLOSE, the msgr2
- *                engine glue (one msgr2_conn per connection), reconnects
  *   xprt.h       the transport interface; xprt_tcp.c: kernel TCP sockets
+ * Each calls only the files below it in this list (session.h draws the
+ * layers); lower layers reach upper ones only through callbacks they were
+ * given (the engine's struct msgr2_ops, the transports' kick functions).
  *
  * Locking, outermost first: inst->lock (control ioctls: main.c holds it
  * around INFO, SETUP, LISTEN and CONNECT; CLOSE only while it unlinks the
@@ -152,20 +160,25 @@ struct kmsgr_instance {
 	struct timer_list timer;	/* at the earliest of them */
 };
 
-/* ---- instance.c --------------------------------------------------------- */
+/* ---- enter.c: ENTER and poll (above the sessions) ---------------------- */
 
-int kmsgr_inst_setup(struct kmsgr_instance *inst,
-		     struct kmsgr_setup __user *uarg);
-int kmsgr_inst_mmap(struct kmsgr_instance *inst, struct vm_area_struct *vma);
 int kmsgr_inst_enter(struct kmsgr_instance *inst,
 		     struct kmsgr_enter __user *uarg);
 __poll_t kmsgr_inst_poll(struct kmsgr_instance *inst, struct file *file,
 			 poll_table *wait);
+
+/* ---- mem.c: rings, CQ, buffer area, receive pool (the bottom) ----------- */
+
+int kmsgr_inst_setup(struct kmsgr_instance *inst,
+		     struct kmsgr_setup __user *uarg);
+int kmsgr_inst_mmap(struct kmsgr_instance *inst, struct vm_area_struct *vma);
+/* SETUP has happened: the rings and the area exist */
+bool kmsgr_inst_ready(struct kmsgr_instance *inst);
 /* free rings and buffer area; sessions are already gone */
 void kmsgr_inst_teardown(struct kmsgr_instance *inst);
 /* receive-pool bytes in use now (0 before SETUP) */
 u64 kmsgr_pool_in_use(struct kmsgr_instance *inst);
-/* open(): initialise the instance.c fields (locks, lists, wait queue) */
+/* open(): initialise the mem.c fields (locks, lists, wait queue) */
 void kmsgr_inst_init(struct kmsgr_instance *inst);
 
 /*
@@ -182,6 +195,24 @@ int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
 		  unsigned int flags);
 /* Wake the CQ's waiters whose wait is over (after KMSGR_CQ_QUIET posts). */
 void kmsgr_cq_wake(struct kmsgr_instance *inst);
+/* Wake key of a slot given back: ENTERs with SQEs left over look again. */
+#define KMSGR_WAKE_ROOM		poll_to_key(EPOLLOUT | EPOLLWRNORM)
+/* Wake key of a session kicked for the ENTER waiters to run. */
+#define KMSGR_WAKE_RUN		poll_to_key(EPOLLPRI)
+/* Wake the ENTER waiters to run what a kick queued (KMSGR_WAKE_RUN). */
+void kmsgr_cq_wake_runners(struct kmsgr_instance *inst);
+/*
+ * Resync the head, flush overflowed events; *@resume when paused delivery
+ * may go on again (the caller calls kmsgr_sess_resume()).  Returns the
+ * CQEs ready.
+ */
+u32 kmsgr_cq_refresh(struct kmsgr_instance *inst, bool *resume);
+/* CQEs ready (syncs the head only). */
+u32 kmsgr_cq_ready(struct kmsgr_instance *inst);
+/* Reserve a slot for the completion of one SQE; false when none may be. */
+bool kmsgr_cq_reserve(struct kmsgr_instance *inst);
+/* Whether kmsgr_cq_reserve() could succeed now. */
+bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst);
 /* A consumed SQE completes without a CQE: give its reserved slot back. */
 void kmsgr_cq_unreserve(struct kmsgr_instance *inst);
 /* Post a session event; queued on the overflow list if the CQ is full. */
@@ -193,7 +224,7 @@ void kmsgr_cq_post_event(struct kmsgr_instance *inst,
  */
 u32 kmsgr_cq_room(struct kmsgr_instance *inst);
 
-/* Receive pool (see instance.c for the details). */
+/* Receive pool (see mem.c for the details). */
 #define KMSGR_NSEG		3
 /* kmsgr_pool_free() token of the kernel's own frees: no check */
 #define KMSGR_POOL_KERNEL	U32_MAX
@@ -213,10 +244,6 @@ void *kmsgr_buf_ptr(struct kmsgr_instance *inst, u64 off, u64 len);
 
 int kmsgr_sess_connect(struct kmsgr_instance *inst,
 		       struct kmsgr_connect __user *uarg);
-int kmsgr_sess_listen(struct kmsgr_instance *inst,
-		      struct kmsgr_listen __user *uarg);
-int kmsgr_sess_close(struct kmsgr_instance *inst,
-		     struct kmsgr_close __user *uarg);
 /*
  * Sessions one ENTER queued SENDs on: it writes them out itself when it
  * has consumed its SQEs (inline submission); more than KMSGR_PUSH_MAX
@@ -256,17 +283,23 @@ void kmsgr_sess_rx_wait_begin(struct kmsgr_instance *inst);
 bool kmsgr_sess_rx_pending(struct kmsgr_instance *inst);
 bool kmsgr_sess_rx_run(struct kmsgr_instance *inst);
 void kmsgr_sess_rx_wait_end(struct kmsgr_instance *inst);
-/* instance.c: wake the ENTER waiters to run what a kick queued */
-void kmsgr_cq_wake_runners(struct kmsgr_instance *inst);
 /* CQ or pool room appeared: restart sessions paused by backpressure. */
 void kmsgr_sess_resume(struct kmsgr_instance *inst);
-/* close every session and listener and wait until they are gone */
-void kmsgr_sess_destroy_all(struct kmsgr_instance *inst);
 
 /* open(): initialise the session.c fields (objs, counters) */
 void kmsgr_sess_inst_init(struct kmsgr_instance *inst);
 
 int kmsgr_sess_init(void);	/* module init: workqueue */
 void kmsgr_sess_exit(void);
+
+/* ---- listener.c ---------------------------------------------------------- */
+
+int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg);
+
+/* ---- close.c ------------------------------------------------------------- */
+
+int kmsgr_close(struct kmsgr_instance *inst, struct kmsgr_close __user *uarg);
+/* close every session and listener and wait until they are gone */
+void kmsgr_close_all(struct kmsgr_instance *inst);
 
 #endif /* KMSGR_H */

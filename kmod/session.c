@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmsgr - sessions and listeners: LISTEN, CONNECT, CLOSE, SEND, and the
- * glue between the msgr2 engine and a transport.
+ * kmsgr - sessions: CONNECT, server sessions (accepted by listener.c), the
+ * msgr2 engine's callbacks, SEND and inline push, timers, reconnects,
+ * backpressure, teardown.  Bytes move through conn_io.c; CQEs and the
+ * receive pool are mem.c's.
  *
- * Objects.  A listener owns a listening transport and an accept work item.
- * A session owns a struct msgr2_session (what survives reconnects) and at
- * most one struct kmsgr_conn: a transport connection plus its msgr2_conn.
- * Both live in inst->objs under an id; CLOSE (or the final close of the
- * file) takes them out and tears them down.
+ * Objects.  A listener (listener.c) owns a listening transport and an
+ * accept work item.  A session owns a struct msgr2_session (what survives
+ * reconnects) and at most one struct kmsgr_conn: a transport connection
+ * plus its msgr2_conn.  Both live in inst->objs under an id; CLOSE (or the
+ * final close of the file, close.c) takes them out and tears them down.
  *
  * kmsgr_sess_service() drives everything: transport connect completion,
- * receive (msgr2_rx_want/rx_done straight into receive-pool slices), send
- * (msgr2_tx_iov straight from the SQE's buffer-area slices in crc mode),
+ * receive (kmsgr_conn_rx_round(): straight into receive-pool slices), send
+ * (kmsgr_conn_flush(): straight from the SQE's buffer-area slices in crc
+ * mode),
  * msgr2_tick(), reconnect backoff.  It runs from the session's work item,
  * or from an ENTER asleep on the instance (kmsgr_sess_rx_run()); the
  * submitting ENTER writes SENDs itself (kmsgr_sess_push()).  Socket
@@ -79,165 +82,21 @@
 #include <linux/xarray.h>
 
 #include "kmsgr.h"
-#include "xprt.h"
-#include "msgr2/msgr2.h"
-#include "msgr2/auth_cephx.h"
+#include "session.h"
 
 #define KMSGR_SESS_BUDGET		64	/* receive rounds per work run */
-#define KMSGR_SESS_TX_ROUNDS		64	/* send calls per flush */
 #define KMSGR_SESS_TICK_MS		1000	/* msgr2_tick() period */
 #define KMSGR_SESS_PAUSED_MS		20	/* re-check while paused */
 #define KMSGR_SESS_STALL_S		10	/* paused that long: log it */
 #define KMSGR_SESS_KEEPALIVE_MS		10000
 #define KMSGR_SESS_BACKOFF_MIN_MS	100
 #define KMSGR_SESS_BACKOFF_MAX_MS	15000
-#define KMSGR_SESS_ACCEPT_BUDGET	16
-/* bytes a connection reads ahead of the engine's want (kmsgr_conn_recv()) */
-#define KMSGR_CONN_STAGE		8192
 /* secure mode: largest message sent; the tx scratch holds one tail */
 #define KMSGR_SESS_SECURE_MSG_MAX	(4U << 20)
 #define KMSGR_SESS_SCRATCH_LEN		(KMSGR_SESS_SECURE_MSG_MAX + 4096)
 #define KMSGR_SESS_SCRATCH_MIN		(16U << 10)
 
-enum kmsgr_obj_kind {
-	KMSGR_OBJ_SESS = 1,
-	KMSGR_OBJ_LISTENER,
-};
-
-/* What inst->objs holds: the head of a session or a listener. */
-struct kmsgr_obj {
-	struct kref ref;
-	u32 kind;			/* KMSGR_OBJ_* */
-	u32 id;
-	struct kmsgr_instance *inst;
-	u64 user_data;
-	struct list_head teardown;	/* kmsgr_sess_destroy_all() */
-};
-
-enum kmsgr_sess_state {
-	KMSGR_SESS_CONNECTING,		/* transport connect in progress */
-	KMSGR_SESS_HANDSHAKE,		/* msgr2 banner .. READY */
-	KMSGR_SESS_UP,
-	KMSGR_SESS_BACKOFF,		/* lossless client: waits to redial */
-	KMSGR_SESS_WAITING,		/* lossless server: client may resume
-					 * until retry_at (resume_timeout)
-					 */
-	KMSGR_SESS_DEAD,		/* CLOSED posted; a client waits for
-					 * CLOSE, a server retires itself
-					 */
-	KMSGR_SESS_CLOSED,		/* torn down */
-};
-
-/* One SEND: the engine's message and the SQE's user_data. */
-struct kmsgr_tx {
-	struct msgr2_msg m;
-	u64 user_data;
-	bool skip_success;	/* KMSGR_SQE_F_SKIP_SUCCESS */
-};
-
-struct kmsgr_sess;
-
-/* One transport connection and its engine state. */
-struct kmsgr_conn {
-	struct kmsgr_sess *sess;	/* owner; read by the kick (RCU) */
-	struct kmsgr_sess *adopt;	/* server: session being resumed */
-	struct kmsgr_xprt *xprt;
-	struct msgr2_conn *mc;		/* kvzalloc(msgr2_conn_size()) */
-	u32 rx_off[MSGR2_NSEG];		/* pool slices of the inbound message */
-	bool engine;			/* msgr2_conn_init() succeeded */
-	bool connected;			/* transport connect finished */
-	unsigned long rx_at;		/* jiffies: last bytes received */
-	unsigned long rx_msg_at;	/* jiffies: payload allocated for the
-					 * message being received, 0: none
-					 */
-	struct kmsgr_spill *rx_spill;	/* it is received into this */
-	u8 *stage;			/* KMSGR_CONN_STAGE bytes read ahead */
-	u32 stage_pos, stage_len;	/* [pos, len) not yet given out */
-};
-
-/*
- * An inbound message of a lossless session held in kernel memory because
- * the receive pool had no room for it (see kmsgr_conn_rx_alloc()).  It is
- * the session's (the engine counted and acknowledged it) and is copied
- * into the pool and delivered, in order, as soon as there is room.
- */
-struct kmsgr_spill {
-	struct list_head node;		/* on sess->spill */
-	struct msgr2_msg_hdr hdr;
-	u32 len[MSGR2_NSEG];
-	u8 data[];
-};
-
-/*
- * A listener.  Its accepted connections start as embryos: server sessions
- * on @embryos, owned by the listener, invisible to the application (not in
- * inst->objs, no id) until their handshake reaches READY.  Then
- * kmsgr_sess_announce() moves them into inst->objs under a new id and
- * posts ACCEPTED; from there on CLOSE (or the final close of the file)
- * owns them.  An embryo that fails is torn down by its reaper, or by the
- * listener's teardown, whichever unlinks it first (under @lock).
- */
-struct kmsgr_listener {
-	struct kmsgr_obj obj;
-	struct kmsgr_xprt *xprt;
-	u32 flags;			/* KMSGR_SESS_F_* of accepted sessions */
-	u32 nonce;			/* of our entity_addr_t */
-	u8 my_type;			/* entity type we present */
-	u16 auth;			/* KMSGR_AUTH_* clients use */
-	struct msgr2_cephx_entity *keys; /* cephx: accepted entities, wiped
-					  * and freed with the listener
-					  */
-	u32 n_keys;
-	spinlock_t lock;		/* closing, embryos, nr_embryos */
-	bool closing;
-	struct list_head embryos;	/* kmsgr_sess.embryo */
-	u32 nr_embryos;
-	struct work_struct accept_work;
-};
-
-struct kmsgr_sess {
-	struct kmsgr_obj obj;
-	struct mutex lock;		/* everything below */
-	enum kmsgr_sess_state state;
-	bool server;
-	bool announced;			/* server: ACCEPTED posted */
-	bool down_posted;		/* DOWN posted since the last UP */
-	bool no_cq;			/* teardown of the instance: no CQEs */
-	bool cq_quiet;			/* a batch: post quietly, wake after */
-	bool cq_owed;			/* posted quietly, nobody woken yet */
-	bool paused;			/* rx waits for CQ/pool room (R/W once) */
-	struct list_head spill;		/* struct kmsgr_spill, oldest first */
-	u32 spill_bytes;		/* on it, and being received into one */
-	bool stall_logged;		/* this pause was reported */
-	unsigned long paused_at;	/* jiffies: since when */
-	bool rx_held;			/* @rx_cqe found the CQ full */
-	struct kmsgr_cqe rx_cqe;
-	u32 listener_id;		/* server */
-	struct kmsgr_listener *listener; /* server: holds a reference */
-	struct list_head embryo;	/* on listener->embryos (its lock) */
-	bool embryo_linked;		/* on it (listener->lock) */
-	u32 backoff_ms;
-	unsigned long retry_at;		/* jiffies: BACKOFF redial, WAITING end */
-	unsigned long active_at;	/* jiffies: last message in or out */
-	const struct kmsgr_xprt_type *xtype;
-	struct sockaddr_storage peer;	/* client: where to dial */
-	struct kmsgr_conn *conn;
-	struct msgr2_session ms;
-	struct msgr2_config cfg;
-	struct msgr2_auth_none anone;
-	struct msgr2_auth_cephx *cephx;	/* holds the key: kfree_sensitive */
-	struct msgr2_auth_cephx_server *cephx_server;	/* server, cephx */
-	void *tx_scratch;		/* secure: sealed message tails */
-	size_t tx_scratch_len;
-	struct work_struct work;	/* runs kmsgr_sess_service() */
-	struct list_head timed_node;	/* on inst->timed (inst->timer_lock) */
-	unsigned long wake_at;		/* jiffies: queue @work then */
-	struct work_struct reap_work;	/* failed fresh server sessions */
-	struct list_head rx_node;	/* on inst->rx_list (inst->rx_lock) */
-	bool rx_queued;			/* on it, with a reference */
-};
-
-static struct workqueue_struct *kmsgr_wq;
+struct workqueue_struct *kmsgr_wq;
 static struct kmem_cache *kmsgr_tx_cache;
 /* global_seq values of our connections, and server-assigned global ids */
 static atomic64_t kmsgr_global_seq = ATOMIC64_INIT(0);
@@ -247,7 +106,6 @@ static const struct msgr2_ops kmsgr_sess_client_ops;
 static const struct msgr2_ops kmsgr_sess_server_ops;
 static void kmsgr_sess_reap(struct work_struct *work);
 static void kmsgr_sess_service(struct kmsgr_sess *s);
-static void kmsgr_conn_free(struct kmsgr_conn *kc);
 static void kmsgr_sess_end(struct kmsgr_sess *s, u16 reason, int res);
 
 static unsigned long kmsgr_secs(unsigned int secs)
@@ -259,7 +117,7 @@ static unsigned long kmsgr_secs(unsigned int secs)
 
 static void kmsgr_obj_release(struct kref *ref);
 
-static void kmsgr_obj_put(struct kmsgr_obj *obj)
+void kmsgr_obj_put(struct kmsgr_obj *obj)
 {
 	kref_put(&obj->ref, kmsgr_obj_release);
 }
@@ -276,7 +134,7 @@ static void kmsgr_obj_release(struct kref *ref)
 			kmsgr_obj_put(&s->listener->obj);
 		mutex_destroy(&s->lock);
 		kfree(s);
-		/* kmsgr_sess_destroy_all() waits for this; @inst only as a key */
+		/* kmsgr_close_all() waits for this; @inst only as a key */
 		if (atomic_dec_and_test(&inst->nr_live))
 			wake_up_var(&inst->nr_live);
 	} else {
@@ -303,7 +161,7 @@ static struct kmsgr_obj *kmsgr_obj_get(struct kmsgr_instance *inst, u32 id)
 }
 
 /* Publish @obj under a new id (cyclic from 1). */
-static int kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj)
+int kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj)
 {
 	int ret;
 
@@ -313,7 +171,7 @@ static int kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj)
 }
 
 /* Count a session against kmsgr_max_sessions. */
-static int kmsgr_sess_charge(struct kmsgr_instance *inst)
+int kmsgr_sess_charge(struct kmsgr_instance *inst)
 {
 	/* destroy_all() may skip its grace periods only if never set */
 	WRITE_ONCE(inst->objs_used, true);
@@ -1044,37 +902,6 @@ void kmsgr_sess_rx_wait_end(struct kmsgr_instance *inst)
 	}
 }
 
-static struct kmsgr_conn *kmsgr_conn_alloc(struct kmsgr_sess *s)
-{
-	struct kmsgr_conn *kc;
-
-	kc = kzalloc(sizeof(*kc), GFP_KERNEL_ACCOUNT);
-	if (!kc)
-		return NULL;
-	kc->mc = kvzalloc(msgr2_conn_size(), GFP_KERNEL_ACCOUNT);
-	kc->stage = kmalloc(KMSGR_CONN_STAGE, GFP_KERNEL_ACCOUNT);
-	if (!kc->mc || !kc->stage) {
-		kfree(kc->stage);
-		kvfree(kc->mc);
-		kfree(kc);
-		return NULL;
-	}
-	kc->sess = s;
-	return kc;
-}
-
-/* Close the transport (no kick after this), then release the engine. */
-static void kmsgr_conn_free(struct kmsgr_conn *kc)
-{
-	if (kc->xprt)
-		kc->xprt->ops->close(kc->xprt);
-	if (kc->engine)
-		msgr2_conn_release(kc->mc);
-	kvfree(kc->mc);
-	kfree(kc->stage);
-	kfree(kc);
-}
-
 /*
  * Timed runs.  Each instance has one timer, set to the earliest wake-up
  * time of its sessions on inst->timed; when it fires it queues the work of
@@ -1270,13 +1097,12 @@ out_free:
 }
 
 /*
- * Send what the engine has queued.  Returns 0 when all is sent, 1 when
- * the transport is full (write space will kick), 2 when the round budget
- * ran out, or the engine's -errno.
+ * Write what the engine queued for @kc (kmsgr_conn_flush()).  Payloads go
+ * by page reference only where a SEND completes at the peer's ack (struct
+ * kmsgr_xprt_zc): lossless sessions.
  */
-static int kmsgr_conn_flush(struct kmsgr_conn *kc)
+static int kmsgr_sess_tx(struct kmsgr_conn *kc)
 {
-	struct msgr2_iov iov[KMSGR_XPRT_MAX_IOV];
 	struct kmsgr_sess *s = kmsgr_conn_owner(kc);
 	struct kmsgr_instance *inst = s->obj.inst;
 	struct kmsgr_xprt_zc zc = {
@@ -1284,61 +1110,8 @@ static int kmsgr_conn_flush(struct kmsgr_conn *kc)
 		.len = inst->buf_size,
 		.min = READ_ONCE(kmsgr_tx_zerocopy_min),
 	};
-	ssize_t sent;
-	int i, n, ret;
 
-	/*
-	 * Payloads by page reference only where a SEND completes at the
-	 * peer's ack (struct kmsgr_xprt_zc): lossless sessions.
-	 */
-	for (i = 0; i < KMSGR_SESS_TX_ROUNDS; i++) {
-		n = msgr2_tx_iov(kc->mc, iov, ARRAY_SIZE(iov));
-		if (n <= 0)
-			return n;
-		sent = kc->xprt->ops->send(kc->xprt, iov, n,
-					   s->ms.lossy || !zc.min ? NULL : &zc);
-		if (sent == -EAGAIN)
-			return 1;
-		if (sent < 0) {
-			ret = msgr2_rx_eof(kc->mc);
-			return ret < 0 ? ret : (int)sent;
-		}
-		ret = msgr2_tx_done(kc->mc, sent);
-		if (ret < 0)
-			return ret;
-	}
-	return 2;
-}
-
-/*
- * Up to @len bytes for the engine's @buf: from the stage while it holds
- * some, else one read into @buf with the stage behind it, so that the
- * frame pieces that follow a short want (a preamble, a header) arrive in
- * the same call instead of one read each.  Large payloads still land in
- * their receive-pool slices directly.
- */
-static ssize_t kmsgr_conn_recv(struct kmsgr_conn *kc, void *buf, size_t len)
-{
-	struct msgr2_iov iov[2] = {
-		{ .base = buf, .len = len },
-		{ .base = kc->stage, .len = KMSGR_CONN_STAGE },
-	};
-	size_t avail = kc->stage_len - kc->stage_pos;
-	ssize_t got;
-
-	if (avail) {
-		got = min(len, avail);
-		memcpy(buf, kc->stage + kc->stage_pos, got);
-		kc->stage_pos += got;
-		return got;
-	}
-	got = kc->xprt->ops->recv(kc->xprt, iov, ARRAY_SIZE(iov));
-	if (got > (ssize_t)len) {
-		kc->stage_pos = 0;
-		kc->stage_len = got - len;
-		got = len;
-	}
-	return got;
+	return kmsgr_conn_flush(kc, s->ms.lossy || !zc.min ? NULL : &zc);
 }
 
 /*
@@ -1454,9 +1227,7 @@ static void kmsgr_sess_run(struct kmsgr_sess *s)
 {
 	struct kmsgr_conn *kc = s->conn;
 	bool more = false;
-	ssize_t n, got;
-	int budget, ret;
-	void *buf;
+	int budget, ret, st;
 	u64 now;
 
 	if (!kc)
@@ -1475,42 +1246,22 @@ static void kmsgr_sess_run(struct kmsgr_sess *s)
 
 	kmsgr_sess_flush_rx(s);	/* if it fails, rx_held stops rx */
 	for (budget = KMSGR_SESS_BUDGET; budget; budget--) {
-		ret = kmsgr_conn_flush(kc);
+		ret = kmsgr_sess_tx(kc);
 		if (ret < 0)
 			goto fail;
 		if (s->rx_held)
 			break;
-		n = msgr2_rx_want(kc->mc, &buf);
-		if (n < 0) {
-			ret = n;
-			goto fail;
-		}
-		if (!n)
+		st = kmsgr_conn_rx_round(kc, &ret);
+		if (st == KMSGR_RX_IDLE)
 			break;
-		got = kmsgr_conn_recv(kc, buf, n);
-		if (got == -EAGAIN)
-			break;
-		if (got <= 0) {
-			ret = msgr2_rx_eof(kc->mc);
-			/*
-			 * The peer closed: an orderly FIN is no error (res 0,
-			 * reason EOF); a reset keeps its errno.
-			 */
-			if (!got && msgr2_conn_reason(kc->mc) == MSGR2_R_EOF)
-				ret = 0;
-			else if (got < 0)
-				ret = (int)got;
-			goto fail;
-		}
-		kc->rx_at = jiffies;
-		ret = msgr2_rx_done(kc->mc, got);
-		if (kc->adopt && kmsgr_conn_settle(s, kc))
+		if (st == KMSGR_RX_DONE && kc->adopt &&
+		    kmsgr_conn_settle(s, kc))
 			return;
-		if (ret < 0)
+		if (st == KMSGR_RX_FAIL || ret < 0)
 			goto fail;
 	}
 	more = !budget;
-	ret = kmsgr_conn_flush(kc);
+	ret = kmsgr_sess_tx(kc);
 	if (ret < 0)
 		goto fail;
 	more |= ret == 2;
@@ -1524,7 +1275,7 @@ tick:
 	if (ret < 0)
 		goto fail;
 	if (kc->connected) {
-		ret = kmsgr_conn_flush(kc);	/* a keepalive, maybe */
+		ret = kmsgr_sess_tx(kc);	/* a keepalive, maybe */
 		if (ret < 0)
 			goto fail;
 	}
@@ -1643,8 +1394,7 @@ static void kmsgr_sess_free_mem(struct kmsgr_sess *s)
  * (reason NONE) is the session's last CQE; without, nothing is posted
  * (the instance is going away).  Drops the objs reference.
  */
-static void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post,
-				bool from_reaper)
+void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper)
 {
 	struct kmsgr_conn *kc;
 	bool was_dead;
@@ -1706,8 +1456,7 @@ static void kmsgr_sess_reap(struct work_struct *work)
 
 /* ---- uapi helpers --------------------------------------------------------- */
 
-static int kmsgr_addr_to_ss(const struct kmsgr_addr *a,
-			    struct sockaddr_storage *ss)
+int kmsgr_addr_to_ss(const struct kmsgr_addr *a, struct sockaddr_storage *ss)
 {
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
 	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
@@ -1734,8 +1483,7 @@ static int kmsgr_addr_to_ss(const struct kmsgr_addr *a,
 	}
 }
 
-static void kmsgr_ss_to_addr(const struct sockaddr_storage *ss,
-			     struct kmsgr_addr *a)
+void kmsgr_ss_to_addr(const struct sockaddr_storage *ss, struct kmsgr_addr *a)
 {
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
@@ -1774,14 +1522,14 @@ static void kmsgr_ss_to_msgr2(const struct sockaddr_storage *ss, u32 type,
 			ntohs(sin->sin_port));
 }
 
-static bool kmsgr_entity_type_ok(u8 t)
+bool kmsgr_entity_type_ok(u8 t)
 {
 	return t == MSGR2_ENTITY_MON || t == MSGR2_ENTITY_MDS ||
 	       t == MSGR2_ENTITY_OSD || t == MSGR2_ENTITY_CLIENT ||
 	       t == MSGR2_ENTITY_MGR;
 }
 
-static const struct kmsgr_xprt_type *kmsgr_xprt_find(u32 id)
+const struct kmsgr_xprt_type *kmsgr_xprt_find(u32 id)
 {
 	return id == KMSGR_XPRT_TCP ? &kmsgr_xprt_tcp : NULL;
 }
@@ -1948,15 +1696,15 @@ out_free:
 	return ret;
 }
 
-/* ---- LISTEN / accept ---------------------------------------------------- */
+/* ---- server sessions (accepted by listener.c) ---------------------------- */
 
-/* Set up a server session on the accepted transport @x and start it. */
 /*
  * How a fresh server session authenticates its client: auth none in crc
  * mode, or cephx from the listener's keys in crc and secure mode (secure
  * only with KMSGR_SESS_F_SECURE).
  */
-static int kmsgr_listener_auth(struct kmsgr_listener *l, struct kmsgr_sess *s)
+static int kmsgr_sess_server_auth(struct kmsgr_listener *l,
+				  struct kmsgr_sess *s)
 {
 	struct msgr2_config *cfg = &s->cfg;
 	u64 gid = (u64)atomic64_add_return(1, &kmsgr_global_id);
@@ -1986,39 +1734,7 @@ static int kmsgr_listener_auth(struct kmsgr_listener *l, struct kmsgr_sess *s)
 	return 0;
 }
 
-/* Copy a cephx listener's keys in (LISTEN): -EINVAL on a bad entry. */
-static int kmsgr_listener_copy_keys(struct kmsgr_listener *l,
-				    const struct kmsgr_listen *la)
-{
-	const struct kmsgr_listen_key __user *uk = u64_to_user_ptr(la->keys);
-	struct kmsgr_listen_key k;
-	u32 i;
-	int ret = 0;
-
-	l->keys = kvcalloc(la->n_keys, sizeof(*l->keys), GFP_KERNEL_ACCOUNT);
-	if (!l->keys)
-		return -ENOMEM;
-	l->n_keys = la->n_keys;
-	for (i = 0; i < la->n_keys && !ret; i++) {
-		if (copy_from_user(&k, &uk[i], sizeof(k))) {
-			ret = -EFAULT;
-			break;
-		}
-		if (memchr_inv(k.reserved, 0, sizeof(k.reserved)) ||
-		    !kmsgr_entity_type_ok(k.entity_type) || !k.name[0] ||
-		    strnlen(k.name, sizeof(k.name)) == sizeof(k.name))
-			ret = -EINVAL;
-		l->keys[i].entity_type = k.entity_type;
-		BUILD_BUG_ON(sizeof(l->keys[i].name) != sizeof(k.name));
-		memcpy(l->keys[i].name, k.name, sizeof(k.name));
-		memcpy(l->keys[i].key, k.key, sizeof(k.key));
-	}
-	memzero_explicit(&k, sizeof(k));
-	return ret;	/* on failure the listener's release wipes them */
-}
-
-static int kmsgr_listener_new_sess(struct kmsgr_listener *l,
-				   struct kmsgr_xprt *x)
+int kmsgr_sess_accept(struct kmsgr_listener *l, struct kmsgr_xprt *x)
 {
 	struct kmsgr_instance *inst = l->obj.inst;
 	struct sockaddr_storage peer, local;
@@ -2061,7 +1777,7 @@ static int kmsgr_listener_new_sess(struct kmsgr_listener *l,
 	cfg->my_addrs.n = 1;
 	kmsgr_ss_to_msgr2(&peer, MSGR2_ADDR_MSGR2, 0, &cfg->target);
 	cfg->global_seq = kmsgr_next_global_seq(NULL, 0);
-	ret = kmsgr_listener_auth(l, s);
+	ret = kmsgr_sess_server_auth(l, s);
 	if (ret)
 		goto out_free;
 	cfg->ops = &kmsgr_sess_server_ops;
@@ -2118,207 +1834,7 @@ out_refused:
 	return ret;
 }
 
-static void kmsgr_listener_accept(struct work_struct *work)
-{
-	struct kmsgr_listener *l = container_of(work, struct kmsgr_listener,
-						accept_work);
-	struct mem_cgroup *old_memcg;
-	struct kmsgr_xprt *x;
-	int i, ret;
-
-	/* what the connections cost is the listener owner's */
-	old_memcg = set_active_memcg(l->obj.inst->memcg);
-	for (i = 0; i < KMSGR_SESS_ACCEPT_BUDGET; i++) {
-		if (READ_ONCE(l->closing))
-			goto out;
-		ret = l->xprt->ops->accept(l->xprt, &x);
-		if (ret == -EAGAIN)
-			goto out;
-		if (ret) {
-			pr_warn_ratelimited("instance %llu listener %u: accept failed: %d\n",
-					    l->obj.inst->id, l->obj.id, ret);
-			goto out;
-		}
-		ret = kmsgr_listener_new_sess(l, x);
-		if (ret)	/* reported by kmsgr_listener_new_sess() */
-			x->ops->close(x);
-	}
-	queue_work(kmsgr_wq, &l->accept_work);	/* more may wait */
-out:
-	set_active_memcg(old_memcg);
-}
-
-static void kmsgr_listener_kick(void *priv, unsigned int why)
-{
-	struct kmsgr_listener *l = priv;
-
-	queue_work(kmsgr_wq, &l->accept_work);
-}
-
-/*
- * Stop accepting, then tear down the embryos (sessions not yet announced):
- * they are the listener's.  Announced sessions live on.
- */
-static void kmsgr_listener_teardown(struct kmsgr_listener *l)
-{
-	struct kmsgr_sess *s, *tmp;
-	LIST_HEAD(embryos);
-
-	spin_lock(&l->lock);
-	l->closing = true;		/* no embryo is linked or announced */
-	spin_unlock(&l->lock);
-	cancel_work_sync(&l->accept_work);
-	if (l->xprt)
-		l->xprt->ops->close(l->xprt);	/* no kick after this */
-	cancel_work_sync(&l->accept_work);
-
-	spin_lock(&l->lock);
-	list_for_each_entry_safe(s, tmp, &l->embryos, embryo) {
-		s->embryo_linked = false;	/* ours now, not the reaper's */
-		list_move_tail(&s->embryo, &embryos);
-	}
-	l->nr_embryos = 0;
-	spin_unlock(&l->lock);
-	list_for_each_entry_safe(s, tmp, &embryos, embryo) {
-		list_del_init(&s->embryo);
-		kmsgr_sess_teardown(s, false, false);
-	}
-
-	atomic_dec(&l->obj.inst->nr_sessions);
-	kmsgr_obj_put(&l->obj);
-}
-
-int kmsgr_sess_listen(struct kmsgr_instance *inst,
-		      struct kmsgr_listen __user *uarg)
-{
-	struct sockaddr_storage ss;
-	struct kmsgr_listener *l;
-	struct kmsgr_listen la;
-	const struct kmsgr_xprt_type *xt;
-	int ret;
-
-	if (copy_from_user(&la, uarg, sizeof(la)))
-		return -EFAULT;
-	/* id and bound are output fields: ignored on input */
-	if (memchr_inv(la.reserved1, 0, sizeof(la.reserved1)) ||
-	    memchr_inv(la.reserved, 0, sizeof(la.reserved)) || la.reserved2)
-		return -EINVAL;
-	if (la.flags & ~(KMSGR_SESS_F_LOSSLESS | KMSGR_SESS_F_SECURE))
-		return -EINVAL;
-	if (la.my_type && !kmsgr_entity_type_ok(la.my_type))
-		return -EINVAL;
-	if (la.auth == KMSGR_AUTH_CEPHX) {
-		if (!la.n_keys || la.n_keys > KMSGR_LISTEN_KEYS_MAX || !la.keys)
-			return -EINVAL;
-	} else if (la.auth && la.auth != KMSGR_AUTH_NONE) {
-		return -EINVAL;
-	} else if (la.n_keys || la.keys) {
-		return -EINVAL;
-	} else if (la.flags & KMSGR_SESS_F_SECURE) {
-		return -EINVAL;		/* secure mode needs cephx */
-	}
-	xt = kmsgr_xprt_find(la.transport);
-	if (!xt)
-		return -EOPNOTSUPP;
-	ret = kmsgr_addr_to_ss(&la.addr, &ss);
-	if (ret)
-		return ret;
-
-	l = kzalloc(sizeof(*l), GFP_KERNEL_ACCOUNT);
-	if (!l)
-		return -ENOMEM;
-	kref_init(&l->obj.ref);
-	l->obj.kind = KMSGR_OBJ_LISTENER;
-	l->obj.inst = inst;
-	l->obj.user_data = la.user_data;
-	INIT_LIST_HEAD(&l->obj.teardown);
-	l->flags = la.flags;
-	l->auth = la.auth == KMSGR_AUTH_CEPHX ? KMSGR_AUTH_CEPHX :
-						 KMSGR_AUTH_NONE;
-	if (l->auth == KMSGR_AUTH_CEPHX) {
-		ret = kmsgr_listener_copy_keys(l, &la);
-		if (ret)
-			goto out_free;
-	}
-	l->nonce = la.addr.nonce;
-	l->my_type = la.my_type ? la.my_type : MSGR2_ENTITY_CLIENT;
-	spin_lock_init(&l->lock);
-	INIT_LIST_HEAD(&l->embryos);
-	INIT_WORK(&l->accept_work, kmsgr_listener_accept);
-
-	ret = kmsgr_sess_charge(inst);	/* listeners count as sessions */
-	if (ret)
-		goto out_free;
-	ret = kmsgr_obj_publish(inst, &l->obj);
-	if (ret)
-		goto out_uncharge;
-	ret = xt->listen(inst->net, &ss, kmsgr_listener_kick, l, &l->xprt);
-	if (ret)
-		goto out_unpublish;
-	ret = l->xprt->ops->getname(l->xprt, &ss, false);
-	if (ret)
-		goto out_close;
-	kmsgr_ss_to_addr(&ss, &la.bound);
-	la.id = l->obj.id;
-	if (copy_to_user(uarg, &la, sizeof(la))) {
-		ret = -EFAULT;
-		goto out_close;
-	}
-	return 0;
-
-out_close:
-	xa_erase(&inst->objs, l->obj.id);
-	synchronize_rcu();
-	kmsgr_listener_teardown(l);
-	return ret;
-out_unpublish:
-	xa_erase(&inst->objs, l->obj.id);
-	synchronize_rcu();
-out_uncharge:
-	atomic_dec(&inst->nr_sessions);
-out_free:
-	kmsgr_obj_put(&l->obj);
-	return ret;
-}
-
-/* ---- CLOSE, SEND, resume, teardown --------------------------------------- */
-
-int kmsgr_sess_close(struct kmsgr_instance *inst,
-		     struct kmsgr_close __user *uarg)
-{
-	struct kmsgr_close c;
-	struct kmsgr_obj *obj;
-
-	if (copy_from_user(&c, uarg, sizeof(c)))
-		return -EFAULT;
-	if (c.flags || memchr_inv(c.reserved, 0, sizeof(c.reserved)))
-		return -EINVAL;
-	if (!c.id)
-		return -ENOENT;
-	/*
-	 * Whoever takes it out of objs tears it down: CLOSE is idempotent.
-	 * A slot reserved by kmsgr_sess_announce() reads as NULL and must
-	 * stay reserved: look before erasing (nothing else erases an id
-	 * while inst->lock is held).  Once erased, the object is ours: the
-	 * lock is not held across the grace period, so closing many
-	 * sessions does not stall the instance's other control ioctls.
-	 */
-	mutex_lock(&inst->lock);
-	obj = xa_load(&inst->objs, c.id) ? xa_erase(&inst->objs, c.id) : NULL;
-	mutex_unlock(&inst->lock);
-	if (!obj)
-		return -ENOENT;
-	/* no kick or resume still looks at it after this */
-	synchronize_rcu();
-	if (obj->kind == KMSGR_OBJ_SESS)
-		kmsgr_sess_teardown(container_of(obj, struct kmsgr_sess, obj),
-				    true, false);
-	else
-		kmsgr_listener_teardown(container_of(obj,
-						     struct kmsgr_listener,
-						     obj));
-	return 0;
-}
+/* ---- SEND, push, resume ----------------------------------------------- */
 
 /*
  * Keep @s (and the caller's reference to it) for kmsgr_sess_push(): 1;
@@ -2351,7 +1867,7 @@ static void kmsgr_sess_push_one(struct kmsgr_sess *s)
 		queue_work(kmsgr_wq, &s->work);
 		return;
 	}
-	ret = kmsgr_conn_flush(kc);
+	ret = kmsgr_sess_tx(kc);
 	if (ret < 0)
 		kmsgr_sess_fail(s, ret);
 	else if (ret == 2)	/* budget spent: the work goes on */
@@ -2471,60 +1987,6 @@ void kmsgr_sess_resume(struct kmsgr_instance *inst)
 			queue_work(kmsgr_wq, &s->work);
 	}
 	rcu_read_unlock();
-}
-
-void kmsgr_sess_destroy_all(struct kmsgr_instance *inst)
-{
-	struct kmsgr_obj *obj, *tmp;
-	unsigned long idx;
-	LIST_HEAD(sessions);
-	LIST_HEAD(listeners);
-
-	/*
-	 * An instance that never had a session or listener (the common
-	 * open/INFO/close) has nothing to wait for: skip the grace periods
-	 * and the workqueue flush.  Nothing can charge one concurrently: this
-	 * runs at the final release of the file.
-	 */
-	if (!READ_ONCE(inst->objs_used)) {
-		xa_destroy(&inst->objs);
-		return;
-	}
-
-	/* take everything out; what a reaper took out already is its own */
-	xa_for_each(&inst->objs, idx, obj) {
-		if (xa_cmpxchg(&inst->objs, idx, obj, NULL, GFP_KERNEL) != obj)
-			continue;
-		list_add_tail(&obj->teardown,
-			      obj->kind == KMSGR_OBJ_SESS ? &sessions :
-							    &listeners);
-	}
-	synchronize_rcu();
-	/* listeners first: no new sessions after this */
-	list_for_each_entry_safe(obj, tmp, &listeners, teardown) {
-		list_del_init(&obj->teardown);
-		kmsgr_listener_teardown(container_of(obj,
-						     struct kmsgr_listener,
-						     obj));
-	}
-	/* sessions accepted meanwhile */
-	xa_for_each(&inst->objs, idx, obj) {
-		if (xa_cmpxchg(&inst->objs, idx, obj, NULL, GFP_KERNEL) == obj)
-			list_add_tail(&obj->teardown, &sessions);
-	}
-	synchronize_rcu();
-	list_for_each_entry_safe(obj, tmp, &sessions, teardown) {
-		list_del_init(&obj->teardown);
-		kmsgr_sess_teardown(container_of(obj, struct kmsgr_sess, obj),
-				    false, false);
-	}
-	/* reapers of embryos, and references held for a moment elsewhere */
-	wait_var_event(&inst->nr_live, !atomic_read(&inst->nr_live));
-	WARN_ON_ONCE(!xa_empty(&inst->objs));
-	WARN_ON_ONCE(atomic_read(&inst->nr_sessions));
-	WARN_ON_ONCE(!list_empty(&inst->timed));
-	del_timer_sync(&inst->timer);
-	xa_destroy(&inst->objs);
 }
 
 void kmsgr_sess_inst_init(struct kmsgr_instance *inst)

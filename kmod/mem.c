@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmsgr - an instance's rings and buffer area: SETUP, mmap, ENTER, poll, the
- * CQ producer and the receive pool.
+ * kmsgr - an instance's memory: SETUP and mmap of its rings and buffer area,
+ * the CQ producer (posting, reservations, overflow) and the receive pool.
+ * The bottom of the module: it calls nothing above it (sessions, ENTER).
  *
  * Memory.  SETUP allocates three regions with vmalloc_user() (zeroed,
  * VM_USERMAP): the SQ region (a struct kmsgr_ring, then the SQEs), the CQ
@@ -43,14 +44,9 @@
  * callable from any context, never held while sleeping) protects the CQ
  * producer state, the reservations, the overflow list, the receive pool
  * bitmaps and the counters in inst->stats.  inst->lock serialises SETUP
- * against the other control ioctls.  Nothing here takes a session lock;
- * kmsgr_sess_send(), kmsgr_sess_push() and kmsgr_sess_resume() (which do)
- * are called under submit_lock or no lock, never under cq_lock.
- *
- * Inline submission: ENTER writes the SENDs it consumed to their
- * transports itself (kmsgr_sess_push(), after every KMSGR_ENTER_BATCH SQEs
- * and at the end), as far as they take them without waiting; what does
- * not fit is written by the session's work when write space appears.
+ * against the other control ioctls.  Nothing here takes a session lock or
+ * calls a session: when CQ room appears, kmsgr_cq_refresh() says so and its
+ * caller (enter.c) restarts the paused sessions.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -59,7 +55,6 @@
 #include <linux/bitmap.h>
 #include <linux/build_bug.h>
 #include <linux/capability.h>
-#include <linux/hrtimer.h>
 #include <linux/ktime.h>
 #include <linux/list.h>
 #include <linux/log2.h>
@@ -68,7 +63,6 @@
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
-#include <linux/sched/signal.h>
 #include <linux/sched/user.h>
 #include <linux/cred.h>
 #include <linux/slab.h>
@@ -92,9 +86,6 @@
  */
 #define KMSGR_POOL_WAIT_MS	1000
 
-/* SQEs consumed between two cond_resched() calls in ENTER. */
-#define KMSGR_ENTER_BATCH	64
-
 /* An event waiting for CQ room. */
 struct kmsgr_cq_ovf {
 	struct list_head node;
@@ -110,7 +101,7 @@ void kmsgr_inst_init(struct kmsgr_instance *inst)
 }
 
 /* true once SETUP has published the rings (pairs with its store-release) */
-static bool kmsgr_inst_ready(struct kmsgr_instance *inst)
+bool kmsgr_inst_ready(struct kmsgr_instance *inst)
 {
 	/* Pairs with SETUP's store-release: the rings are seen complete. */
 	return smp_load_acquire(&inst->setup_done);
@@ -550,16 +541,18 @@ static void kmsgr_cq_wake_if(struct kmsgr_instance *inst, u32 tail)
 }
 
 /*
- * Resync with the application's head, flush the overflow list and, if
- * delivery was paused and room has appeared, unpause and restart the
- * sessions.  Returns the number of CQEs ready for the application.
+ * Resync with the application's head and flush the overflow list.  If
+ * delivery was paused and room has appeared, unpause it and set *@resume:
+ * the caller restarts the sessions (kmsgr_sess_resume()).  Returns the
+ * number of CQEs ready for the application.
  */
-static u32 kmsgr_cq_refresh(struct kmsgr_instance *inst)
+u32 kmsgr_cq_refresh(struct kmsgr_instance *inst, bool *resume)
 {
-	bool resume = false, moved;
 	unsigned long flags;
+	bool moved;
 	u32 ready;
 
+	*resume = false;
 	spin_lock_irqsave(&inst->cq_lock, flags);
 	kmsgr_cq_sync_head(inst);
 	moved = kmsgr_cq_flush(inst);
@@ -567,20 +560,18 @@ static u32 kmsgr_cq_refresh(struct kmsgr_instance *inst)
 	    kmsgr_cq_free(inst)) {
 		inst->cq_paused = false;
 		WRITE_ONCE(inst->cq->flags, 0);
-		resume = true;
+		*resume = true;
 	}
 	ready = inst->cq_tail - inst->cq_head;
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
 
 	if (moved)
 		kmsgr_cq_wake(inst);
-	if (resume)
-		kmsgr_sess_resume(inst);
 	return ready;
 }
 
 /* CQEs ready, for the ENTER wait condition (no side effects but the head). */
-static u32 kmsgr_cq_ready(struct kmsgr_instance *inst)
+u32 kmsgr_cq_ready(struct kmsgr_instance *inst)
 {
 	unsigned long flags;
 	u32 ready;
@@ -613,7 +604,7 @@ static bool kmsgr_cq_reservable(struct kmsgr_instance *inst)
 }
 
 /* Whether kmsgr_cq_reserve() could succeed now. */
-static bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst)
+bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst)
 {
 	unsigned long flags;
 	bool ok;
@@ -628,7 +619,7 @@ static bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst)
  * Reserve a slot for the completion of one SQE; false when none is free
  * or the in-flight bound is reached.
  */
-static bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
+bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
 {
 	unsigned long flags;
 	bool ok = false;
@@ -646,11 +637,6 @@ static bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
 	kmsgr_cq_wake_if(inst, tail);
 	return ok;
 }
-
-/* Wake key of a slot given back: ENTERs with SQEs left over look again. */
-#define KMSGR_WAKE_ROOM		poll_to_key(EPOLLOUT | EPOLLWRNORM)
-/* Wake key of a session kicked for the ENTER waiters to run. */
-#define KMSGR_WAKE_RUN		poll_to_key(EPOLLPRI)
 
 void kmsgr_cq_wake_runners(struct kmsgr_instance *inst)
 {
@@ -1108,362 +1094,4 @@ void *kmsgr_buf_ptr(struct kmsgr_instance *inst, u64 off, u64 len)
 	if (off > inst->buf_size || len > inst->buf_size - off)
 		return NULL;
 	return inst->buf + off;
-}
-
-/* ---- ENTER -------------------------------------------------------------- */
-
-/* Post the completion of a consumed SQE into its reserved slot. */
-static void kmsgr_sqe_complete(struct kmsgr_instance *inst,
-			       const struct kmsgr_sqe *sqe, u8 kind, int res)
-{
-	struct kmsgr_cqe cqe = {
-		.user_data = sqe->user_data,
-		.res = res,
-		.kind = kind,
-	};
-
-	if (kind == KMSGR_CQE_SEND)
-		cqe.session = sqe->session;
-	if (res)
-		inst->stats.sqe_errors++;
-	kmsgr_cq_post(inst, &cqe, KMSGR_CQ_RESERVED);
-}
-
-/* Slices of a SEND or RELEASE must lie inside the buffer area. */
-static bool kmsgr_sqe_slices_ok(struct kmsgr_instance *inst,
-				const struct kmsgr_sqe *sqe)
-{
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(sqe->seg); i++)
-		if ((u64)sqe->seg[i].off + sqe->seg[i].len > inst->buf_size)
-			return false;
-	return true;
-}
-
-/* Check the fields every opcode shares; 0 or -EINVAL. */
-static int kmsgr_sqe_check(struct kmsgr_instance *inst,
-			   const struct kmsgr_sqe *sqe)
-{
-	if (sqe->reserved0 || sqe->reserved1)
-		return -EINVAL;
-	if (sqe->flags & ~(sqe->opcode == KMSGR_OP_RELEASE ? KMSGR_SQE_F_TOKEN :
-			   sqe->opcode == KMSGR_OP_SEND ?
-			   KMSGR_SQE_F_SKIP_SUCCESS : 0))
-		return -EINVAL;
-	switch (sqe->opcode) {
-	case KMSGR_OP_NOP:
-		return 0;
-	case KMSGR_OP_SEND:
-	case KMSGR_OP_RELEASE:
-		return kmsgr_sqe_slices_ok(inst, sqe) ? 0 : -EINVAL;
-	default:
-		return -EINVAL;
-	}
-}
-
-/*
- * RELEASE: free each non-empty slice; -EINVAL if any was not a delivered
- * one (of the message whose token the SQE carries, with
- * KMSGR_SQE_F_TOKEN).
- */
-static int kmsgr_sqe_release(struct kmsgr_instance *inst,
-			     const struct kmsgr_sqe *sqe)
-{
-	unsigned long flags;
-	bool freed = false, resume = false;
-	unsigned int i;
-	u32 token = 0;
-	int ret = 0;
-
-	if (sqe->flags & KMSGR_SQE_F_TOKEN) {
-		if (!sqe->tid || sqe->tid > KMSGR_RELEASE_TOKEN_MAX)
-			return -EINVAL;
-		token = (u32)sqe->tid;
-	}
-	for (i = 0; i < ARRAY_SIZE(sqe->seg); i++) {
-		if (!sqe->seg[i].len)
-			continue;
-		if (kmsgr_pool_free(inst, sqe->seg[i].off, sqe->seg[i].len,
-				    token))
-			ret = -EINVAL;
-		else
-			freed = true;
-	}
-
-	if (freed) {
-		spin_lock_irqsave(&inst->cq_lock, flags);
-		resume = inst->pool_starved;
-		inst->pool_starved = false;
-		spin_unlock_irqrestore(&inst->cq_lock, flags);
-	}
-	if (resume)
-		kmsgr_sess_resume(inst);
-	return ret;
-}
-
-/* Execute one consumed SQE (a snapshot); its CQ slot is reserved. */
-static void kmsgr_sqe_exec(struct kmsgr_instance *inst,
-			   const struct kmsgr_sqe *sqe, struct kmsgr_push *push)
-	__must_hold(&inst->submit_lock)
-{
-	int ret;
-
-	ret = kmsgr_sqe_check(inst, sqe);
-	if (ret) {
-		pr_debug_ratelimited("instance %llu: bad SQE opcode %u\n",
-				     inst->id, sqe->opcode);
-		kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, ret);
-		return;
-	}
-
-	switch (sqe->opcode) {
-	case KMSGR_OP_NOP:
-		kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, 0);
-		break;
-	case KMSGR_OP_RELEASE:
-		ret = kmsgr_sqe_release(inst, sqe);
-		if (ret)
-			kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, ret);
-		else
-			kmsgr_cq_unreserve(inst);	/* silent success */
-		break;
-	case KMSGR_OP_SEND:
-		/* On success the session posts the SEND CQE later. */
-		ret = kmsgr_sess_send(inst, sqe, push);
-		if (ret)
-			kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_SEND, ret);
-		break;
-	}
-}
-
-/*
- * Consume up to @max SQEs, each only after reserving its CQ slot.  Sets
- * *@cq_full when it stopped for lack of CQ room.  Returns the count.
- */
-static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
-			    bool *cq_full, struct kmsgr_push *push)
-	__must_hold(&inst->submit_lock)
-{
-	u32 tail, avail, done = 0;
-	struct kmsgr_sqe sqe;
-
-	lockdep_assert_held(&inst->submit_lock);
-
-	/* Pairs with the application's store-release of the tail. */
-	tail = smp_load_acquire(inst->sq_ktail);
-	avail = min(tail - inst->sq_head, inst->sq_entries);
-	max = min(max, avail);
-
-	while (done < max) {
-		if (!kmsgr_cq_reserve(inst)) {
-			*cq_full = true;
-			break;
-		}
-		/* One copy; only the snapshot is looked at from here on. */
-		memcpy(&sqe, &inst->sqes[inst->sq_head & (inst->sq_entries - 1)],
-		       sizeof(sqe));
-		inst->sq_head++;
-		done++;
-		inst->stats.sqes++;
-		kmsgr_sqe_exec(inst, &sqe, push);
-
-		if (!(done % KMSGR_ENTER_BATCH)) {
-			/* Let the application refill the consumed slots. */
-			smp_store_release(inst->sq_khead, inst->sq_head);
-			kmsgr_sess_push(push);
-			cond_resched();
-		}
-	}
-	/* The slots are free once the new head is visible. */
-	smp_store_release(inst->sq_khead, inst->sq_head);
-	return done;
-}
-
-/* An ENTER waiting for min_complete CQEs. */
-struct kmsgr_cq_waiter {
-	struct wait_queue_entry wqe;
-	struct kmsgr_instance *inst;
-	u32 want;
-	bool room;		/* also for a slot given back */
-	bool woken_for_room;
-};
-
-/*
- * Wake the waiter only once its min_complete CQEs are there (io_uring's
- * threshold wake): a CQE at a time does not bounce a batch waiter in and
- * out of sleep.  Lockless: cq_head is the kernel's last sync of the
- * application's head, never ahead of it, so the count is never below the
- * truth: at worst one wake too many, never one too few.
- */
-static int kmsgr_cq_wake_fn(struct wait_queue_entry *wqe, unsigned int mode,
-			    int sync, void *key)
-{
-	struct kmsgr_cq_waiter *w = container_of(wqe, struct kmsgr_cq_waiter,
-						 wqe);
-	struct kmsgr_instance *inst = w->inst;
-
-	if (key == KMSGR_WAKE_RUN) {
-		/* a runner (min_complete 1): it runs the session */
-		if (w->want > 1)
-			return 0;
-	} else if (key == KMSGR_WAKE_ROOM) {
-		if (!w->room)
-			return 0;
-		WRITE_ONCE(w->woken_for_room, true);
-	} else if (READ_ONCE(inst->cq_tail) - READ_ONCE(inst->cq_head) <
-		   w->want) {
-		return 0;
-	}
-	return autoremove_wake_function(wqe, mode, sync, key);
-}
-
-/*
- * Wait until @want CQEs are ready, or with @room until a reserved slot is
- * given back (SQEs were left for want of one); 0, -ETIME or -EINTR.
- */
-static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
-			 u64 timeout_ns, bool room)
-{
-	struct kmsgr_cq_waiter w = {
-		.inst = inst,
-		.want = min(want, inst->cq_entries),
-		.room = room,
-	};
-	bool expired = false, runner;
-	ktime_t end = 0;
-	int ret = 0;
-
-	init_wait(&w.wqe);
-	w.wqe.func = kmsgr_cq_wake_fn;
-	if (timeout_ns)
-		end = ktime_add_safe(ktime_get(),
-				     ns_to_ktime(min_t(u64, timeout_ns,
-						       KTIME_MAX)));
-	/*
-	 * A waiter for one CQE runs the sessions kicked meanwhile itself
-	 * (latency: one wake-up instead of a worker's and then its own); a
-	 * batch waiter leaves them to the workers and sleeps until its
-	 * min_complete CQEs are there.
-	 */
-	runner = w.want <= 1 && READ_ONCE(kmsgr_enter_runs);
-	if (runner)
-		kmsgr_sess_rx_wait_begin(inst);
-	for (;;) {
-		prepare_to_wait(&inst->cq_wait, &w.wqe, TASK_INTERRUPTIBLE);
-		if (kmsgr_cq_ready(inst) >= w.want ||
-		    READ_ONCE(w.woken_for_room) ||
-		    (w.room && kmsgr_cq_can_reserve(inst)))
-			break;
-		if (runner && kmsgr_sess_rx_pending(inst)) {
-			/* run the kicked sessions here, then look again */
-			__set_current_state(TASK_RUNNING);
-			kmsgr_sess_rx_run(inst);
-			continue;
-		}
-		if (expired) {
-			ret = -ETIME;
-			break;
-		}
-		if (signal_pending(current)) {
-			/* a restart would start the timeout anew */
-			ret = -EINTR;
-			break;
-		}
-		if (!timeout_ns)
-			schedule();
-		else if (!schedule_hrtimeout(&end, HRTIMER_MODE_ABS))
-			expired = true;	/* one last look */
-	}
-	finish_wait(&inst->cq_wait, &w.wqe);
-	if (runner)
-		kmsgr_sess_rx_wait_end(inst);
-	return ret;
-}
-
-/**
- * kmsgr_inst_enter() - KMSGR_IOC_ENTER: consume SQEs, optionally wait
- * @inst: the instance
- * @uarg: struct kmsgr_enter in user memory
- *
- * Consumes up to to_submit SQEs (never more than the SQ holds), each only
- * when its completion has a reserved CQ slot and fewer than
- * cq_entries - cq_entries / 2 completions are outstanding.  Every consumed SQE gets
- * exactly one CQE: an error KMSGR_CQE_OP when it is invalid, else that of
- * its opcode (none for a successful RELEASE).  Then flushes waiting events,
- * restarts delivery paused by a full CQ if room has appeared, and with
- * KMSGR_ENTER_F_GETEVENTS waits until min_complete CQEs (at most the CQ
- * size) are ready (the waiter is woken only then), or, when SQEs were left
- * for want of a CQ slot, until a slot is given back without a CQE (a SEND
- * with KMSGR_SQE_F_SKIP_SUCCESS succeeded): then it returns what it
- * consumed, and the caller submits again.  Also call it (to_submit 0) after consuming CQEs while
- * the CQ ring has KMSGR_RING_F_CQ_PAUSED set; poll() does the same.
- *
- * Return: the number of SQEs consumed, also written to submitted; if none
- * was: 0; -EBUSY (without GETEVENTS) when SQEs were waiting but the CQ had
- * no room for their completions (reap CQEs first); -ETIME when the wait
- * timed out, -EINTR on a signal.  -EINVAL before SETUP or for a bad flag or reserved field;
- * -EFAULT.
- */
-int kmsgr_inst_enter(struct kmsgr_instance *inst,
-		     struct kmsgr_enter __user *uarg)
-{
-	struct kmsgr_push push = { .n = 0 };
-	struct kmsgr_enter e;
-	bool cq_full = false;
-	u32 done = 0;
-	int ret = 0;
-
-	if (copy_from_user(&e, uarg, sizeof(e)))
-		return -EFAULT;
-	if (e.flags & ~KMSGR_ENTER_F_GETEVENTS ||
-	    memchr_inv(e.reserved, 0, sizeof(e.reserved)))
-		return -EINVAL;
-	if (!kmsgr_inst_ready(inst))
-		return -EINVAL;
-
-	if (e.to_submit) {
-		mutex_lock(&inst->submit_lock);
-		done = kmsgr_sq_consume(inst, e.to_submit, &cq_full, &push);
-		mutex_unlock(&inst->submit_lock);
-		/* write the SENDs out from here: no work-item hop */
-		kmsgr_sess_push(&push);
-	}
-	kmsgr_cq_refresh(inst);
-
-	/*
-	 * With GETEVENTS a CQ without room is no error: the slots are either
-	 * unread (the wait ends at once) or reserved by SENDs in flight (their
-	 * completions end it).
-	 */
-	if (e.flags & KMSGR_ENTER_F_GETEVENTS && e.min_complete)
-		ret = kmsgr_cq_wait(inst, e.min_complete, e.timeout_ns,
-				    cq_full && done < e.to_submit);
-	else if (!done && cq_full)
-		ret = -EBUSY;
-
-	if (put_user(done, &uarg->submitted) && !done)
-		return -EFAULT;
-	return done ? done : ret;
-}
-
-/* ---- poll --------------------------------------------------------------- */
-
-/**
- * kmsgr_inst_poll() - EPOLLIN | EPOLLRDNORM while the CQ is not empty
- * @inst: the instance
- * @file: its file
- * @wait: poll table
- *
- * Also flushes waiting events and restarts paused delivery, like ENTER.
- *
- * Return: the mask; 0 before SETUP.
- */
-__poll_t kmsgr_inst_poll(struct kmsgr_instance *inst, struct file *file,
-			 poll_table *wait)
-{
-	poll_wait(file, &inst->cq_wait, wait);
-	if (!kmsgr_inst_ready(inst))
-		return 0;
-	return kmsgr_cq_refresh(inst) ? EPOLLIN | EPOLLRDNORM : 0;
 }

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr - listeners: LISTEN, the accept work, listener teardown.
+ *
+ * A listener owns a listening transport and an accept work item, kicked
+ * by the transport when connections wait.  Each accepted connection
+ * becomes a server session, an embryo of the listener
+ * (kmsgr_sess_accept(), session.c; see struct kmsgr_listener), until its
+ * handshake reaches READY.  Tearing a listener down (CLOSE, the final
+ * close of the file) stops accepting and tears its embryos down;
+ * announced sessions live on.  Above the sessions: it calls session.c,
+ * never the other way round.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/build_bug.h>
+#include <linux/memcontrol.h>
+#include <linux/mm.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/xarray.h>
+
+#include "kmsgr.h"
+#include "session.h"
+
+/* connections taken per run of the accept work */
+#define KMSGR_LISTENER_ACCEPT_BUDGET	16
+
+/* Copy a cephx listener's keys in (LISTEN): -EINVAL on a bad entry. */
+static int kmsgr_listener_copy_keys(struct kmsgr_listener *l,
+				    const struct kmsgr_listen *la)
+{
+	const struct kmsgr_listen_key __user *uk = u64_to_user_ptr(la->keys);
+	struct kmsgr_listen_key k;
+	u32 i;
+	int ret = 0;
+
+	l->keys = kvcalloc(la->n_keys, sizeof(*l->keys), GFP_KERNEL_ACCOUNT);
+	if (!l->keys)
+		return -ENOMEM;
+	l->n_keys = la->n_keys;
+	for (i = 0; i < la->n_keys && !ret; i++) {
+		if (copy_from_user(&k, &uk[i], sizeof(k))) {
+			ret = -EFAULT;
+			break;
+		}
+		if (memchr_inv(k.reserved, 0, sizeof(k.reserved)) ||
+		    !kmsgr_entity_type_ok(k.entity_type) || !k.name[0] ||
+		    strnlen(k.name, sizeof(k.name)) == sizeof(k.name))
+			ret = -EINVAL;
+		l->keys[i].entity_type = k.entity_type;
+		BUILD_BUG_ON(sizeof(l->keys[i].name) != sizeof(k.name));
+		memcpy(l->keys[i].name, k.name, sizeof(k.name));
+		memcpy(l->keys[i].key, k.key, sizeof(k.key));
+	}
+	memzero_explicit(&k, sizeof(k));
+	return ret;	/* on failure the listener's release wipes them */
+}
+
+static void kmsgr_listener_accept(struct work_struct *work)
+{
+	struct kmsgr_listener *l = container_of(work, struct kmsgr_listener,
+						accept_work);
+	struct mem_cgroup *old_memcg;
+	struct kmsgr_xprt *x;
+	int i, ret;
+
+	/* what the connections cost is the listener owner's */
+	old_memcg = set_active_memcg(l->obj.inst->memcg);
+	for (i = 0; i < KMSGR_LISTENER_ACCEPT_BUDGET; i++) {
+		if (READ_ONCE(l->closing))
+			goto out;
+		ret = l->xprt->ops->accept(l->xprt, &x);
+		if (ret == -EAGAIN)
+			goto out;
+		if (ret) {
+			pr_warn_ratelimited("instance %llu listener %u: accept failed: %d\n",
+					    l->obj.inst->id, l->obj.id, ret);
+			goto out;
+		}
+		ret = kmsgr_sess_accept(l, x);
+		if (ret)	/* reported by kmsgr_sess_accept() */
+			x->ops->close(x);
+	}
+	queue_work(kmsgr_wq, &l->accept_work);	/* more may wait */
+out:
+	set_active_memcg(old_memcg);
+}
+
+static void kmsgr_listener_kick(void *priv, unsigned int why)
+{
+	struct kmsgr_listener *l = priv;
+
+	queue_work(kmsgr_wq, &l->accept_work);
+}
+
+/*
+ * Stop accepting, then tear down the embryos (sessions not yet announced):
+ * they are the listener's.  Announced sessions live on.
+ */
+void kmsgr_listener_teardown(struct kmsgr_listener *l)
+{
+	struct kmsgr_sess *s, *tmp;
+	LIST_HEAD(embryos);
+
+	spin_lock(&l->lock);
+	l->closing = true;		/* no embryo is linked or announced */
+	spin_unlock(&l->lock);
+	cancel_work_sync(&l->accept_work);
+	if (l->xprt)
+		l->xprt->ops->close(l->xprt);	/* no kick after this */
+	cancel_work_sync(&l->accept_work);
+
+	spin_lock(&l->lock);
+	list_for_each_entry_safe(s, tmp, &l->embryos, embryo) {
+		s->embryo_linked = false;	/* ours now, not the reaper's */
+		list_move_tail(&s->embryo, &embryos);
+	}
+	l->nr_embryos = 0;
+	spin_unlock(&l->lock);
+	list_for_each_entry_safe(s, tmp, &embryos, embryo) {
+		list_del_init(&s->embryo);
+		kmsgr_sess_teardown(s, false, false);
+	}
+
+	atomic_dec(&l->obj.inst->nr_sessions);
+	kmsgr_obj_put(&l->obj);
+}
+
+int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
+{
+	struct sockaddr_storage ss;
+	struct kmsgr_listener *l;
+	struct kmsgr_listen la;
+	const struct kmsgr_xprt_type *xt;
+	int ret;
+
+	if (copy_from_user(&la, uarg, sizeof(la)))
+		return -EFAULT;
+	/* id and bound are output fields: ignored on input */
+	if (memchr_inv(la.reserved1, 0, sizeof(la.reserved1)) ||
+	    memchr_inv(la.reserved, 0, sizeof(la.reserved)) || la.reserved2)
+		return -EINVAL;
+	if (la.flags & ~(KMSGR_SESS_F_LOSSLESS | KMSGR_SESS_F_SECURE))
+		return -EINVAL;
+	if (la.my_type && !kmsgr_entity_type_ok(la.my_type))
+		return -EINVAL;
+	if (la.auth == KMSGR_AUTH_CEPHX) {
+		if (!la.n_keys || la.n_keys > KMSGR_LISTEN_KEYS_MAX || !la.keys)
+			return -EINVAL;
+	} else if (la.auth && la.auth != KMSGR_AUTH_NONE) {
+		return -EINVAL;
+	} else if (la.n_keys || la.keys) {
+		return -EINVAL;
+	} else if (la.flags & KMSGR_SESS_F_SECURE) {
+		return -EINVAL;		/* secure mode needs cephx */
+	}
+	xt = kmsgr_xprt_find(la.transport);
+	if (!xt)
+		return -EOPNOTSUPP;
+	ret = kmsgr_addr_to_ss(&la.addr, &ss);
+	if (ret)
+		return ret;
+
+	l = kzalloc(sizeof(*l), GFP_KERNEL_ACCOUNT);
+	if (!l)
+		return -ENOMEM;
+	kref_init(&l->obj.ref);
+	l->obj.kind = KMSGR_OBJ_LISTENER;
+	l->obj.inst = inst;
+	l->obj.user_data = la.user_data;
+	INIT_LIST_HEAD(&l->obj.teardown);
+	l->flags = la.flags;
+	l->auth = la.auth == KMSGR_AUTH_CEPHX ? KMSGR_AUTH_CEPHX :
+						 KMSGR_AUTH_NONE;
+	if (l->auth == KMSGR_AUTH_CEPHX) {
+		ret = kmsgr_listener_copy_keys(l, &la);
+		if (ret)
+			goto out_free;
+	}
+	l->nonce = la.addr.nonce;
+	l->my_type = la.my_type ? la.my_type : MSGR2_ENTITY_CLIENT;
+	spin_lock_init(&l->lock);
+	INIT_LIST_HEAD(&l->embryos);
+	INIT_WORK(&l->accept_work, kmsgr_listener_accept);
+
+	ret = kmsgr_sess_charge(inst);	/* listeners count as sessions */
+	if (ret)
+		goto out_free;
+	ret = kmsgr_obj_publish(inst, &l->obj);
+	if (ret)
+		goto out_uncharge;
+	ret = xt->listen(inst->net, &ss, kmsgr_listener_kick, l, &l->xprt);
+	if (ret)
+		goto out_unpublish;
+	ret = l->xprt->ops->getname(l->xprt, &ss, false);
+	if (ret)
+		goto out_close;
+	kmsgr_ss_to_addr(&ss, &la.bound);
+	la.id = l->obj.id;
+	if (copy_to_user(uarg, &la, sizeof(la))) {
+		ret = -EFAULT;
+		goto out_close;
+	}
+	return 0;
+
+out_close:
+	xa_erase(&inst->objs, l->obj.id);
+	synchronize_rcu();
+	kmsgr_listener_teardown(l);
+	return ret;
+out_unpublish:
+	xa_erase(&inst->objs, l->obj.id);
+	synchronize_rcu();
+out_uncharge:
+	atomic_dec(&inst->nr_sessions);
+out_free:
+	kmsgr_obj_put(&l->obj);
+	return ret;
+}

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr - the module parameters (/sys/module/kmsgr/parameters/): limits of
+ * SETUP, CONNECT and LISTEN, timeouts and fast-path switches, with their
+ * bounds.  Every other file reads them (READ_ONCE(): root may change them
+ * at any time); this file calls nothing.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#include <linux/kernel.h>
+#include <linux/log2.h>
+#include <linux/mm.h>
+#include <linux/moduleparam.h>
+#include <linux/sizes.h>
+
+#include "kmsgr.h"
+
+/*
+ * Hard bounds of the module parameters.  Entries are 64 bytes: 2 MiB of
+ * SQ, 4 MiB of CQ.  Slice offsets are 32-bit: at most 4 GiB of area.
+ */
+#define KMSGR_SQ_ENTRIES_LIMIT	32768U
+#define KMSGR_CQ_ENTRIES_LIMIT	65536U
+#define KMSGR_BUF_SIZE_LIMIT	SZ_4G
+#define KMSGR_SESSIONS_LIMIT	65536U
+
+/* Limits of SETUP and CONNECT/LISTEN; READ_ONCE() them, they may change. */
+unsigned int kmsgr_max_sq_entries = 4096;
+unsigned int kmsgr_max_cq_entries = 8192;
+unsigned long kmsgr_max_buf_size = SZ_256M;
+unsigned int kmsgr_max_sessions = 256;
+unsigned int kmsgr_max_half_open = 64;
+/* Session timeouts (session.c, xprt_tcp.c), seconds. */
+unsigned int kmsgr_keepalive_timeout = 30;
+unsigned int kmsgr_idle_timeout = 900;
+unsigned int kmsgr_resume_timeout = 60;
+unsigned int kmsgr_msg_timeout = 30;
+#define KMSGR_TIMEOUT_LIMIT	86400U
+/* Lossless receive spill per session (session.c), bytes. */
+unsigned int kmsgr_rx_spill_max = SZ_1M;
+bool kmsgr_enter_runs = true;
+/* Zero-copy transmit of lossless payloads (session.c, xprt_tcp.c), bytes. */
+unsigned int kmsgr_tx_zerocopy_min = SZ_16K;
+#define KMSGR_SPILL_LIMIT	SZ_256M
+
+/*
+ * Setters of the limit parameters: a value outside the bounds fails the
+ * write (or insmod) with -EINVAL.  Sizes take effect at the next SETUP.
+ */
+static int kmsgr_param_set_entries(const char *val,
+				   const struct kernel_param *kp,
+				   unsigned int limit)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (!n || n > limit || !is_power_of_2(n))
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, n);
+	return 0;
+}
+
+static int kmsgr_param_set_sq(const char *val, const struct kernel_param *kp)
+{
+	return kmsgr_param_set_entries(val, kp, KMSGR_SQ_ENTRIES_LIMIT);
+}
+
+static int kmsgr_param_set_cq(const char *val, const struct kernel_param *kp)
+{
+	return kmsgr_param_set_entries(val, kp, KMSGR_CQ_ENTRIES_LIMIT);
+}
+
+static int kmsgr_param_set_buf(const char *val, const struct kernel_param *kp)
+{
+	unsigned long n;
+	int ret;
+
+	ret = kstrtoul(val, 0, &n);
+	if (ret)
+		return ret;
+	if (n < PAGE_ALIGN(KMSGR_POOL_MIN) || n > KMSGR_BUF_SIZE_LIMIT ||
+	    !PAGE_ALIGNED(n))
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned long *)kp->arg, n);
+	return 0;
+}
+
+/* An unsigned int in [@min, @max]. */
+static int kmsgr_param_set_range(const char *val,
+				 const struct kernel_param *kp,
+				 unsigned int min, unsigned int max)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (n < min || n > max)
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, n);
+	return 0;
+}
+
+static int kmsgr_param_set_sessions(const char *val,
+				    const struct kernel_param *kp)
+{
+	return kmsgr_param_set_range(val, kp, 1, KMSGR_SESSIONS_LIMIT);
+}
+
+/* A timeout in seconds, 0 (off) to a day. */
+static int kmsgr_param_set_secs(const char *val, const struct kernel_param *kp)
+{
+	return kmsgr_param_set_range(val, kp, 0, KMSGR_TIMEOUT_LIMIT);
+}
+
+/* Spill bytes per session, 0 (off) to 256 MiB. */
+static int kmsgr_param_set_spill(const char *val, const struct kernel_param *kp)
+{
+	return kmsgr_param_set_range(val, kp, 0, KMSGR_SPILL_LIMIT);
+}
+
+static const struct kernel_param_ops kmsgr_param_spill_ops = {
+	.set = kmsgr_param_set_spill,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops kmsgr_param_secs_ops = {
+	.set = kmsgr_param_set_secs,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops kmsgr_param_sq_ops = {
+	.set = kmsgr_param_set_sq,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops kmsgr_param_cq_ops = {
+	.set = kmsgr_param_set_cq,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops kmsgr_param_buf_ops = {
+	.set = kmsgr_param_set_buf,
+	.get = param_get_ulong,
+};
+
+static const struct kernel_param_ops kmsgr_param_sessions_ops = {
+	.set = kmsgr_param_set_sessions,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_sq_entries, &kmsgr_param_sq_ops, &kmsgr_max_sq_entries,
+		0644);
+MODULE_PARM_DESC(max_sq_entries,
+		 "Largest SQ of an instance, entries (power of two, 1-32768; default 4096)");
+module_param_cb(max_cq_entries, &kmsgr_param_cq_ops, &kmsgr_max_cq_entries,
+		0644);
+MODULE_PARM_DESC(max_cq_entries,
+		 "Largest CQ of an instance, entries (power of two, 1-65536; default 8192)");
+module_param_cb(max_buf_size, &kmsgr_param_buf_ops, &kmsgr_max_buf_size,
+		0644);
+MODULE_PARM_DESC(max_buf_size,
+		 "Largest buffer area of an instance, bytes (page multiple, 64 KiB-4 GiB; default 256 MiB)");
+module_param_cb(max_sessions, &kmsgr_param_sessions_ops, &kmsgr_max_sessions,
+		0644);
+MODULE_PARM_DESC(max_sessions,
+		 "Most sessions per instance (1-65536; default 256)");
+module_param_cb(max_half_open, &kmsgr_param_sessions_ops,
+		&kmsgr_max_half_open, 0644);
+module_param_cb(keepalive_timeout, &kmsgr_param_secs_ops,
+		&kmsgr_keepalive_timeout, 0644);
+MODULE_PARM_DESC(keepalive_timeout,
+		 "Seconds a READY connection may stay silent (keepalives go out every 10 s, or a third of this, at least every second) before it is closed with reason TIMEOUT; also its TCP_USER_TIMEOUT (0: off; default 30)");
+module_param_cb(idle_timeout, &kmsgr_param_secs_ops, &kmsgr_idle_timeout,
+		0644);
+MODULE_PARM_DESC(idle_timeout,
+		 "Seconds a server session may carry no message before it is closed with reason TIMEOUT (0: never; default 900)");
+module_param_cb(resume_timeout, &kmsgr_param_secs_ops,
+		&kmsgr_resume_timeout, 0644);
+MODULE_PARM_DESC(resume_timeout,
+		 "Seconds a lossless server session waits for its client to resume it before it is closed (reason TIMEOUT); default 60");
+module_param_cb(msg_timeout, &kmsgr_param_secs_ops, &kmsgr_msg_timeout,
+		0644);
+MODULE_PARM_DESC(msg_timeout,
+		 "Seconds an inbound message may hold receive-pool space before it is complete; then the connection is closed (reason TIMEOUT). 0: off; default 30");
+module_param_cb(rx_spill_max, &kmsgr_param_spill_ops, &kmsgr_rx_spill_max,
+		0644);
+MODULE_PARM_DESC(rx_spill_max,
+		 "Bytes of inbound messages a lossless session may hold in kernel memory while the receive pool is full, so that it keeps reading the acks behind them (0: off, up to 256 MiB; default 1 MiB)");
+module_param_named(tx_zerocopy_min, kmsgr_tx_zerocopy_min, uint, 0644);
+MODULE_PARM_DESC(tx_zerocopy_min,
+		 "Lossless sessions send buffer-area payload pieces of at least this many bytes by page reference (sendpage) instead of by copy (0: never; default 16384)");
+module_param_named(enter_runs_sessions, kmsgr_enter_runs, bool, 0644);
+MODULE_PARM_DESC(enter_runs_sessions,
+		 "An ENTER waiting for one completion receives for the sessions of its instance in its own context, instead of waking a worker (default Y)");
+MODULE_PARM_DESC(max_half_open,
+		 "Most connections per listener still in their handshake; more are refused (1-65536; default 64)");
