@@ -108,6 +108,7 @@ vm-build: ksrc
 		  echo "not ok 1 build kmsgr (see above)" >$(RESULTS)/build.tap; \
 		  exit 1; }
 	@$(MAKE) --no-print-directory -C selftests/kmsgr
+	@tools/check-layers >$(RESULTS)/layers.tap || true
 
 check-vm-tap: vm-build
 	@tools/vm/run --rxe --timeout $(VMTIMEOUT) -- \
@@ -137,7 +138,8 @@ lint: ksrc module
 		$(filter-out %.mod.c,$(wildcard kmod/*.[ch] kmod/msgr2/*.[ch])) \
 		uapi/linux/*.h
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 modules
-	shellcheck -S warning .ci/run tools/deps tools/kver tools/testsum \
+	tools/check-layers
+	shellcheck -S warning .ci/run tools/deps tools/kver tools/testsum tools/check-layers \
 		tools/demo tools/bench-tcp tools/bench-profile tools/vm/run tools/vm/init \
 		tools/vm/guest tools/vm/mkinitrd tools/vm/mkvmlinux \
 		selftests/kmsgr/*.sh selftests/msgr2/*.sh
