@@ -407,9 +407,18 @@ echo_listener_test() {
 # per message, as text and as JSON; so do both again with 4 sessions
 # on 2 threads (400 messages in all, 100 per session).
 bench_test() {
+	command -v ceph-authtool >/dev/null 2>&1 || { echo "no ceph-authtool (make deps)"; return 1; }
+	ceph-authtool --create-keyring "$tmp/bench.keyring" --gen-key \
+		-n client.admin >/dev/null &&
+		ceph-authtool --create-keyring "$tmp/bench-other.keyring" \
+			--gen-key -n client.admin >/dev/null || return 1
 	"$KMSGRCTL" session listen --echo --time 300 127.0.0.1:3313 \
 		>"$tmp/bench-l" 2>&1 &
 	lpid=$!
+	"$KMSGRCTL" session listen --echo --time 300 \
+		--keyring "$tmp/bench.keyring" 127.0.0.1:3315 \
+		>"$tmp/bench-lcx" 2>&1 &
+	cxpid=$!
 	sleep 1
 	timeout 120 "$KMSGRCTL" bench --pattern pingpong --count 300 \
 		--warmup 20 127.0.0.1:3313 >"$tmp/bench-p" 2>&1
@@ -425,19 +434,54 @@ bench_test() {
 		--sessions 4 --threads 2 --count 400 127.0.0.1:3313 \
 		>"$tmp/bench-mo" 2>&1
 	morc=$?
-	kill -TERM "$lpid"
+	# busy-poll on both workers' instances
+	timeout 120 "$KMSGRCTL" bench --pattern pingpong --busy-poll 50 \
+		--sessions 2 --threads 2 --count 300 --warmup 10 \
+		127.0.0.1:3313 >"$tmp/bench-bp" 2>&1
+	bprc=$?
+	# cephx: secure ping-pong on two workers, crc one-way, a wrong key
+	timeout 120 "$KMSGRCTL" -j bench --pattern pingpong --secure \
+		--keyring "$tmp/bench.keyring" --sessions 2 --threads 2 \
+		--count 200 --warmup 10 127.0.0.1:3315 >"$tmp/bench-cs" 2>&1
+	csrc=$?
+	timeout 120 "$KMSGRCTL" bench --keyring "$tmp/bench.keyring" \
+		--name client.admin --size 16384 --depth 8 --count 200 \
+		127.0.0.1:3315 >"$tmp/bench-cc" 2>&1
+	ccrc=$?
+	timeout 120 "$KMSGRCTL" bench --keyring "$tmp/bench-other.keyring" \
+		--secure --count 10 127.0.0.1:3315 >"$tmp/bench-cb" 2>&1
+	cbrc=$?
+	# usage errors: exit status 2 before any session
+	"$KMSGRCTL" bench --busy-poll 10001 127.0.0.1:3313 \
+		>"$tmp/bench-u1" 2>&1
+	u1rc=$?
+	"$KMSGRCTL" bench --secure 127.0.0.1:3315 >"$tmp/bench-u2" 2>&1
+	u2rc=$?
+	kill -TERM "$lpid" "$cxpid"
 	stopped "$lpid" 30
+	stopped "$cxpid" 30
 	wait "$lpid"
 	lrc=$?
-	cat "$tmp/bench-p" "$tmp/bench-o" "$tmp/bench-mp" "$tmp/bench-mo"
+	wait "$cxpid"
+	cxrc=$?
+	cat "$tmp/bench-p" "$tmp/bench-o" "$tmp/bench-mp" "$tmp/bench-mo" \
+		"$tmp/bench-bp" "$tmp/bench-cs" "$tmp/bench-cc" \
+		"$tmp/bench-cb" "$tmp/bench-u1" "$tmp/bench-u2"
 	echo "listener exit $lrc, pingpong exit $prc, oneway exit $orc," \
-		"4 sessions: pingpong exit $mprc, oneway exit $morc"
+		"4 sessions: pingpong exit $mprc, oneway exit $morc," \
+		"busy-poll exit $bprc; cephx listener exit $cxrc," \
+		"secure exit $csrc, crc exit $ccrc, wrong key exit $cbrc;" \
+		"usage errors exit $u1rc $u2rc"
 	[ "$lrc" -eq 0 ] && [ "$prc" -eq 0 ] && [ "$orc" -eq 0 ] &&
-		[ "$mprc" -eq 0 ] && [ "$morc" -eq 0 ] &&
+		[ "$mprc" -eq 0 ] && [ "$morc" -eq 0 ] && [ "$bprc" -eq 0 ] &&
+		[ "$cxrc" -eq 0 ] && [ "$csrc" -eq 0 ] && [ "$ccrc" -eq 0 ] &&
+		[ "$cbrc" -eq 1 ] && [ "$u1rc" -eq 2 ] && [ "$u2rc" -eq 2 ] &&
 		grep -q ": 300 messages in " "$tmp/bench-p" &&
 		grep -q "latency us: p50 [0-9]" "$tmp/bench-p" &&
 		grep -q "cpu us/msg: kernel [0-9]" "$tmp/bench-p" &&
 		grep -q '"messages":300,' "$tmp/bench-o" &&
+		grep -q '"auth":"none","mode":"crc","busy_poll_us":0,' \
+			"$tmp/bench-o" &&
 		grep -q '"cpu_us_per_msg":{"kernel_all":[0-9]' "$tmp/bench-o" &&
 		grep -q "depth 1, sessions 4, threads 2: 400 messages in " \
 			"$tmp/bench-mp" &&
@@ -445,7 +489,19 @@ bench_test() {
 		grep -q "cpu us/msg: kernel [0-9]" "$tmp/bench-mp" &&
 		grep -q '"sessions":4,"threads":2,' "$tmp/bench-mo" &&
 		grep -q '"messages":400,' "$tmp/bench-mo" &&
-		grep -q '"cpu_us_per_msg":{"kernel_all":[0-9]' "$tmp/bench-mo"
+		grep -q '"cpu_us_per_msg":{"kernel_all":[0-9]' "$tmp/bench-mo" &&
+		grep -q "depth 1, sessions 2, threads 2, busy-poll 50 us: 300 messages in " \
+			"$tmp/bench-bp" &&
+		grep -q "latency us: p50 [0-9]" "$tmp/bench-bp" &&
+		grep -q '"sessions":2,"threads":2,' "$tmp/bench-cs" &&
+		grep -q '"auth":"cephx","mode":"secure","busy_poll_us":0,"messages":200,' \
+			"$tmp/bench-cs" &&
+		grep -q "depth 8, auth cephx, mode crc: 200 messages in " \
+			"$tmp/bench-cc" &&
+		grep -q "authentication refused" "$tmp/bench-cb" &&
+		grep -q 'bad --busy-poll "10001"' "$tmp/bench-u1" &&
+		grep -q -- "--secure needs cephx" "$tmp/bench-u2" &&
+		grep -Eq '^received [1-9][0-9]* messages' "$tmp/bench-lcx"
 }
 
 # load_test NAME [LISTEN-OPTS...]: two --echo listeners (lossy, lossless)

@@ -21,6 +21,11 @@
  * warm-up, waits for the others, then all measure together; the report
  * merges the latency samples of every session.
  *
+ * --keyring FILE [--name client.ID] authenticates every session with
+ * cephx (ctl_conn_open() loads the key), in crc mode or with --secure in
+ * secure mode; --busy-poll USEC has each worker spin on its CQ for up to
+ * USEC before it sleeps (kmsgr_set_busy_poll()).
+ *
  * Copyright (C) 2025 The kmsgr authors
  */
 #include <errno.h>
@@ -42,7 +47,8 @@
 enum {
 	OPT_TRANSPORT = 256, OPT_SIZE, OPT_DEPTH, OPT_PATTERN, OPT_COUNT,
 	OPT_TIME, OPT_WARMUP, OPT_LOSSLESS, OPT_TIMEOUT, OPT_SESSIONS,
-	OPT_THREADS, OPT_HELP,
+	OPT_THREADS, OPT_SECURE, OPT_NAME, OPT_KEYRING, OPT_BUSY_POLL,
+	OPT_HELP,
 };
 
 static void bench_usage(FILE *f)
@@ -51,7 +57,9 @@ static void bench_usage(FILE *f)
 		"Usage: %s bench [--transport tcp] [--size BYTES] [--depth N]\n"
 		"                [--pattern oneway|pingpong] [--count N | --time S]\n"
 		"                [--warmup N] [--lossless] [--timeout S]\n"
-		"                [--sessions N] [--threads T] ADDR:PORT\n"
+		"                [--sessions N] [--threads T]\n"
+		"                [--keyring FILE [--name client.ID] [--secure]]\n"
+		"                [--busy-poll USEC] ADDR:PORT\n"
 		"\n"
 		"N sessions (default 1, at most %d) to a \"%s session listen\" at\n"
 		"ADDR:PORT, spread round-robin over T threads (default 1, at most N),\n"
@@ -73,8 +81,13 @@ static void bench_usage(FILE *f)
 		"latency percentiles p50/p99/p999 in microseconds over every\n"
 		"session's messages and CPU time per message (kernel time of all\n"
 		"CPUs, and this process's own).  --timeout: longest wait for any\n"
-		"completion (default 10 s).\n",
-		progname, BENCH_MAX_SESSIONS, progname);
+		"completion (default 10 s).\n"
+		"--keyring: cephx as --name (default client.admin, key from FILE),\n"
+		"in crc mode, or in secure mode with --secure (which needs cephx);\n"
+		"without it, auth none in crc mode.  --busy-poll: each thread\n"
+		"spins on its completion queue for up to USEC microseconds (0 to\n"
+		"%u; default 0, off) before it sleeps.\n",
+		progname, BENCH_MAX_SESSIONS, progname, KMSGR_BUSY_POLL_MAX_US);
 }
 
 /* CPU time so far, in clock ticks: the whole system's and this process's */
@@ -89,6 +102,7 @@ struct bench {
 	struct ctl_conn conn;	/* options of every session */
 	bool pingpong;
 	__u32 size, depth, nsess, nthreads;
+	__u32 busy_poll_us;	/* kmsgr_set_busy_poll() of every worker */
 	__u64 count, warmup, time_ns;
 
 	struct bench_worker *w0;	/* the one on the main thread */
@@ -581,6 +595,9 @@ static void bench_report(const struct bench *b, __u64 *lat, size_t n,
 		jw_u64("sessions", b->nsess);
 		jw_u64("threads", b->nthreads);
 		jw_bool("lossless", b->conn.flags & KMSGR_SESS_F_LOSSLESS);
+		jw_string("auth", ctl_conn_auth(&b->conn));
+		jw_string("mode", ctl_conn_mode(&b->conn));
+		jw_u64("busy_poll_us", b->busy_poll_us);
 		jw_u64("messages", n);
 		jw_u64("bytes", n * b->size);
 		jw_double("seconds", secs);
@@ -610,6 +627,11 @@ static void bench_report(const struct bench *b, __u64 *lat, size_t n,
 	       b->conn.flags & KMSGR_SESS_F_LOSSLESS ? " lossless" : "");
 	if (b->nsess > 1)
 		printf(", sessions %u, threads %u", b->nsess, b->nthreads);
+	if (b->conn.keyring)
+		printf(", auth %s, mode %s", ctl_conn_auth(&b->conn),
+		       ctl_conn_mode(&b->conn));
+	if (b->busy_poll_us)
+		printf(", busy-poll %u us", b->busy_poll_us);
 	printf(": %llu messages in %.3f s\n", (unsigned long long)n, secs);
 	printf("  %.0f msg/s  %.2f MB/s\n", rate, mbps);
 	printf("  latency us: p50 %.1f  p99 %.1f  p999 %.1f  (min %.1f, mean %.1f, max %.1f)\n",
@@ -678,6 +700,13 @@ static int bench_worker_start(struct bench *b, struct bench_worker *w,
 	if (ret)
 		return ret;
 	w->k = ctl_k;
+	ret = kmsgr_set_busy_poll(w->k, b->busy_poll_us);
+	if (ret) {
+		error("cannot set busy-poll to %u us: %s", b->busy_poll_us,
+		      kmsgr_strerror(ret));
+		ctl_k = NULL;
+		return ret;
+	}
 	memset(kmsgr_buf(w->k), 0x5a, b->size);
 	for (j = 0; j < w->nsess && !ret; j++)
 		ret = ctl_conn_open(&w->sess[j].conn);
@@ -772,6 +801,10 @@ int cmd_bench(int argc, char **argv)
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "sessions", required_argument, NULL, OPT_SESSIONS },
 		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "secure", no_argument, NULL, OPT_SECURE },
+		{ "name", required_argument, NULL, OPT_NAME },
+		{ "keyring", required_argument, NULL, OPT_KEYRING },
+		{ "busy-poll", required_argument, NULL, OPT_BUSY_POLL },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -870,6 +903,24 @@ int cmd_bench(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			b.nthreads = (__u32)v;
+			break;
+		case OPT_SECURE:
+			b.conn.flags |= KMSGR_SESS_F_SECURE;
+			break;
+		case OPT_NAME:
+			b.conn.name = optarg;
+			break;
+		case OPT_KEYRING:
+			b.conn.keyring = optarg;
+			break;
+		case OPT_BUSY_POLL:
+			if (ctl_parse_size(optarg, 0, KMSGR_BUSY_POLL_MAX_US,
+					   &v)) {
+				error("bad --busy-poll \"%s\" (0 to %u microseconds)",
+				      optarg, KMSGR_BUSY_POLL_MAX_US);
+				return EXIT_USAGE;
+			}
+			b.busy_poll_us = (__u32)v;
 			break;
 		case OPT_HELP:
 			bench_usage(stdout);
