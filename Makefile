@@ -34,8 +34,12 @@ export KVER KDIR KSRC
 
 all: module lib tools
 
+# KMSGR_FAULT=y builds the fault-injection points in (the test build).
+KMSGR_FAULT ?= n
+export KMSGR_FAULT
+
 module:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 KMSGR_FAULT=$(KMSGR_FAULT) modules
 
 lib:
 	$(MAKE) -C lib
@@ -103,7 +107,7 @@ check-host-tap: ksrc
 
 vm-build: ksrc
 	@mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory all >$(RESULTS)/build.log 2>&1 || \
+	@$(MAKE) --no-print-directory all KMSGR_FAULT=y >$(RESULTS)/build.log 2>&1 || \
 		{ cat $(RESULTS)/build.log; \
 		  echo "not ok 1 build kmsgr (see above)" >$(RESULTS)/build.tap; \
 		  exit 1; }
@@ -137,7 +141,7 @@ lint: ksrc module
 	$(KSRC)/scripts/checkpatch.pl --no-tree --strict --show-types -f \
 		$(filter-out %.mod.c,$(wildcard kmod/*.[ch] kmod/msgr2/*.[ch])) \
 		uapi/linux/*.h
-	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 KMSGR_FAULT=y modules
 	tools/check-layers
 	shellcheck -S warning .ci/run tools/deps tools/kver tools/testsum tools/check-layers \
 		tools/demo tools/bench-tcp tools/bench-profile tools/vm/run tools/vm/init \

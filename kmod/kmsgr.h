@@ -85,6 +85,31 @@ extern unsigned int kmsgr_rx_spill_max;		/* bytes per session */
 extern bool kmsgr_enter_runs;		/* ENTER waiters run sessions */
 extern unsigned int kmsgr_tx_zerocopy_min;	/* bytes; 0: off */
 
+/*
+ * Fault-injection points (params.c; a module built with KMSGR_FAULT=y):
+ * kmsgr_fault() waits there when the point's bit is set in the module
+ * parameter fault_points, widening a race window for the tests.
+ */
+enum kmsgr_fault_point {
+	KMSGR_FAULT_KICK_WAKE,		/* kick queued a session for ENTER
+					 * waiters, before it wakes them
+					 */
+	KMSGR_FAULT_RUN_TAKEN,		/* an ENTER runner took a session off
+					 * the list, before it services it
+					 */
+	KMSGR_FAULT_HANDOFF,		/* the last ENTER waiter took the list,
+					 * before it hands it to the workers
+					 */
+};
+
+#ifdef KMSGR_FAULT
+void kmsgr_fault(unsigned int point, bool atomic);
+#else
+static inline void kmsgr_fault(unsigned int point, bool atomic)
+{
+}
+#endif
+
 /**
  * struct kmsgr_instance - state of one open file of /dev/kmsgr
  *

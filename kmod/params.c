@@ -7,8 +7,11 @@
  *
  * Copyright (C) 2025 The kmsgr authors
  */
+#include <linux/bits.h>
+#include <linux/delay.h>
 #include <linux/kernel.h>
 #include <linux/log2.h>
+#include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/sizes.h>
@@ -199,3 +202,32 @@ MODULE_PARM_DESC(enter_runs_sessions,
 		 "An ENTER waiting for one completion receives for the sessions of its instance in its own context, instead of waking a worker (default Y)");
 MODULE_PARM_DESC(max_half_open,
 		 "Most connections per listener still in their handshake; more are refused (1-65536; default 64)");
+
+#ifdef KMSGR_FAULT
+/*
+ * Fault injection (a module built with KMSGR_FAULT=y, as make check
+ * builds it): delays at the points of fault_points, to widen the race
+ * windows around them.  Never in a module built for use.
+ */
+static unsigned int kmsgr_fault_points;
+static unsigned int kmsgr_fault_delay_us = 200;
+
+module_param_named(fault_points, kmsgr_fault_points, uint, 0644);
+MODULE_PARM_DESC(fault_points,
+		 "Test builds only: bit mask of KMSGR_FAULT_* points that delay (0: none)");
+module_param_named(fault_delay_us, kmsgr_fault_delay_us, uint, 0644);
+MODULE_PARM_DESC(fault_delay_us,
+		 "Test builds only: microseconds each fault point waits (up to 10000; default 200)");
+
+void kmsgr_fault(unsigned int point, bool atomic)
+{
+	unsigned int us = min(READ_ONCE(kmsgr_fault_delay_us), 10000U);
+
+	if (!(READ_ONCE(kmsgr_fault_points) & BIT(point)) || !us)
+		return;
+	if (atomic)
+		udelay(min(us, 500U));	/* softirq: keep it short */
+	else
+		usleep_range(us, us + us / 4);
+}
+#endif

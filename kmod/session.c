@@ -816,10 +816,12 @@ static void kmsgr_conn_kick(void *priv, unsigned int why)
 		list_add_tail(&s->rx_node, &inst->rx_list);
 	}
 	spin_unlock_irqrestore(&inst->rx_lock, flags);
-	if (waiter)
+	if (waiter) {
+		kmsgr_fault(KMSGR_FAULT_KICK_WAKE, true);
 		kmsgr_cq_wake_runners(inst);
-	else
+	} else {
 		queue_work(kmsgr_wq, &s->work);
+	}
 }
 
 /* Take the sessions queued for ENTER waiters off the list. */
@@ -875,6 +877,7 @@ bool kmsgr_sess_rx_run(struct kmsgr_instance *inst)
 
 	kmsgr_rx_take(inst, &list, false);
 	while ((s = kmsgr_rx_next(inst, &list))) {
+		kmsgr_fault(KMSGR_FAULT_RUN_TAKEN, false);
 		kmsgr_sess_service(s);
 		kmsgr_obj_put(&s->obj);
 		ran = true;
@@ -893,6 +896,8 @@ void kmsgr_sess_rx_wait_end(struct kmsgr_instance *inst)
 	 * frees the session (our reference may be the last one).
 	 */
 	kmsgr_rx_take(inst, &list, true);
+	if (!list_empty(&list))
+		kmsgr_fault(KMSGR_FAULT_HANDOFF, false);
 	while ((s = kmsgr_rx_next(inst, &list))) {
 		mutex_lock(&s->lock);
 		if (s->state != KMSGR_SESS_CLOSED)

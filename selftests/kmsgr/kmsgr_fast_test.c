@@ -25,6 +25,17 @@
  *  inline_cq_helpers     kmsgr_for_each_cqe(), kmsgr_peek_batch_cqe() and
  *                        kmsgr_cq_advance() from libkmsgr.h on a real
  *                        ring receive 300 messages once each, in order
+ *  runner_faults         (a module built with KMSGR_FAULT=y) the hand-off
+ *                        between socket kicks, ENTER waiters that run
+ *                        sessions and the workers, with each window
+ *                        widened by a fault point: 300 round trips per
+ *                        point lose no kick, and neither do 100 rounds
+ *                        over 3 sessions of one instance at once, where
+ *                        the last waiter hands sessions to the workers (a
+ *                        dropped hand-off shows as a 1 s round: checked by
+ *                        breaking it on purpose); a CLOSE from another
+ *                        process while the waiter runs the session under
+ *                        a flood ends with its CLOSED
  *
  * The fallback of inline submission (the socket takes part of a SEND, the
  * session's work writes the rest on write space) is forced by
@@ -601,6 +612,259 @@ TEST(inline_cq_helpers)
 	       recvs, by_batch, by_each);
 	kt_inst_close(&b);
 	kt_inst_close(&a);
+}
+
+/* ---- fault injection: the runner hand-off --------------------------------- */
+
+#define FAULT_PARAM	"/sys/module/kmsgr/parameters/fault_points"
+#define FAULT_DELAY	"/sys/module/kmsgr/parameters/fault_delay_us"
+/* the kmod/kmsgr.h enum kmsgr_fault_point bits */
+#define FAULT_KICK_WAKE	(1U << 0)
+#define FAULT_RUN_TAKEN	(1U << 1)
+#define FAULT_HANDOFF	(1U << 2)
+#define FAULT_TRIPS	300
+
+static int set_faults(unsigned int mask, unsigned int us)
+{
+	char v[16];
+	int ret;
+
+	snprintf(v, sizeof(v), "%u", us);
+	ret = kmsgr_write_line(FAULT_DELAY, v);
+	snprintf(v, sizeof(v), "%u", mask);
+	return ret ? ret : kmsgr_write_line(FAULT_PARAM, v);
+}
+
+/* Child: send 1 KiB messages from @ti's session @id until it is closed. */
+static int flood(struct kt_inst *ti, __u32 id)
+{
+	unsigned int inflight = 0;
+	__u64 end = kt_now_ms() + 30000;
+	struct kmsgr_cqe *c;
+	unsigned int i = 0;
+
+	while (kt_now_ms() < end) {
+		while (inflight < 16 && !prep_send(ti, id, 1024, 0, i)) {
+			inflight++;
+			i++;
+		}
+		if (kmsgr_wait_cqe(ti->k, &c, 1000000000ULL))
+			continue;
+		if (c->kind == KMSGR_CQE_SEND) {
+			inflight--;
+			if (c->res)
+				return 0;	/* the peer closed */
+		} else if (c->kind == KMSGR_CQE_RECV) {
+			kt_release(ti, c);
+		} else if (c->kind == KMSGR_CQE_EVENT &&
+			   c->event == KMSGR_EV_CLOSED) {
+			return 0;
+		}
+		kmsgr_cqe_seen(ti->k);
+	}
+	return 1;
+}
+
+/*
+ * A CLOSE from another process (the same instance, a forked copy of its
+ * file) while this one, waiting for one CQE, runs the session that a
+ * flood keeps kicking: the waiter gets the session's CLOSED, nothing
+ * else goes wrong (slub_debug run: no use after free).
+ */
+static int close_under_runner(struct __test_metadata *_metadata)
+{
+	unsigned int recvs = 0, recvs_at_close = 0;
+	struct kt_inst a, b;
+	struct kmsgr_cqe *c;
+	__u32 a_id, b_id;
+	pid_t flooder, closer;
+	bool closed = false;
+	__u64 end;
+	int status, ret;
+
+	ret = kt_inst_open(&a, "flood", 64, TX_AREA, RX_POOL, 1);
+	if (ret)
+		return ret;
+	ret = kt_inst_open(&b, "runner", 64, TX_AREA, RX_POOL, 2);
+	if (!ret)
+		ret = pair_up(&a, &b, 0, &a_id, &b_id);
+	if (ret)
+		goto out;
+	flooder = fork();
+	if (flooder == 0)
+		_exit(flood(&a, a_id));
+	closer = fork();
+	if (closer == 0) {
+		usleep(300000);
+		_exit(kmsgr_close_id(b.k, b_id) ? 1 : 0);
+	}
+	end = kt_now_ms() + 20000;
+	while (!closed && kt_now_ms() < end) {
+		if (kmsgr_wait_cqe(b.k, &c, 1000000000ULL))
+			continue;
+		if (c->kind == KMSGR_CQE_RECV) {
+			recvs++;
+			kt_release(&b, c);
+		} else if (c->kind == KMSGR_CQE_EVENT &&
+			   c->event == KMSGR_EV_CLOSED && c->session == b_id) {
+			closed = true;
+			recvs_at_close = recvs;
+		}
+		kmsgr_cqe_seen(b.k);
+	}
+	EXPECT_TRUE(closed) TH_LOG("no CLOSED within 20 s, %u messages", recvs);
+	EXPECT_LT(0, recvs_at_close);
+	EXPECT_EQ(closer, waitpid(closer, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	EXPECT_EQ(flooder, waitpid(flooder, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	TH_LOG("closed under the runner after %u messages", recvs_at_close);
+out:
+	kt_inst_close(&b);
+	kt_inst_close(&a);
+	return ret;
+}
+
+/*
+ * @n rounds: one message out on each of @nr sessions of @ti (@ids), then
+ * every echo back, waiting for one CQE at a time.  *@worst_ms: the slowest
+ * round.
+ */
+static int ping_many(struct kt_inst *ti, const __u32 *ids, unsigned int nr,
+		     unsigned int n, __u64 *worst_ms)
+{
+	struct kmsgr_cqe *c, cqe;
+	unsigned int i, j, back;
+	__u64 t0;
+
+	*worst_ms = 0;
+	for (i = 0; i < n; i++) {
+		t0 = kt_now_ms();
+		for (j = 0; j < nr; j++)
+			if (prep_send(ti, ids[j], 64, 0, i))
+				return -EBUSY;
+		for (back = 0; back < nr;) {
+			if (kmsgr_wait_cqe(ti->k, &c, PP_WAIT_NS))
+				return -ETIME;
+			cqe = *c;
+			kmsgr_cqe_seen(ti->k);
+			if ((cqe.kind == KMSGR_CQE_SEND && cqe.res) ||
+			    cqe.kind == KMSGR_CQE_OP)
+				return -EIO;
+			if (cqe.kind != KMSGR_CQE_RECV)
+				continue;
+			if (cqe.tid != i || kt_release(ti, &cqe))
+				return -EPROTO;
+			back++;
+		}
+		if (kt_now_ms() - t0 > *worst_ms)
+			*worst_ms = kt_now_ms() - t0;
+	}
+	return 0;
+}
+
+#define FAULT_SESSIONS	3
+
+/*
+ * Round trips on FAULT_SESSIONS sessions of one instance at once, to as
+ * many echo processes: while the waiter runs one session, the others'
+ * echoes kick, and when it leaves with its CQE it hands them to the
+ * workers (KMSGR_FAULT_HANDOFF).  *@worst_ms: the slowest round.
+ */
+static int pingpong_many(unsigned int n, __u64 *worst_ms)
+{
+	struct kt_inst echo[FAULT_SESSIONS], b;
+	__u32 ids[FAULT_SESSIONS], echo_id;
+	pid_t pid[FAULT_SESSIONS];
+	unsigned int i, opened = 0, forked = 0;
+	int ret, status;
+
+	ret = kt_inst_open(&b, "ping", 64, TX_AREA, RX_POOL, 9);
+	if (ret)
+		return ret;
+	for (i = 0; i < FAULT_SESSIONS && !ret; i++) {
+		ret = kt_inst_open(&echo[i], "echo", 64, TX_AREA, RX_POOL,
+				   10 + i);
+		if (ret)
+			break;
+		opened++;
+		ret = pair_up(&echo[i], &b, 0, &echo_id, &ids[i]);
+		if (ret)
+			break;
+		pid[i] = fork();
+		if (pid[i] < 0) {
+			ret = -errno;
+			break;
+		}
+		if (pid[i] == 0)
+			_exit(echo_child(&echo[i], echo_id, n, 0));
+		forked++;
+	}
+	if (!ret)
+		ret = ping_many(&b, ids, FAULT_SESSIONS, n, worst_ms);
+	for (i = 0; i < forked; i++) {
+		if (waitpid(pid[i], &status, 0) != pid[i] ||
+		    !WIFEXITED(status) || WEXITSTATUS(status)) {
+			fprintf(stderr, "# echo child %u: status 0x%x\n", i,
+				status);
+			if (!ret)
+				ret = -ECHILD;
+		}
+	}
+	for (i = 0; i < opened; i++)
+		kt_inst_close(&echo[i]);
+	kt_inst_close(&b);
+	return ret;
+}
+
+/*
+ * Round trips with both sides waiting for one CQE, so that kicks go to
+ * the waiters (enter_runs_sessions): each fault point alone and all at
+ * once delay 300 us (a kick: at most 500 us, it runs in softirq).  A kick
+ * lost in a widened window would leave the message to the session's 1 s
+ * tick: 300 round trips would then take minutes, not seconds.
+ */
+TEST(runner_faults)
+{
+	static const unsigned int masks[] = {
+		FAULT_KICK_WAKE, FAULT_RUN_TAKEN, FAULT_HANDOFF,
+		FAULT_KICK_WAKE | FAULT_RUN_TAKEN | FAULT_HANDOFF,
+	};
+	const char *why = kmsgr_missing(1);
+	unsigned int i;
+	long switches;
+	__u64 ms;
+
+	if (why)
+		SKIP(return, "%s", why);
+	if (access(FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	for (i = 0; i < ARRAY_SIZE(masks); i++) {
+		ASSERT_EQ(0, set_faults(masks[i], 300));
+		EXPECT_EQ(0, pingpong(FAULT_TRIPS, 0, &switches, &ms))
+			TH_LOG("fault points 0x%x", masks[i]);
+		EXPECT_GT(60000, ms) TH_LOG("fault points 0x%x: %llu ms",
+					    masks[i], (unsigned long long)ms);
+		TH_LOG("fault points 0x%x: %u round trips in %llu ms",
+		       masks[i], FAULT_TRIPS, (unsigned long long)ms);
+	}
+	/*
+	 * Several sessions: the hand-off happens.  A session it dropped
+	 * would wait for its 1 s tick; a round takes milliseconds.
+	 */
+	for (i = 0; i < ARRAY_SIZE(masks); i++) {
+		ASSERT_EQ(0, set_faults(masks[i], 300));
+		EXPECT_EQ(0, pingpong_many(FAULT_TRIPS / 3, &ms))
+			TH_LOG("fault points 0x%x", masks[i]);
+		EXPECT_GT(700, ms) TH_LOG("fault points 0x%x: a round took %llu ms",
+					  masks[i], (unsigned long long)ms);
+		TH_LOG("fault points 0x%x, %u sessions: slowest of %u rounds %llu ms",
+		       masks[i], FAULT_SESSIONS, FAULT_TRIPS / 3,
+		       (unsigned long long)ms);
+	}
+	ASSERT_EQ(0, set_faults(FAULT_RUN_TAKEN | FAULT_KICK_WAKE, 2000));
+	EXPECT_EQ(0, close_under_runner(_metadata));
+	EXPECT_EQ(0, set_faults(0, 200));
 }
 
 TEST_HARNESS_MAIN

@@ -143,6 +143,10 @@ int kt_inst_open_cq(struct kt_inst *ti, const char *name, unsigned int sq,
 
 void kt_inst_close(struct kt_inst *ti)
 {
+	free(ti->rel_backlog);
+	ti->rel_backlog = NULL;
+	ti->rel_n = 0;
+	ti->rel_cap = 0;
 	kmsgr_close(ti->k);
 	ti->k = NULL;
 	ti->buf = NULL;
@@ -245,6 +249,42 @@ int kt_release(struct kt_inst *ti, const struct kmsgr_cqe *cqe)
 	kmsgr_prep_release(sqe, cqe);
 	sqe->user_data = KT_UD_RELEASE;
 	return 0;
+}
+
+/*
+ * Release @cqe's slices, or keep it for kt_release_backlog() when the SQ
+ * has no room now (SENDs may hold every slot): 0, or -ENOMEM.
+ */
+static int kt_release_later(struct kt_inst *ti, const struct kmsgr_cqe *cqe)
+{
+	struct kmsgr_cqe *grown;
+	unsigned int cap;
+
+	if (!ti->rel_n && !kt_release(ti, cqe))
+		return 0;
+	if (ti->rel_n == ti->rel_cap) {
+		cap = ti->rel_cap ? 2 * ti->rel_cap : 64;
+		grown = realloc(ti->rel_backlog, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		ti->rel_backlog = grown;
+		ti->rel_cap = cap;
+	}
+	ti->rel_backlog[ti->rel_n++] = *cqe;
+	return 0;
+}
+
+/* Queue the RELEASEs kept back, in order, as far as the SQ takes them. */
+static void kt_release_backlog(struct kt_inst *ti)
+{
+	unsigned int i;
+
+	for (i = 0; i < ti->rel_n; i++)
+		if (kt_release(ti, &ti->rel_backlog[i]))
+			break;
+	memmove(ti->rel_backlog, ti->rel_backlog + i,
+		(ti->rel_n - i) * sizeof(*ti->rel_backlog));
+	ti->rel_n -= i;
 }
 
 /* ---- streams -------------------------------------------------------------- */
@@ -536,8 +576,8 @@ static void kt_handle(struct kt_loop *lp, struct kt_inst *ti,
 			kt_stream_on_recv(lp->streams[i], cqe);
 		else
 			kt_stray(lp, ti, cqe, "message on no stream");
-		if (kt_release(ti, cqe))
-			kt_stray(lp, ti, cqe, "no SQE to release a message");
+		if (kt_release_later(ti, cqe))
+			kt_stray(lp, ti, cqe, "no memory to release a message");
 		return;
 	case KMSGR_CQE_EVENT:
 		if (lp->nr_ev >= KT_MAX_EVENTS) {
@@ -602,6 +642,9 @@ int kt_loop_run_once(struct kt_loop *lp, int ms)
 	struct pollfd pfd[KT_MAX_INST];
 	int i, ret, ready = 0;
 
+	/* RELEASEs first: they free the pool the peers' SENDs wait for */
+	for (i = 0; i < lp->nr_inst; i++)
+		kt_release_backlog(lp->inst[i]);
 	for (i = 0; i < lp->nr_streams; i++)
 		kt_stream_queue(lp->streams[i]);
 	for (i = 0; i < lp->nr_inst; i++) {

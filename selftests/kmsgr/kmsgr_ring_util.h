@@ -35,6 +35,9 @@ struct kt_inst {
 	uint64_t pool_size;
 	unsigned int nr_cqes;		/* CQEs seen */
 	unsigned int nr_op_errors;	/* KMSGR_CQE_OP with res < 0 */
+	/* RECVs whose RELEASE found the SQ full: released by a later run */
+	struct kmsgr_cqe *rel_backlog;
+	unsigned int rel_n, rel_cap;
 };
 
 /* What one message of a stream looks like. */
