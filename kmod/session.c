@@ -1272,7 +1272,8 @@ static void kmsgr_sess_run(struct kmsgr_sess *s)
 	more |= ret == 2;
 
 tick:
-	now = div_u64(ktime_get_ns(), NSEC_PER_MSEC);
+	/* ms for the engine's timers: the coarse clock reads no hardware */
+	now = div_u64(ktime_get_coarse_ns(), NSEC_PER_MSEC);
 	ret = msgr2_tick(kc->mc, now);
 	if (ret < 0)
 		goto fail;

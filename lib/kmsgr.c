@@ -496,9 +496,12 @@ int kmsgr_wait_cqe(struct kmsgr *k, struct kmsgr_cqe **cqe, __u64 timeout_ns)
 
 	if (!k->sq)
 		return -EINVAL;
-	if (timeout_ns)
-		deadline = kmsgr_now_ns() + timeout_ns;
 
+	/*
+	 * The clock only when about to sleep: where clock_gettime() is a
+	 * system call (a clocksource without vDSO support, as the HPET of
+	 * an emulated guest), reading it costs more than a wait.
+	 */
 	for (;;) {
 		*cqe = kmsgr_peek_cqe(k);
 		if (*cqe) {
@@ -516,7 +519,9 @@ int kmsgr_wait_cqe(struct kmsgr *k, struct kmsgr_cqe **cqe, __u64 timeout_ns)
 		}
 		if (timeout_ns) {
 			now = kmsgr_now_ns();
-			if (now >= deadline)
+			if (!deadline)
+				deadline = now + timeout_ns;
+			else if (now >= deadline)
 				return -ETIME;
 			left = deadline - now;
 		}

@@ -263,17 +263,18 @@ static void bench_flush(struct bench_worker *w)
 	}
 }
 
-/* Next CQE until @deadline: 0, -ETIME, -EINTR or an error (printed). */
+/*
+ * Next CQE within @timeout_ns: 0, -ETIME, -EINTR or an error (printed).
+ * No clock read here: the library reads it only when it has to sleep.
+ */
 static int bench_wait(struct bench_worker *w, struct kmsgr_cqe *cqe,
-		      __u64 deadline)
+		      __u64 timeout_ns)
 {
 	struct kmsgr_cqe *c;
-	__u64 now;
 	int ret;
 
 	bench_flush(w);
-	now = ctl_now_ns();
-	ret = kmsgr_wait_cqe(w->k, &c, deadline > now ? deadline - now : 1);
+	ret = kmsgr_wait_cqe(w->k, &c, timeout_ns);
 	if (ret == -ETIME || ret == -EINTR)
 		return ret;
 	if (ret) {
@@ -388,7 +389,6 @@ static int bench_done(struct bench_worker *w, struct bench_sess *s,
 static int bench_cqe(struct bench_worker *w, const struct kmsgr_cqe *cqe)
 {
 	const struct bench *b = w->b;
-	__u64 now = ctl_now_ns();
 	struct kmsgr_sqe sqe;
 	struct bench_sess *s;
 	int ret;
@@ -406,7 +406,8 @@ static int bench_cqe(struct bench_worker *w, const struct kmsgr_cqe *cqe)
 			return cqe->res;
 		}
 		if (!b->pingpong)
-			return bench_done(w, s, cqe->user_data & 0xffff, now);
+			return bench_done(w, s, cqe->user_data & 0xffff,
+					  ctl_now_ns());
 		return 0;
 	case KMSGR_CQE_RECV:
 		kmsgr_prep_release(&sqe, cqe);
@@ -419,7 +420,8 @@ static int bench_cqe(struct bench_worker *w, const struct kmsgr_cqe *cqe)
 				    s->what, cqe->type, cqe->seg[2].len);
 			return -EBADMSG;
 		}
-		return bench_done(w, s, (__u32)(cqe->tid & 0xffff), now);
+		return bench_done(w, s, (__u32)(cqe->tid & 0xffff),
+				  ctl_now_ns());
 	case KMSGR_CQE_EVENT:
 		s = bench_find(w, cqe->session);
 		if (!s)
@@ -491,7 +493,7 @@ static int bench_phase(struct bench_worker *w, bool measure)
 		}
 	}
 	while (w->in_flight) {
-		ret = bench_wait(w, &cqe, ctl_now_ns() + b->conn.timeout_ns);
+		ret = bench_wait(w, &cqe, b->conn.timeout_ns);
 		if (ret == -ETIME) {
 			bench_stalled(w);
 			return ret;

@@ -308,16 +308,22 @@ int ctl_queue_release(const struct kmsgr_cqe *recv)
 
 int ctl_wait(struct kmsgr_cqe *cqe, __u64 deadline_ns)
 {
-	struct kmsgr_cqe *c;
 	__u64 now, left = 0;
-	int ret;
 
-	ctl_flush_backlog();
 	if (deadline_ns) {
 		now = ctl_now_ns();
 		left = deadline_ns > now ? deadline_ns - now : 1;
 	}
-	ret = kmsgr_wait_cqe(ctl_k, &c, left);
+	return ctl_wait_for(cqe, left);
+}
+
+int ctl_wait_for(struct kmsgr_cqe *cqe, __u64 timeout_ns)
+{
+	struct kmsgr_cqe *c;
+	int ret;
+
+	ctl_flush_backlog();
+	ret = kmsgr_wait_cqe(ctl_k, &c, timeout_ns);
 	if (ret == -ETIME || ret == -EINTR)
 		return ret;
 	if (ret) {

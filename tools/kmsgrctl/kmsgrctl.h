@@ -92,6 +92,12 @@ int ctl_queue_release(const struct kmsgr_cqe *recv);
  * another negative errno (with a message printed).
  */
 int ctl_wait(struct kmsgr_cqe *cqe, __u64 deadline_ns);
+/*
+ * The same within @timeout_ns from now (0: none), reading no clock itself
+ * (where clock_gettime() is a system call, as in an emulated guest with an
+ * HPET clocksource, that matters per message).
+ */
+int ctl_wait_for(struct kmsgr_cqe *cqe, __u64 timeout_ns);
 
 /*
  * Take the next CQE if one is ready, without a system call: 1 with @cqe

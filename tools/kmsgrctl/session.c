@@ -206,10 +206,15 @@ static int listen_loop(struct listen_state *st, __u64 deadline)
 		/*
 		 * At most a second at a time: a stop signal that lands
 		 * between the ctl_stopped() check and the wait is seen then.
+		 * The clock only with a deadline (see ctl_wait_for()).
 		 */
-		now = ctl_now_ns();
-		ret = ctl_wait(&cqe, deadline && deadline < now + NSEC_PER_SEC ?
-			       deadline : now + NSEC_PER_SEC);
+		if (deadline) {
+			now = ctl_now_ns();
+			ret = ctl_wait(&cqe, deadline < now + NSEC_PER_SEC ?
+				       deadline : now + NSEC_PER_SEC);
+		} else {
+			ret = ctl_wait_for(&cqe, NSEC_PER_SEC);
+		}
 		if (ret == -ETIME || ret == -EINTR)
 			continue;
 		if (ret)
