@@ -17,7 +17,9 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/hrtimer.h>
+#include <linux/jiffies.h>
 #include <linux/ktime.h>
+#include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
@@ -252,6 +254,38 @@ static int kmsgr_cq_wake_fn(struct wait_queue_entry *wqe, unsigned int mode,
 }
 
 /*
+ * Sleep (the task state is set) until woken or @timeout_ns after the first
+ * call; false once that time has passed.  The end is fixed at the first
+ * sleep, not before: a wait that finds its CQEs reads no clock.  Timeouts
+ * of KMSGR_WAIT_COARSE_MS and more sleep on the timer wheel in jiffies
+ * (never early, at most two ticks late): no clock read and no hrtimer to
+ * program, which an emulated guest pays for in exits to its HPET and
+ * local APIC.  Shorter ones keep an hrtimer.
+ */
+#define KMSGR_WAIT_COARSE_MS	20
+
+static bool kmsgr_cq_sleep(u64 timeout_ns, ktime_t *end,
+			   unsigned long *end_j)
+{
+	u32 rem;
+	u64 ms = div_u64_rem(timeout_ns, NSEC_PER_MSEC, &rem) + !!rem;
+	long left;
+
+	if (ms < KMSGR_WAIT_COARSE_MS) {
+		if (!*end)
+			*end = ktime_add_ns(ktime_get(), timeout_ns);
+		return schedule_hrtimeout(end, HRTIMER_MODE_ABS);
+	}
+	/* +1: the tick under way may be nearly over; 49 days at most */
+	if (!*end_j)
+		*end_j = jiffies + 1 + msecs_to_jiffies(min_t(u64, ms, U32_MAX));
+	left = (long)(*end_j - jiffies);
+	if (left <= 0)
+		return false;
+	return schedule_timeout(left) > 0;
+}
+
+/*
  * Wait until @want CQEs are ready, or with @room until a reserved slot is
  * given back (SQEs were left for want of one); 0, -ETIME or -EINTR.
  */
@@ -264,15 +298,12 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		.room = room,
 	};
 	bool expired = false, runner;
+	unsigned long end_j = 0;
 	ktime_t end = 0;
 	int ret = 0;
 
 	init_wait(&w.wqe);
 	w.wqe.func = kmsgr_cq_wake_fn;
-	if (timeout_ns)
-		end = ktime_add_safe(ktime_get(),
-				     ns_to_ktime(min_t(u64, timeout_ns,
-						       KTIME_MAX)));
 	/*
 	 * A waiter for one CQE runs the sessions kicked meanwhile itself
 	 * (latency: one wake-up instead of a worker's and then its own); a
@@ -305,7 +336,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		}
 		if (!timeout_ns)
 			schedule();
-		else if (!schedule_hrtimeout(&end, HRTIMER_MODE_ABS))
+		else if (!kmsgr_cq_sleep(timeout_ns, &end, &end_j))
 			expired = true;	/* one last look */
 	}
 	finish_wait(&inst->cq_wait, &w.wqe);
