@@ -412,33 +412,44 @@ static int echo_child(struct kt_inst *ti, __u32 id, unsigned int n,
 	return 0;
 }
 
+/* Reap @ti's CQEs until @nr echoes of message @i are back: 0 or -errno. */
+static int echoes(struct kt_inst *ti, unsigned int i, unsigned int nr)
+{
+	struct kmsgr_cqe *c, cqe;
+	unsigned int back = 0;
+
+	while (back < nr) {
+		if (kmsgr_wait_cqe(ti->k, &c, PP_WAIT_NS))
+			return -ETIME;
+		cqe = *c;
+		kmsgr_cqe_seen(ti->k);
+		if ((cqe.kind == KMSGR_CQE_SEND && cqe.res) ||
+		    cqe.kind == KMSGR_CQE_OP)
+			return -EIO;
+		if (cqe.kind != KMSGR_CQE_RECV)
+			continue;
+		if (cqe.tid != i || kt_release(ti, &cqe))
+			return -EPROTO;
+		back++;
+	}
+	return 0;
+}
+
 /* Parent: @n round trips from @ti's session @id, one message at a time. */
 static int ping(struct kt_inst *ti, __u32 id, unsigned int n,
 		long *switches, __u64 *ms)
 {
-	struct kmsgr_cqe *c, cqe;
 	__u64 t0 = kt_now_ms();
 	long before = voluntary_switches();
 	unsigned int i;
-	bool back;
+	int ret;
 
 	for (i = 0; i < n; i++) {
 		if (prep_send(ti, id, 64, 0, i))
 			return -EBUSY;
-		for (back = false; !back;) {
-			if (kmsgr_wait_cqe(ti->k, &c, PP_WAIT_NS))
-				return -ETIME;
-			cqe = *c;
-			kmsgr_cqe_seen(ti->k);
-			if ((cqe.kind == KMSGR_CQE_SEND && cqe.res) ||
-			    cqe.kind == KMSGR_CQE_OP)
-				return -EIO;
-			if (cqe.kind != KMSGR_CQE_RECV)
-				continue;
-			if (cqe.tid != i || kt_release(ti, &cqe))
-				return -EPROTO;
-			back = true;
-		}
+		ret = echoes(ti, i, 1);
+		if (ret)
+			return ret;
 	}
 	*switches = voluntary_switches() - before;
 	*ms = kt_now_ms() - t0;
@@ -733,9 +744,9 @@ out:
 static int ping_many(struct kt_inst *ti, const __u32 *ids, unsigned int nr,
 		     unsigned int n, __u64 *worst_ms)
 {
-	struct kmsgr_cqe *c, cqe;
-	unsigned int i, j, back;
+	unsigned int i, j;
 	__u64 t0;
+	int ret;
 
 	*worst_ms = 0;
 	for (i = 0; i < n; i++) {
@@ -743,20 +754,9 @@ static int ping_many(struct kt_inst *ti, const __u32 *ids, unsigned int nr,
 		for (j = 0; j < nr; j++)
 			if (prep_send(ti, ids[j], 64, 0, i))
 				return -EBUSY;
-		for (back = 0; back < nr;) {
-			if (kmsgr_wait_cqe(ti->k, &c, PP_WAIT_NS))
-				return -ETIME;
-			cqe = *c;
-			kmsgr_cqe_seen(ti->k);
-			if ((cqe.kind == KMSGR_CQE_SEND && cqe.res) ||
-			    cqe.kind == KMSGR_CQE_OP)
-				return -EIO;
-			if (cqe.kind != KMSGR_CQE_RECV)
-				continue;
-			if (cqe.tid != i || kt_release(ti, &cqe))
-				return -EPROTO;
-			back++;
-		}
+		ret = echoes(ti, i, nr);
+		if (ret)
+			return ret;
 		if (kt_now_ms() - t0 > *worst_ms)
 			*worst_ms = kt_now_ms() - t0;
 	}
