@@ -402,16 +402,22 @@ echo_listener_test() {
 		grep -q "$msgs echoes, 0 bad" "$tmp/echo-c"
 }
 
+# Two keyrings with a fresh client.admin key each: $tmp/NAME.keyring and
+# $tmp/NAME-other.keyring (a key the listener does not know).
+keyrings() {
+	command -v ceph-authtool >/dev/null 2>&1 || { echo "no ceph-authtool (make deps)"; return 1; }
+	ceph-authtool --create-keyring "$tmp/$1.keyring" --gen-key \
+		-n client.admin >/dev/null &&
+		ceph-authtool --create-keyring "$tmp/$1-other.keyring" \
+			--gen-key -n client.admin >/dev/null
+}
+
 # kmsgrctl bench against an echo listener: a ping-pong and a lossless
 # one-way run complete every message and report rate, latency and CPU
 # per message, as text and as JSON; so do both again with 4 sessions
 # on 2 threads (400 messages in all, 100 per session).
 bench_test() {
-	command -v ceph-authtool >/dev/null 2>&1 || { echo "no ceph-authtool (make deps)"; return 1; }
-	ceph-authtool --create-keyring "$tmp/bench.keyring" --gen-key \
-		-n client.admin >/dev/null &&
-		ceph-authtool --create-keyring "$tmp/bench-other.keyring" \
-			--gen-key -n client.admin >/dev/null || return 1
+	keyrings bench || return 1
 	"$KMSGRCTL" session listen --echo --time 300 127.0.0.1:3313 \
 		>"$tmp/bench-l" 2>&1 &
 	lpid=$!
@@ -602,11 +608,7 @@ ceph_client_test() {
 # the listener gets its first message, in crc and in secure mode; with
 # another key, no session.
 ceph_cephx_client_test() {
-	command -v ceph-authtool >/dev/null 2>&1 || { echo "no ceph-authtool (make deps)"; return 1; }
-	ceph-authtool --create-keyring "$tmp/cx.keyring" --gen-key \
-		-n client.admin >/dev/null &&
-		ceph-authtool --create-keyring "$tmp/cx-other.keyring" \
-			--gen-key -n client.admin >/dev/null || return 1
+	keyrings cx || return 1
 	rc=0
 	for run in crc secure bad; do
 		mode=$run kr=$tmp/cx.keyring
