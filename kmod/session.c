@@ -977,6 +977,21 @@ static void kmsgr_sess_arm_until(struct kmsgr_sess *s, unsigned long at)
 	kmsgr_sess_arm(s, delay);
 }
 
+/*
+ * Hand a server session that is done to its reaper (kmsgr_sess_reap()),
+ * once: the reaper's teardown does not cancel reap_work (it runs in it),
+ * so a second queueing while it runs (the session's work seeing DEAD
+ * again) would leave reap_work queued on a freed session.
+ */
+static void kmsgr_sess_retire(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	if (!s->reap_queued) {
+		s->reap_queued = true;
+		queue_work(kmsgr_wq, &s->reap_work);
+	}
+}
+
 static u16 kmsgr_reason(enum msgr2_reason r)
 {
 	/* the engine's reasons up to BUSY have the uapi's numbers */
@@ -1041,7 +1056,7 @@ static void kmsgr_sess_end(struct kmsgr_sess *s, u16 reason, int res)
 	s->state = KMSGR_SESS_DEAD;
 	msgr2_session_drain(&s->ms, kmsgr_sess_drain_done, s, -ECONNRESET);
 	if (s->server && !s->announced) {
-		queue_work(kmsgr_wq, &s->reap_work);	/* nobody knows it */
+		kmsgr_sess_retire(s);	/* nobody knows it */
 		return;
 	}
 	kmsgr_sess_event(s, KMSGR_EV_CLOSED, reason, res);
@@ -1150,7 +1165,7 @@ static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
 	queue_work(kmsgr_wq, &x->work);
 	mutex_unlock(&x->lock);
 	kmsgr_obj_put(&x->obj);
-	queue_work(kmsgr_wq, &self->reap_work);
+	kmsgr_sess_retire(self);
 	return true;
 }
 
@@ -1339,7 +1354,7 @@ static void kmsgr_sess_service(struct kmsgr_sess *s)
 		if (!kmsgr_sess_flush_rx(s))
 			kmsgr_sess_arm(s, msecs_to_jiffies(KMSGR_SESS_PAUSED_MS));
 		else if (s->server)
-			queue_work(kmsgr_wq, &s->reap_work);	/* retire */
+			kmsgr_sess_retire(s);
 		break;
 	default:
 		break;

@@ -171,6 +171,7 @@ struct kmsgr_sess {
 	struct list_head timed_node;	/* on inst->timed (inst->timer_lock) */
 	unsigned long wake_at;		/* jiffies: queue @work then */
 	struct work_struct reap_work;	/* failed fresh server sessions */
+	bool reap_queued;		/* reap_work queued, once only (lock) */
 	struct list_head rx_node;	/* on inst->rx_list (inst->rx_lock) */
 	bool rx_queued;			/* on it, with a reference */
 };
