@@ -137,7 +137,6 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	struct sockaddr_storage ss;
 	struct kmsgr_listener *l;
 	struct kmsgr_listen la;
-	const struct kmsgr_xprt_type *xt;
 	int ret;
 
 	if (copy_from_user(&la, uarg, sizeof(la)))
@@ -160,8 +159,7 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	} else if (la.flags & KMSGR_SESS_F_SECURE) {
 		return -EINVAL;		/* secure mode needs cephx */
 	}
-	xt = kmsgr_xprt_find(la.transport);
-	if (!xt)
+	if (la.transport != KMSGR_XPRT_TCP && la.transport != KMSGR_XPRT_RDMA)
 		return -EOPNOTSUPP;
 	ret = kmsgr_addr_to_ss(&la.addr, &ss);
 	if (ret)
@@ -188,6 +186,12 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	spin_lock_init(&l->lock);
 	INIT_LIST_HEAD(&l->embryos);
 	INIT_WORK(&l->accept_work, kmsgr_listener_accept);
+	/* released with the listener (kmsgr_obj_release()) */
+	l->xtype = kmsgr_xprt_get(la.transport);
+	if (!l->xtype) {
+		ret = -EOPNOTSUPP;	/* its module is not loaded */
+		goto out_free;
+	}
 
 	ret = kmsgr_sess_charge(inst);	/* listeners count as sessions */
 	if (ret)
@@ -195,7 +199,7 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	ret = kmsgr_obj_publish(inst, &l->obj);
 	if (ret)
 		goto out_uncharge;
-	ret = xt->listen(inst->net, &ss, kmsgr_listener_kick, l, &l->xprt);
+	ret = l->xtype->listen(inst->net, &ss, kmsgr_listener_kick, l, &l->xprt);
 	if (ret)
 		goto out_unpublish;
 	ret = l->xprt->ops->getname(l->xprt, &ss, false);

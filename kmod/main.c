@@ -37,6 +37,7 @@
 #include <net/net_namespace.h>
 
 #include "kmsgr.h"
+#include "xprt.h"
 
 /* Live instances; must be zero when the module goes away. */
 static atomic_t kmsgr_instances = ATOMIC_INIT(0);
@@ -116,7 +117,7 @@ static int kmsgr_ctrl_info(struct kmsgr_instance *inst,
 	/* Every field not set below, reserved ones included, reads as 0. */
 	memset(&info, 0, sizeof(info));
 	info.abi_version = KMSGR_ABI_VERSION;
-	info.features = KMSGR_FEAT_SUPPORTED;
+	info.features = KMSGR_FEAT_SUPPORTED | kmsgr_xprt_features();
 	info.max_sq_entries = READ_ONCE(kmsgr_max_sq_entries);
 	info.max_cq_entries = READ_ONCE(kmsgr_max_cq_entries);
 	info.max_buf_size = READ_ONCE(kmsgr_max_buf_size);
@@ -274,12 +275,15 @@ static int __init kmsgr_init(void)
 	ret = kmsgr_sess_init();
 	if (ret)
 		return ret;
+	ret = kmsgr_xprt_register(&kmsgr_xprt_tcp);
+	if (ret)
+		goto out_sess_exit;
 
 	ret = misc_register(&kmsgr_misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: error %d\n",
 		       KMSGR_DEV_NAME, ret);
-		goto out_sess_exit;
+		goto out_xprt;
 	}
 
 	pr_info("version %s, ABI %d, features 0x%llx, /dev/%s, limits sq %u cq %u buf %lu sessions %u\n",
@@ -289,6 +293,8 @@ static int __init kmsgr_init(void)
 		kmsgr_max_buf_size, kmsgr_max_sessions);
 	return 0;
 
+out_xprt:
+	kmsgr_xprt_unregister(&kmsgr_xprt_tcp);
 out_sess_exit:
 	kmsgr_sess_exit();
 	return ret;
@@ -297,6 +303,7 @@ out_sess_exit:
 static void __exit kmsgr_exit(void)
 {
 	misc_deregister(&kmsgr_misc);
+	kmsgr_xprt_unregister(&kmsgr_xprt_tcp);
 	kmsgr_sess_exit();
 	/* Each open file holds a module reference: nothing can be left. */
 	WARN_ON_ONCE(atomic_read(&kmsgr_instances));

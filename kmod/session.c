@@ -132,6 +132,7 @@ static void kmsgr_obj_release(struct kref *ref)
 
 		if (s->listener)
 			kmsgr_obj_put(&s->listener->obj);
+		kmsgr_xprt_put(s->xtype);	/* its transport is closed */
 		mutex_destroy(&s->lock);
 		kfree(s);
 		/* kmsgr_close_all() waits for this; @inst only as a key */
@@ -144,6 +145,7 @@ static void kmsgr_obj_release(struct kref *ref)
 
 		/* the secrets: sessions hold a reference while they use them */
 		kvfree_sensitive(l->keys, l->n_keys * sizeof(*l->keys));
+		kmsgr_xprt_put(l->xtype);
 		kfree(l);
 	}
 }
@@ -1070,6 +1072,9 @@ static void kmsgr_sess_fail(struct kmsgr_sess *s, int err)
 	enum msgr2_reason r = msgr2_conn_reason(s->conn->mc);
 	u16 reason = r == MSGR2_R_NONE ? KMSGR_REASON_EOF : kmsgr_reason(r);
 
+	if (err == -ENODEV)	/* the transport's device went away */
+		reason = KMSGR_REASON_DEVICE;
+
 	if (s->server && !s->announced)	/* an embryo: no id yet */
 		pr_info_ratelimited("instance %llu (pid %d) listener %u: handshake failed: %s (%d)\n",
 				    s->obj.inst->id, s->obj.inst->pid,
@@ -1550,18 +1555,13 @@ bool kmsgr_entity_type_ok(u8 t)
 	       t == MSGR2_ENTITY_MGR;
 }
 
-const struct kmsgr_xprt_type *kmsgr_xprt_find(u32 id)
-{
-	return id == KMSGR_XPRT_TCP ? &kmsgr_xprt_tcp : NULL;
-}
-
 static int kmsgr_connect_check(const struct kmsgr_connect *c)
 {
 	if (c->reserved0 || memchr_inv(c->reserved, 0, sizeof(c->reserved)))
 		return -EINVAL;
 	if (c->flags & ~(KMSGR_SESS_F_LOSSLESS | KMSGR_SESS_F_SECURE))
 		return -EINVAL;
-	if (!kmsgr_xprt_find(c->transport))
+	if (c->transport != KMSGR_XPRT_TCP && c->transport != KMSGR_XPRT_RDMA)
 		return -EOPNOTSUPP;
 	if (c->addr.family == AF_INET || c->addr.family == AF_INET6) {
 		if (!c->addr.port)
@@ -1616,7 +1616,10 @@ static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 	ret = kmsgr_addr_to_ss(&c->addr, &s->peer);
 	if (ret)
 		return ret;
-	s->xtype = kmsgr_xprt_find(c->transport);
+	/* released with the session (kmsgr_obj_release()) */
+	s->xtype = kmsgr_xprt_get(c->transport);
+	if (!s->xtype)
+		return -EOPNOTSUPP;	/* its module is not loaded */
 	s->obj.user_data = c->user_data;
 	msgr2_session_init(&s->ms, !(c->flags & KMSGR_SESS_F_LOSSLESS));
 
@@ -1784,7 +1787,8 @@ int kmsgr_sess_accept(struct kmsgr_listener *l, struct kmsgr_xprt *x)
 	kref_get(&l->obj.ref);
 	s->listener = l;
 	s->obj.user_data = l->obj.user_data;
-	s->xtype = kmsgr_xprt_find(KMSGR_XPRT_TCP);
+	s->xtype = l->xtype;
+	kmsgr_xprt_hold(s->xtype);
 	msgr2_session_init(&s->ms, !(l->flags & KMSGR_SESS_F_LOSSLESS));
 
 	cfg = &s->cfg;

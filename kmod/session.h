@@ -117,6 +117,7 @@ struct kmsgr_spill {
  */
 struct kmsgr_listener {
 	struct kmsgr_obj obj;
+	const struct kmsgr_xprt_type *xtype;	/* held (kmsgr_xprt_get()) */
 	struct kmsgr_xprt *xprt;
 	u32 flags;			/* KMSGR_SESS_F_* of accepted sessions */
 	u32 nonce;			/* of our entity_addr_t */
@@ -203,7 +204,6 @@ void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper);
 int kmsgr_addr_to_ss(const struct kmsgr_addr *a, struct sockaddr_storage *ss);
 void kmsgr_ss_to_addr(const struct sockaddr_storage *ss, struct kmsgr_addr *a);
 bool kmsgr_entity_type_ok(u8 t);
-const struct kmsgr_xprt_type *kmsgr_xprt_find(u32 id);
 
 /* ---- listener.c ----------------------------------------------------------- */
 

@@ -29,6 +29,7 @@
 #define KMSGR_XPRT_H
 
 #include <linux/bits.h>
+#include <linux/module.h>
 #include <linux/socket.h>
 #include <linux/types.h>
 
@@ -36,7 +37,7 @@
 
 /* kmsgr_xprt.caps */
 #define KMSGR_XPRT_CAP_STREAM	BIT(0)	/* byte stream: msgr2 frames as is */
-#define KMSGR_XPRT_CAP_RDMA	BIT(1)	/* later: receiver-driven RDMA READ */
+#define KMSGR_XPRT_CAP_RDMA	BIT(1)	/* over RDMA verbs (kmsgr_rdma.ko) */
 
 /* why a kick happened (a hint; the owner re-checks everything) */
 #define KMSGR_XPRT_KICK_RX	BIT(0)	/* readable, or a connection waits */
@@ -104,10 +105,15 @@ struct kmsgr_xprt {
 	u32 caps;			/* KMSGR_XPRT_CAP_* */
 };
 
-/* A transport kind (KMSGR_XPRT_* of the uapi). */
+/*
+ * A transport kind (KMSGR_XPRT_* of the uapi), registered with
+ * kmsgr_xprt_register() (xprt.c).  Its operations fail a connection whose
+ * device went away with -ENODEV (state(), recv(), send()).
+ */
 struct kmsgr_xprt_type {
 	u32 id;
 	const char *name;
+	struct module *owner;
 	/*
 	 * Start connecting to @ss from network namespace @net (the caller
 	 * holds a reference to it for the life of the connection); @kick
@@ -126,5 +132,13 @@ struct kmsgr_xprt_type {
 };
 
 extern const struct kmsgr_xprt_type kmsgr_xprt_tcp;
+
+/* xprt.c */
+int kmsgr_xprt_register(const struct kmsgr_xprt_type *t);
+void kmsgr_xprt_unregister(const struct kmsgr_xprt_type *t);
+const struct kmsgr_xprt_type *kmsgr_xprt_get(u32 id);
+void kmsgr_xprt_hold(const struct kmsgr_xprt_type *t);
+void kmsgr_xprt_put(const struct kmsgr_xprt_type *t);
+u64 kmsgr_xprt_features(void);
 
 #endif /* KMSGR_XPRT_H */

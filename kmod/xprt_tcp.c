@@ -501,6 +501,7 @@ static const struct kmsgr_xprt_ops kmsgr_tcp_listen_ops = {
 const struct kmsgr_xprt_type kmsgr_xprt_tcp = {
 	.id		= KMSGR_XPRT_TCP,
 	.name		= "tcp",
+	.owner		= THIS_MODULE,
 	.connect	= kmsgr_tcp_connect,
 	.listen		= kmsgr_tcp_listen,
 };

@@ -79,6 +79,7 @@ static const char *const kmsgr_feature_names[] = {
 	[7] = "skip-success",	/* KMSGR_FEAT_SKIP_SUCCESS */
 	[8] = "info-pool",	/* KMSGR_FEAT_INFO_POOL */
 	[9] = "ring-lines",	/* KMSGR_FEAT_RING_LINES */
+	[10] = "rdma",		/* KMSGR_FEAT_RDMA */
 };
 
 /* ioctl() returning 0 or a negative errno. */
@@ -912,6 +913,7 @@ static const char *const kmsgr_reason_names[] = {
 	[KMSGR_REASON_CONNECT] = "connect failed",
 	[KMSGR_REASON_HALF_OPEN] = "too many handshakes in progress (max_half_open)",
 	[KMSGR_REASON_SESSIONS] = "too many sessions (max_sessions)",
+	[KMSGR_REASON_DEVICE] = "transport device removed",
 	[KMSGR_REASON_MODE] = "connection mode refused by the peer (secure or crc)",
 };
 

@@ -170,7 +170,7 @@ int kt_listen(struct kt_inst *ti, const char *ip, uint32_t flags,
 	ret = kt_addr(&l->addr, ip, 0);
 	if (ret)
 		return ret;
-	l->transport = KMSGR_XPRT_TCP;
+	l->transport = ti->transport ? ti->transport : KMSGR_XPRT_TCP;
 	l->flags = flags;
 	l->user_data = user_data;
 	ret = kmsgr_listen(ti->k, l);
@@ -198,7 +198,7 @@ int kt_connect_as(struct kt_inst *ti, const struct kmsgr_addr *a,
 
 	memset(&c, 0, sizeof(c));
 	c.addr = *a;
-	c.transport = KMSGR_XPRT_TCP;
+	c.transport = ti->transport ? ti->transport : KMSGR_XPRT_TCP;
 	c.flags = flags;
 	c.peer_type = peer_type;
 	c.my_type = KT_ENTITY_CLIENT;

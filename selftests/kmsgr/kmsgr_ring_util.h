@@ -33,6 +33,9 @@ struct kt_inst {
 	uint64_t buf_size;
 	uint64_t tx_size;		/* [0, tx_size) is ours: random bytes */
 	uint64_t pool_size;
+	uint32_t transport;		/* of kt_listen/kt_connect: KMSGR_XPRT_*,
+					 * 0 = tcp
+					 */
 	unsigned int nr_cqes;		/* CQEs seen */
 	unsigned int nr_op_errors;	/* KMSGR_CQE_OP with res < 0 */
 	/* RECVs whose RELEASE found the SQ full: released by a later run */

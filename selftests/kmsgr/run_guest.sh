@@ -30,6 +30,7 @@ set -u
 
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 KO=$TOP/kmod/kmsgr.ko
+RDMA_KO=$TOP/kmod/kmsgr_rdma.ko
 BIN=$TOP/.build/selftests/kmsgr
 KMSGRCTL=$TOP/tools/kmsgrctl/kmsgrctl
 SYSMOD=/sys/module/kmsgr
@@ -129,6 +130,26 @@ modinfo_has() {
 	got=$(modinfo -F "$1" "$KO") || return 1
 	[ -n "$got" ] || { echo "modinfo $1 is empty"; return 1; }
 	echo "$1: $got"
+}
+
+# kmsgr_rdma.ko: its RDMA dependencies, then the module; the transport is
+# registered (kmsgrctl info lists rdma) and the device rxe0 was seen.
+rdma_load() {
+	for dep in $(modinfo -F depends "$RDMA_KO" | tr ',' ' ') rdma_cm; do
+		[ "$dep" = kmsgr ] || modprobe "$dep" || return 1
+	done
+	insmod "$RDMA_KO" || return 1
+	"$KMSGRCTL" info | grep -q ' rdma' ||
+		{ echo "kmsgrctl info does not list rdma"; return 1; }
+	dmesg | grep -q "kmsgr_rdma: device ${KMSGR_RXE:-rxe0} added" ||
+		{ echo "no 'device ${KMSGR_RXE:-rxe0} added' in the log"; return 1; }
+}
+
+# kmsgr_rdma.ko unloads with nothing left mapped.
+rdma_unload() {
+	pinned=$(cat /sys/module/kmsgr_rdma/parameters/pinned_bytes) || return 1
+	[ "$pinned" = 0 ] || { echo "pinned_bytes $pinned before rmmod"; return 1; }
+	rmmod kmsgr_rdma
 }
 
 module_state_ok() {
@@ -660,6 +681,7 @@ fi
 # --- load --------------------------------------------------------------------
 if grep -q '^kmsgr ' /proc/modules; then
 	echo "# kmsgr was loaded already; unloading it first"
+	rmmod kmsgr_rdma 2>/dev/null
 	rmmod kmsgr
 fi
 { load_deps && insmod "$KO"; } >"$tmp/insmod" 2>&1 && loaded=1
@@ -678,6 +700,7 @@ check "modinfo has an author" modinfo_has author
 check "modinfo lists the instances parameter" \
 	sh -c "modinfo -F parm '$KO' | grep '^instances:'"
 check "$DEV is a char device, sysfs version is $VERSION" module_state_ok
+check "insmod kmod/kmsgr_rdma.ko: the rdma transport registers and sees ${KMSGR_RXE:-rxe0}" rdma_load
 
 # --- CLI -----------------------------------------------------------------------
 check "kmsgrctl info" "$KMSGRCTL" info
@@ -699,6 +722,7 @@ for name in $LATE_TESTS; do
 	run_harness "$BIN/$name"
 done
 
+check "rmmod kmsgr_rdma after the tests (no buffer left mapped)" rdma_unload
 check "rmmod kmsgr after the tests" rmmod kmsgr
 check "$DEV is gone after rmmod" test ! -e "$DEV"
 

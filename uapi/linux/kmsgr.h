@@ -108,6 +108,10 @@
 #define KMSGR_FEAT_RING_LINES	_BITULL(9)	/* KMSGR_SETUP_F_RING_LINES,
 						 * kmsgr_ring.head_off/tail_off
 						 */
+#define KMSGR_FEAT_RDMA		_BITULL(10)	/* KMSGR_XPRT_RDMA sessions: set
+						 * while the kmsgr_rdma module
+						 * is loaded
+						 */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -235,7 +239,7 @@ struct kmsgr_setup {
 
 /* transports */
 #define KMSGR_XPRT_TCP		1
-#define KMSGR_XPRT_RDMA		2	/* later */
+#define KMSGR_XPRT_RDMA		2	/* kernel verbs, rdma_cm (kmsgr_rdma.ko) */
 
 /* struct kmsgr_addr - an IPv4 or IPv6 address and port, network order */
 struct kmsgr_addr {
@@ -483,6 +487,9 @@ struct kmsgr_cqe {
 #define KMSGR_REASON_MODE		26	/* the peer refused our connection
 						 * modes (e.g. a secure-only mon
 						 * and a crc client)
+						 */
+#define KMSGR_REASON_DEVICE		27	/* the transport's device went away
+						 * (RDMA device removed)
 						 */
 
 /* Commands; see "ioctl namespace" above for the reserved numbers. */

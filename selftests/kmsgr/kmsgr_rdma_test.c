@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr selftests - kmsgr to kmsgr over the RDMA transport (kmsgr_rdma.ko,
+ * soft-RoCE rxe0 on the guest's NIC), in one process with two instances:
+ * a listener instance and a client instance, one msgr2 session (crc mode,
+ * auth none) between them, lossless or lossy (the variants).
+ *
+ *  stream_mixed    KMSGR_RDMA_MSGS (10^4) messages client -> server and a
+ *                  tenth as many back: segment sizes log-uniform from 0 B
+ *                  to 4 MiB, every combination of front, middle and data;
+ *                  each arrives once, in order, with its content hash; no
+ *                  DOWN; the DMA-mapped buffers (kmsgr_rdma pinned_bytes)
+ *                  are all released when the instances close.
+ *  device_removal  `rdma link delete` of the device under the live
+ *                  session: both ends see it go with reason DEVICE (lossy:
+ *                  CLOSED; lossless: DOWN).  Lossless: after `rdma link
+ *                  add` the client reconnects by itself, the session comes
+ *                  UP again and a stream crosses it, nothing lost.
+ *  refused         a CONNECT to a port without a listener ends with reason
+ *                  CONNECT and -ECONNREFUSED, within the timeout.
+ *
+ * The listener binds the wildcard address (so it outlives the device) and
+ * the client dials KMSGR_VM_IP (tools/vm/run --rxe; SKIP without it).
+ * After each test the kernel log must show no warning.
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kselftest_harness.h"
+#include "kmsgr_selftest.h"
+#include "kmsgr_ring_util.h"
+
+#define TX_AREA		(8ULL << 20)	/* >= the largest segment */
+#define RX_POOL		(32ULL << 20)	/* > 3 x the largest segment */
+#define SQ_ENTRIES	256
+#define SETUP_MS	20000
+#define PINNED		"/sys/module/kmsgr_rdma/parameters/pinned_bytes"
+
+FIXTURE(rdma) {
+	const char *why;	/* set: SKIP with this reason */
+	const char *ip;
+	struct kt_inst cli, srv;
+	struct kt_loop lp;
+	struct kmsgr_listen l;
+	struct kmsgr_addr dial;
+	uint32_t cli_id, srv_id;
+	int kmsg;
+};
+
+FIXTURE_VARIANT(rdma) {
+	uint32_t flags;		/* KMSGR_SESS_F_* of the session */
+};
+
+FIXTURE_VARIANT_ADD(rdma, lossless) {
+	.flags = KMSGR_SESS_F_LOSSLESS,
+};
+
+FIXTURE_VARIANT_ADD(rdma, lossy) {
+	.flags = 0,
+};
+
+static long long pinned_bytes(void)
+{
+	long long v = -1;
+	FILE *f = fopen(PINNED, "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+FIXTURE_SETUP(rdma)
+{
+	struct kmsgr_info info;
+	struct kmsgr *k;
+	int ret;
+
+	self->kmsg = -1;
+	self->why = kmsgr_missing(1);
+	if (self->why)
+		return;
+	self->ip = getenv("KMSGR_VM_IP");
+	if (!self->ip || !*self->ip) {
+		self->why = "KMSGR_VM_IP not set (run in the guest with --rxe)";
+		return;
+	}
+	/* in the guest the RDMA transport must be there: no SKIP */
+	ASSERT_EQ(0, kmsgr_open(NULL, &k));
+	ASSERT_EQ(0, kmsgr_info(k, &info));
+	kmsgr_close(k);
+	ASSERT_TRUE(info.features & KMSGR_FEAT_RDMA)
+		TH_LOG("kmsgr_rdma.ko is not loaded (features 0x%llx)",
+		       (unsigned long long)info.features);
+
+	self->kmsg = kt_kmsg_open();
+	kt_loop_init(&self->lp);
+	ASSERT_EQ(0, kt_inst_open(&self->srv, "server", SQ_ENTRIES, TX_AREA,
+				  RX_POOL, 11));
+	ASSERT_EQ(0, kt_inst_open(&self->cli, "client", SQ_ENTRIES, TX_AREA,
+				  RX_POOL, 22));
+	self->srv.transport = KMSGR_XPRT_RDMA;
+	self->cli.transport = KMSGR_XPRT_RDMA;
+	kt_loop_add(&self->lp, &self->srv);
+	kt_loop_add(&self->lp, &self->cli);
+
+	ASSERT_EQ(0, kt_listen(&self->srv, "0.0.0.0", variant->flags, 0x5e77,
+			       &self->l));
+	ASSERT_NE(0, self->l.bound.port);
+	ASSERT_EQ(0, kt_addr(&self->dial, self->ip, ntohs(self->l.bound.port)));
+	ASSERT_EQ(0, kt_connect(&self->cli, &self->dial, variant->flags,
+				KT_PEER_ANY, 0xc11, &self->cli_id));
+	ret = kt_wait_pair(&self->lp, &self->cli, self->cli_id, &self->srv,
+			   &self->srv_id, SETUP_MS);
+	ASSERT_EQ(0, ret) TH_LOG("rdma session %s:%u not up: %s", self->ip,
+				 ntohs(self->l.bound.port),
+				 kmsgr_strerror(ret));
+}
+
+FIXTURE_TEARDOWN(rdma)
+{
+	char line[512];
+	long long pinned = -1;
+	int i;
+
+	if (self->cli.k)
+		kt_inst_close(&self->cli);
+	if (self->srv.k)
+		kt_inst_close(&self->srv);
+	if (self->kmsg < 0)
+		return;
+	/* closing tears the connections down: every buffer is unmapped */
+	for (i = 0; i < 100; i++) {
+		pinned = pinned_bytes();
+		if (!pinned)
+			break;
+		usleep(50000);
+	}
+	EXPECT_EQ(0, pinned) TH_LOG("%s after close", PINNED);
+	usleep(200000);
+	EXPECT_EQ(0, kt_kmsg_check(self->kmsg, line, sizeof(line)))
+		TH_LOG("kernel log: %s", line);
+	close(self->kmsg);
+}
+
+/* Run the loop until event @ev of @session on @ti (after event @from). */
+static const struct kt_event *wait_for(struct kt_loop *lp,
+				       struct kt_inst *ti, uint32_t session,
+				       uint8_t ev, unsigned int from, int ms)
+{
+	uint64_t end = kt_now_ms() + (uint64_t)ms;
+	const struct kt_event *e;
+
+	for (;;) {
+		e = kt_find_event(lp, ti, session, ev, from);
+		if (e || kt_now_ms() >= end)
+			return e;
+		if (kt_loop_run_once(lp, 50))
+			return NULL;
+	}
+}
+
+/* A stream each way; everything arrives once, in order, intact. */
+static void streams(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(rdma) *self, unsigned int count,
+		    unsigned int max_log2, int ms)
+{
+	struct kt_plan fwd = {
+		.count = count,
+		.max_log2 = max_log2,
+		.small_log2 = 16,
+		.big_one_in = kt_env_long("KMSGR_RDMA_BIG_ONE_IN", 32),
+		.seed = 0x5eed0101,
+	};
+	struct kt_plan back = {
+		.count = count / 10 ? count / 10 : 1,
+		.max_log2 = 16,
+		.small_log2 = 16,
+		.big_one_in = 1,
+		.seed = 0x5eed0102,
+	};
+	struct kt_stream a, b;
+	uint64_t t0, ms_taken;
+	int ret;
+
+	ASSERT_EQ(0, kt_stream_init(&a, &self->cli, self->cli_id, &self->srv,
+				    self->srv_id, &fwd, 64));
+	ASSERT_EQ(0, kt_stream_init(&b, &self->srv, self->srv_id, &self->cli,
+				    self->cli_id, &back, 32));
+	self->lp.nr_streams = 0;
+	kt_loop_add_stream(&self->lp, &a);
+	kt_loop_add_stream(&self->lp, &b);
+	t0 = kt_now_ms();
+	ret = kt_loop_run(&self->lp, kt_loop_streams_finished, ms);
+	ms_taken = kt_now_ms() - t0;
+	TH_LOG("rdma: %u messages, %llu bytes out, %u back, %llu bytes, in %llu ms",
+	       a.total, (unsigned long long)kt_stream_volume(&a), b.total,
+	       (unsigned long long)kt_stream_volume(&b),
+	       (unsigned long long)ms_taken);
+	EXPECT_EQ(0, ret) TH_LOG("loop: %s", kmsgr_strerror(ret));
+	EXPECT_EQ(0, a.failed) TH_LOG("client->server: %s", a.why);
+	EXPECT_EQ(0, b.failed) TH_LOG("server->client: %s", b.why);
+	EXPECT_EQ(a.total, a.received);
+	EXPECT_EQ(a.total, a.completed);
+	EXPECT_EQ(b.total, b.received);
+	EXPECT_EQ(b.total, b.completed);
+	EXPECT_EQ(0, self->lp.stray) TH_LOG("%s", self->lp.stray_why);
+	self->lp.nr_streams = 0;
+	kt_stream_free(&a);
+	kt_stream_free(&b);
+}
+
+TEST_F_TIMEOUT(rdma, stream_mixed, 900)
+{
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	streams(_metadata, self, kt_env_long("KMSGR_RDMA_MSGS", 10000), 22,
+		800 * 1000);
+	/* nothing went down on a healthy connection */
+	EXPECT_EQ(NULL, kt_find_event(&self->lp, &self->cli, self->cli_id,
+				      KMSGR_EV_DOWN, 0));
+	EXPECT_EQ(NULL, kt_find_event(&self->lp, &self->srv, self->srv_id,
+				      KMSGR_EV_DOWN, 0));
+	/* the buffers of one connection each side are mapped */
+	EXPECT_LT(0, pinned_bytes());
+}
+
+/* The netdev under @dev ("rxe0"), from `rdma link show`. */
+static int rxe_netdev(const char *dev, char *out, size_t len)
+{
+	char cmd[128], line[256], *p;
+	FILE *f;
+	int ret = -1;
+
+	snprintf(cmd, sizeof(cmd), "rdma link show %s/1 2>/dev/null", dev);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	if (fgets(line, sizeof(line), f)) {
+		p = strstr(line, " netdev ");
+		if (p && sscanf(p + 8, "%63s", out) == 1 && strlen(out) < len)
+			ret = 0;
+	}
+	pclose(f);
+	return ret;
+}
+
+/* Wait until @dev's port 1 is ACTIVE again. */
+static int rxe_active(const char *dev, int ms)
+{
+	char path[128], state[64];
+	uint64_t end = kt_now_ms() + ms;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/state",
+		 dev);
+	do {
+		f = fopen(path, "r");
+		if (f) {
+			if (fgets(state, sizeof(state), f) &&
+			    strstr(state, "ACTIVE")) {
+				fclose(f);
+				return 0;
+			}
+			fclose(f);
+		}
+		usleep(100000);
+	} while (kt_now_ms() < end);
+	return -1;
+}
+
+TEST_F_TIMEOUT(rdma, device_removal, 300)
+{
+	const char *dev = getenv("KMSGR_RXE") ? getenv("KMSGR_RXE") : "rxe0";
+	const uint8_t gone = variant->flags & KMSGR_SESS_F_LOSSLESS ?
+			     KMSGR_EV_DOWN : KMSGR_EV_CLOSED;
+	const struct kt_event *ec, *es;
+	unsigned int mark;
+	char netdev[64], cmd[256];
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, rxe_netdev(dev, netdev, sizeof(netdev)));
+	streams(_metadata, self, 200, 18, 120 * 1000);
+
+	mark = self->lp.nr_ev;
+	snprintf(cmd, sizeof(cmd), "rdma link delete %s", dev);
+	ret = system(cmd);
+	ASSERT_EQ(0, ret) TH_LOG("%s failed", cmd);
+	ec = wait_for(&self->lp, &self->cli, self->cli_id, gone, mark, 20000);
+	es = wait_for(&self->lp, &self->srv, self->srv_id, gone, mark, 20000);
+	/* put the device back whatever happened: later tests need it */
+	snprintf(cmd, sizeof(cmd), "rdma link add %s type rxe netdev %s", dev,
+		 netdev);
+	ret = system(cmd);
+	ASSERT_EQ(0, ret) TH_LOG("%s failed", cmd);
+	ASSERT_EQ(0, rxe_active(dev, 30000)) TH_LOG("%s not ACTIVE", dev);
+
+	ASSERT_NE(NULL, ec) TH_LOG("client session did not see the removal");
+	ASSERT_NE(NULL, es) TH_LOG("server session did not see the removal");
+	EXPECT_EQ(KMSGR_REASON_DEVICE, ec->reason)
+		TH_LOG("client: reason %u res %d", ec->reason, ec->res);
+	EXPECT_EQ(KMSGR_REASON_DEVICE, es->reason)
+		TH_LOG("server: reason %u res %d", es->reason, es->res);
+	EXPECT_EQ(-ENODEV, ec->res);
+	if (!(variant->flags & KMSGR_SESS_F_LOSSLESS))
+		return;
+
+	/* lossless: back by itself once the device is there again */
+	ASSERT_NE(NULL, wait_for(&self->lp, &self->cli, self->cli_id,
+				 KMSGR_EV_UP, mark, 60000))
+		TH_LOG("client session not UP again after the device came back");
+	ASSERT_NE(NULL, wait_for(&self->lp, &self->srv, self->srv_id,
+				 KMSGR_EV_UP, mark, 20000))
+		TH_LOG("server session not UP again");
+	streams(_metadata, self, 200, 18, 120 * 1000);
+}
+
+TEST_F_TIMEOUT(rdma, refused, 60)
+{
+	const struct kt_event *e;
+	struct kmsgr_addr a;
+	uint32_t id;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	/* the listener's port + 1: nobody listens there */
+	ASSERT_EQ(0, kt_addr(&a, self->ip, ntohs(self->l.bound.port) + 1));
+	ASSERT_EQ(0, kt_connect(&self->cli, &a, 0, KT_PEER_ANY, 0xbad, &id));
+	e = wait_for(&self->lp, &self->cli, id, KMSGR_EV_CLOSED, 0, 20000);
+	ASSERT_NE(NULL, e);
+	EXPECT_EQ(KMSGR_REASON_CONNECT, e->reason);
+	EXPECT_EQ(-ECONNREFUSED, e->res);
+}
+
+TEST_HARNESS_MAIN
