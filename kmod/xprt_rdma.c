@@ -58,7 +58,9 @@
 #include <net/net_namespace.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/mr_pool.h>
 #include <rdma/rdma_cm.h>
+#include <rdma/rw.h>
 
 #include <linux/kmsgr.h>
 
@@ -102,14 +104,40 @@ struct kmsgr_rdma_hdr {
 
 #define KMSGR_RDMA_MSG_DATA	1	/* the next bytes of the msgr2 stream */
 #define KMSGR_RDMA_MSG_CREDIT	2	/* credits only, no payload */
+#define KMSGR_RDMA_MSG_PULL	3	/* the next bytes of the stream are in
+					 * the sender's memory: READ them
+					 */
+#define KMSGR_RDMA_MSG_DONE	4	/* a PULL's bytes were read */
+
+/* kmsgr_rdma_cm_priv.flags */
+#define KMSGR_RDMA_F_PULL	0x01	/* I READ what PULL messages offer */
+
+/* payload of a PULL: @len stream bytes at @addr under @rkey */
+struct kmsgr_rdma_pull {
+	__be64 addr;
+	__be32 rkey;
+	__be32 len;
+};
+
+/* payload of a DONE: the rkey of the PULL that was read */
+struct kmsgr_rdma_done {
+	__be32 rkey;
+	__be32 reserved;		/* 0 */
+};
 
 #define KMSGR_RDMA_HDR		sizeof(struct kmsgr_rdma_hdr)
 #define KMSGR_RDMA_TIMEOUT_MS	3000
+#define KMSGR_RDMA_LINGER_MS	2000	/* close: wait for SENDs that long */
 #define KMSGR_RDMA_BACKLOG	128	/* not yet accepted, per listener */
 #define KMSGR_RDMA_CREDITS_MIN	4
 #define KMSGR_RDMA_CREDITS_MAX	1024
 #define KMSGR_RDMA_BUF_MIN	1024
 #define KMSGR_RDMA_BUF_MAX	SZ_1M
+#define KMSGR_RDMA_PULL_MAX	SZ_16M	/* bytes one PULL may stand for */
+#define KMSGR_RDMA_MR_PAGES	256	/* pages one registration covers */
+#define KMSGR_RDMA_READ_MAX	SZ_1M	/* bytes one READ moves */
+#define KMSGR_RDMA_READ_SGE	16	/* pages per READ work request */
+#define KMSGR_RDMA_DONES	16	/* DONEs waiting for a credit */
 
 /* ---- parameters ---- */
 
@@ -128,20 +156,42 @@ module_param(rnr_retry, uint, 0644);
 MODULE_PARM_DESC(rnr_retry,
 		 "RNR retry count asked of rdma_cm (0-7, default 0: credits make RNR impossible, so one is an error)");
 
-static atomic64_t kmsgr_rdma_pinned = ATOMIC64_INIT(0);
+static unsigned int pull_min = 32768;
+module_param(pull_min, uint, 0644);
+MODULE_PARM_DESC(pull_min,
+		 "Smallest payload piece of a lossless session the peer pulls with RDMA READ, bytes (0: never; default 32768)");
 
-static int kmsgr_rdma_pinned_get(char *buf, const struct kernel_param *kp)
+static unsigned int pulls = 8;
+module_param(pulls, uint, 0644);
+MODULE_PARM_DESC(pulls,
+		 "Memory registrations per connection, the PULLs it may have outstanding (0-64, default 8)");
+
+/* counters, read only through parameters of the same name */
+static atomic64_t kmsgr_rdma_pinned = ATOMIC64_INIT(0);
+static atomic64_t kmsgr_rdma_stat_offered = ATOMIC64_INIT(0);
+static atomic64_t kmsgr_rdma_stat_pulled = ATOMIC64_INIT(0);
+
+static int kmsgr_rdma_counter_get(char *buf, const struct kernel_param *kp)
 {
-	return sysfs_emit(buf, "%lld\n", atomic64_read(&kmsgr_rdma_pinned));
+	return sysfs_emit(buf, "%lld\n", atomic64_read(kp->arg));
 }
 
-static const struct kernel_param_ops kmsgr_rdma_pinned_ops = {
-	.get = kmsgr_rdma_pinned_get,
+static const struct kernel_param_ops kmsgr_rdma_counter_ops = {
+	.get = kmsgr_rdma_counter_get,
 };
 
-module_param_cb(pinned_bytes, &kmsgr_rdma_pinned_ops, NULL, 0444);
+module_param_cb(pinned_bytes, &kmsgr_rdma_counter_ops, &kmsgr_rdma_pinned,
+		0444);
 MODULE_PARM_DESC(pinned_bytes,
 		 "Bytes of DMA-mapped connection buffers now (read only)");
+module_param_cb(offered_bytes, &kmsgr_rdma_counter_ops, &kmsgr_rdma_stat_offered,
+		0444);
+MODULE_PARM_DESC(offered_bytes,
+		 "Payload bytes offered to peers in PULLs since load (read only)");
+module_param_cb(pulled_bytes, &kmsgr_rdma_counter_ops, &kmsgr_rdma_stat_pulled,
+		0444);
+MODULE_PARM_DESC(pulled_bytes,
+		 "Payload bytes read from peers with RDMA READ since load (read only)");
 
 /* ---- objects ---- */
 
@@ -160,6 +210,16 @@ struct kmsgr_rdma_buf {
 	void *data;
 	u64 dma;
 	u32 len;			/* receive: bytes that arrived */
+};
+
+/* one registration of payload memory, offered to the peer by a PULL */
+struct kmsgr_rdma_mr {
+	struct ib_mr *mr;
+	struct sg_table sgt;
+	int nents;			/* mapped entries of @sgt */
+	struct ib_cqe reg_cqe, inv_cqe;
+	bool busy;			/* offered; until invalidated */
+	bool inv;			/* LOCAL_INV posted */
 };
 
 enum kmsgr_rdma_state {
@@ -186,7 +246,23 @@ struct kmsgr_rdma_conn {
 	struct ib_qp *qp;
 	struct ib_cq *cq;
 	u32 cq_size;
+	u32 port;
 	struct sockaddr_storage local, peer;
+	bool can_pull;			/* this side READs (KMSGR_RDMA_F_PULL) */
+	/* registrations offered by PULLs (send side) */
+	struct kmsgr_rdma_mr *mrs;
+	u32 nr_mrs, mr_pages;
+	struct list_head mr_pool;
+	/*
+	 * The READ of a PULL (receive side), one at a time: set up and
+	 * consumed by the owner under @mutex; @rd_done is the completion's.
+	 */
+	bool rd_busy;
+	struct rdma_rw_ctx rw;
+	struct sg_table rd_sgt;
+	void *rd_dest;
+	u32 rd_len;
+	struct ib_cqe rd_cqe;
 
 	spinlock_t lock;		/* everything below */
 	kmsgr_xprt_kick_t kick;
@@ -194,12 +270,15 @@ struct kmsgr_rdma_conn {
 	enum kmsgr_rdma_state state;
 	int err;
 	bool detached;			/* no more posting */
+	bool closing;			/* close() waits for the SENDs */
+	wait_queue_head_t wq;		/* the last SEND completed */
 	/* receive */
 	struct kmsgr_rdma_buf *rx;
 	u32 nr_rx, rx_size;
 	u32 *ready;			/* DATA buffers in arrival order */
 	u32 ready_head, ready_tail;	/* counters, index % nr_rx */
 	u32 rx_off;			/* payload bytes taken from the head */
+	u32 rx_out;			/* receives posted, not completed */
 	u32 owed;			/* credits to return to the peer */
 	/* send */
 	struct kmsgr_rdma_buf *tx;
@@ -207,7 +286,14 @@ struct kmsgr_rdma_conn {
 	u32 tx_posted, tx_done;		/* counters, slot % nr_tx */
 	u32 credits;			/* the peer's buffers we may fill */
 	u32 peer_credits, peer_size;	/* what the peer announced */
+	bool peer_pull;			/* it READs: we may send PULLs */
 	bool tx_wait;			/* no room: kick when there is */
+	/* pulls */
+	u32 pull_off;			/* bytes of the head PULL read */
+	bool rd_done;
+	enum ib_wc_status rd_status;
+	u32 dones[KMSGR_RDMA_DONES];	/* rkeys to send DONE for */
+	u32 done_head, done_tail;
 };
 
 struct kmsgr_rdma_lsn {
@@ -405,18 +491,25 @@ static int kmsgr_rdma_post_recv(struct kmsgr_rdma_conn *c,
 		.num_sge = 1,
 	};
 
+	int ret;
+
 	if (c->detached)
 		return -ENOTCONN;
 	sge.lkey = c->dev->pd->local_dma_lkey;
-	return ib_post_recv(c->qp, &wr, NULL);
+	ret = ib_post_recv(c->qp, &wr, NULL);
+	if (!ret)
+		c->rx_out++;
+	return ret;
 }
 
 /*
  * Post tx slot tx_posted with @len payload bytes (already in place) as a
- * message of @type, returning the credits owed.  Room and credits were
+ * message of @type, returning the credits owed; @first (or NULL) is a work
+ * request posted just before it (a registration).  Room and credits were
  * checked by the caller.
  */
-static int kmsgr_rdma_post_send(struct kmsgr_rdma_conn *c, u8 type, u32 len)
+static int kmsgr_rdma_post_send(struct kmsgr_rdma_conn *c, u8 type, u32 len,
+				struct ib_send_wr *first)
 	__must_hold(&c->lock)
 {
 	struct kmsgr_rdma_buf *b = &c->tx[c->tx_posted % c->nr_tx];
@@ -443,7 +536,9 @@ static int kmsgr_rdma_post_send(struct kmsgr_rdma_conn *c, u8 type, u32 len)
 	h->credits = cpu_to_be16(owed);
 	ib_dma_sync_single_for_device(c->ibdev, b->dma, sge.length,
 				      DMA_TO_DEVICE);
-	ret = ib_post_send(c->qp, &wr, NULL);
+	if (first)
+		first->next = &wr;
+	ret = ib_post_send(c->qp, first ? first : &wr, NULL);
 	if (ret)
 		return ret;
 	c->owed -= owed;
@@ -473,9 +568,38 @@ static void kmsgr_rdma_send_credits(struct kmsgr_rdma_conn *c)
 		c->tx_wait = true;	/* a completion kicks the owner */
 		return;
 	}
-	ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_CREDIT, 0);
+	ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_CREDIT, 0, NULL);
 	if (ret && ret != -ENOTCONN)
 		kmsgr_rdma_fail(c, ret);
+}
+
+/* Send the DONEs of finished pulls, as credits allow (like DATA). */
+static void kmsgr_rdma_send_dones(struct kmsgr_rdma_conn *c)
+	__must_hold(&c->lock)
+{
+	struct kmsgr_rdma_done *d;
+	int ret;
+
+	while (c->done_head != c->done_tail) {
+		if (c->state != KMSGR_RDMA_CONNECTED)
+			return;
+		if (c->credits < 2 || !kmsgr_rdma_tx_room(c)) {
+			c->tx_wait = true;
+			return;
+		}
+		d = c->tx[c->tx_posted % c->nr_tx].data + KMSGR_RDMA_HDR;
+		d->rkey = cpu_to_be32(c->dones[c->done_head %
+					       KMSGR_RDMA_DONES]);
+		d->reserved = 0;
+		ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_DONE, sizeof(*d),
+					   NULL);
+		if (ret) {
+			if (ret != -ENOTCONN)
+				kmsgr_rdma_fail(c, ret);
+			return;
+		}
+		c->done_head++;
+	}
 }
 
 /* ---- completions (softirq) ---- */
@@ -484,13 +608,110 @@ static int kmsgr_rdma_wc_err(const struct ib_wc *wc)
 {
 	switch (wc->status) {
 	case IB_WC_LOC_LEN_ERR:		/* a SEND larger than our buffer */
+	case IB_WC_LOC_QP_OP_ERR:	/* the same, as rxe says it */
 	case IB_WC_REM_INV_REQ_ERR:	/* ours larger than the peer's */
+	case IB_WC_REM_OP_ERR:
 		return -EPROTO;
 	case IB_WC_RNR_RETRY_EXC_ERR:	/* the peer had no buffer posted */
 		return -EPROTO;
 	default:
 		return -ECONNRESET;
 	}
+}
+
+/* A registration failed (they are unsignaled: only errors come here). */
+static void kmsgr_rdma_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kmsgr_rdma_conn *c = wc->qp->qp_context;
+
+	if (wc->status == IB_WC_SUCCESS || wc->status == IB_WC_WR_FLUSH_ERR)
+		return;
+	spin_lock_bh(&c->lock);
+	pr_warn_ratelimited("connection %pISpc: registration failed: %s\n",
+			    &c->peer, ib_wc_status_msg(wc->status));
+	kmsgr_rdma_fail(c, -EIO);
+	spin_unlock_bh(&c->lock);
+}
+
+/* A PULL's registration is invalidated: the memory is ours again. */
+static void kmsgr_rdma_inv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kmsgr_rdma_conn *c = wc->qp->qp_context;
+	struct kmsgr_rdma_mr *m = container_of(wc->wr_cqe,
+					       struct kmsgr_rdma_mr, inv_cqe);
+
+	spin_lock_bh(&c->lock);
+	if (wc->status != IB_WC_SUCCESS) {
+		/* the MR stays busy: teardown frees it */
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			kmsgr_rdma_fail(c, -EIO);
+		goto out;
+	}
+	ib_dma_unmap_sg(c->ibdev, m->sgt.sgl, m->sgt.orig_nents,
+			DMA_TO_DEVICE);
+	sg_free_table(&m->sgt);
+	m->busy = false;
+	m->inv = false;
+	if (c->tx_wait) {
+		c->tx_wait = false;
+		kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_TX | KMSGR_XPRT_KICK_RX);
+	}
+out:
+	spin_unlock_bh(&c->lock);
+}
+
+/* The READ of a PULL finished: the owner takes it from here. */
+static void kmsgr_rdma_read_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kmsgr_rdma_conn *c = wc->qp->qp_context;
+
+	spin_lock_bh(&c->lock);
+	c->rd_done = true;
+	c->rd_status = wc->status;
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_warn_ratelimited("connection %pISpc: RDMA READ failed: %s\n",
+				    &c->peer, ib_wc_status_msg(wc->status));
+	kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_RX);
+	spin_unlock_bh(&c->lock);
+}
+
+/* The peer read a PULL: invalidate its registration (@rkey). */
+static int kmsgr_rdma_pulled(struct kmsgr_rdma_conn *c, u32 rkey)
+	__must_hold(&c->lock)
+{
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_LOCAL_INV,
+		.send_flags = IB_SEND_SIGNALED,
+		.ex.invalidate_rkey = rkey,
+	};
+	struct kmsgr_rdma_mr *m;
+	u32 i;
+
+	for (i = 0; i < c->nr_mrs; i++) {
+		m = &c->mrs[i];
+		if (m->busy && !m->inv && m->mr->rkey == rkey)
+			break;
+	}
+	if (i == c->nr_mrs)
+		return -EPROTO;		/* not offered, or DONE twice */
+	if (c->detached)
+		return 0;		/* teardown frees it */
+	wr.wr_cqe = &m->inv_cqe;
+	m->inv = true;
+	return ib_post_send(c->qp, &wr, NULL);
+}
+
+/* Check a PULL's descriptor: 0 or -EPROTO. */
+static int kmsgr_rdma_pull_check(struct kmsgr_rdma_conn *c,
+				 const struct kmsgr_rdma_buf *b)
+{
+	const struct kmsgr_rdma_pull *d = b->data + KMSGR_RDMA_HDR;
+	u32 len;
+
+	if (!c->can_pull || b->len != KMSGR_RDMA_HDR + sizeof(*d))
+		return -EPROTO;
+	len = be32_to_cpu(d->len);
+	return len && len <= KMSGR_RDMA_PULL_MAX ? 0 : -EPROTO;
 }
 
 static void kmsgr_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -502,7 +723,11 @@ static void kmsgr_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	u32 granted;
 
 	spin_lock_bh(&c->lock);
+	c->rx_out--;
 	if (wc->status != IB_WC_SUCCESS) {
+		/* the last flushed receive: end of stream may be told now */
+		if (!c->rx_out && c->state == KMSGR_RDMA_EOF)
+			kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_RX);
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			pr_warn_ratelimited("connection %pISpc: receive failed: %s\n",
 					    &c->peer,
@@ -530,11 +755,30 @@ static void kmsgr_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	c->credits += granted;
 	b->len = wc->byte_len;
 	switch (h->type) {
+	case KMSGR_RDMA_MSG_PULL:
+		if (kmsgr_rdma_pull_check(c, b)) {
+			pr_warn_ratelimited("connection %pISpc: bad PULL descriptor\n",
+					    &c->peer);
+			kmsgr_rdma_fail(c, -EPROTO);
+			goto out;
+		}
+		fallthrough;
 	case KMSGR_RDMA_MSG_DATA:
 		if (b->len > KMSGR_RDMA_HDR) {
 			c->ready[c->ready_tail++ % c->nr_rx] = b - c->rx;
 			kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_RX);
 			break;
+		}
+		fallthrough;
+	case KMSGR_RDMA_MSG_DONE:
+		if (h->type == KMSGR_RDMA_MSG_DONE &&
+		    (b->len < KMSGR_RDMA_HDR + sizeof(struct kmsgr_rdma_done) ||
+		     kmsgr_rdma_pulled(c, be32_to_cpup(b->data +
+						       KMSGR_RDMA_HDR)))) {
+			pr_warn_ratelimited("connection %pISpc: bad DONE\n",
+					    &c->peer);
+			kmsgr_rdma_fail(c, -EPROTO);
+			goto out;
 		}
 		fallthrough;
 	case KMSGR_RDMA_MSG_CREDIT:
@@ -563,6 +807,8 @@ static void kmsgr_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	spin_lock_bh(&c->lock);
 	c->tx_done++;
+	if (c->closing && c->tx_done == c->tx_posted)
+		wake_up(&c->wq);
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			pr_warn_ratelimited("connection %pISpc: send failed: %s\n",
@@ -591,6 +837,7 @@ static struct kmsgr_rdma_conn *kmsgr_rdma_conn_alloc(void)
 	kref_init(&c->ref);
 	mutex_init(&c->mutex);
 	spin_lock_init(&c->lock);
+	init_waitqueue_head(&c->wq);
 	INIT_LIST_HEAD(&c->dev_node);
 	INIT_LIST_HEAD(&c->lsn_node);
 	c->state = KMSGR_RDMA_CONNECTING;
@@ -600,6 +847,8 @@ static struct kmsgr_rdma_conn *kmsgr_rdma_conn_alloc(void)
 	c->rx_size = clamp_t(u32, READ_ONCE(buf_size), KMSGR_RDMA_BUF_MIN,
 			     KMSGR_RDMA_BUF_MAX);
 	c->tx_size = c->rx_size;
+	c->can_pull = READ_ONCE(pull_min) && READ_ONCE(pulls);
+	INIT_LIST_HEAD(&c->mr_pool);
 	return c;
 }
 
@@ -611,6 +860,7 @@ static void kmsgr_rdma_conn_release(struct kref *ref)
 	kmsgr_rdma_bufs_free(c->rx, c->nr_rx);
 	kmsgr_rdma_bufs_free(c->tx, c->nr_tx);
 	kfree(c->ready);
+	kfree(c->mrs);
 	mutex_destroy(&c->mutex);
 	kfree(c);
 }
@@ -637,7 +887,7 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 {
 	struct ib_device *ibdev = id->device;
 	struct ib_qp_init_attr attr = { };
-	u32 i;
+	u32 i, sge, rd_wrs, send_wr;
 	int ret;
 
 	c->rx = kmsgr_rdma_bufs_alloc(c->nr_rx, c->rx_size);
@@ -659,7 +909,32 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 	c->ibdev = ibdev;
 	c->mapped = true;
 
-	c->cq_size = c->nr_rx + c->nr_tx + 2;	/* + the drain markers */
+	if (c->can_pull &&
+	    !(ibdev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS))
+		c->can_pull = false;	/* no fast registration */
+	if (c->can_pull) {
+		c->nr_mrs = min(READ_ONCE(pulls), 64U);
+		c->mr_pages = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len,
+				    KMSGR_RDMA_MR_PAGES);
+		c->mrs = kcalloc(c->nr_mrs, sizeof(*c->mrs), GFP_KERNEL);
+		if (!c->mrs)
+			return -ENOMEM;
+	}
+	/*
+	 * Send queue: the SENDs, a registration and an invalidation per MR,
+	 * the work requests of one READ, the drain marker.
+	 */
+	sge = 1;
+	rd_wrs = 0;
+	if (c->can_pull) {
+		sge = min3(ibdev->attrs.max_send_sge, ibdev->attrs.max_sge_rd,
+			   KMSGR_RDMA_READ_SGE);
+		if (!sge)
+			sge = 1;
+		rd_wrs = DIV_ROUND_UP(KMSGR_RDMA_READ_MAX / PAGE_SIZE + 1, sge);
+	}
+	send_wr = c->nr_tx + 2 * c->nr_mrs + rd_wrs + 1;
+	c->cq_size = send_wr + c->nr_rx + 1;
 	c->cq = ib_cq_pool_get(ibdev, c->cq_size, -1, IB_POLL_SOFTIRQ);
 	if (IS_ERR(c->cq)) {
 		ret = PTR_ERR(c->cq);
@@ -671,16 +946,33 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 	attr.qp_context = c;
 	attr.send_cq = c->cq;
 	attr.recv_cq = c->cq;
-	attr.cap.max_send_wr = c->nr_tx + 1;
+	attr.cap.max_send_wr = send_wr;
 	attr.cap.max_recv_wr = c->nr_rx + 1;
-	attr.cap.max_send_sge = 1;
+	attr.cap.max_send_sge = sge;
 	attr.cap.max_recv_sge = 1;
+	attr.cap.max_rdma_ctxs = c->can_pull;	/* one READ at a time */
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
 	ret = rdma_create_qp(id, c->dev->pd, &attr);
 	if (ret)
 		return ret;
 	c->qp = id->qp;
+	c->port = id->port_num;
+	c->rd_cqe.done = kmsgr_rdma_read_done;
+
+	if (c->nr_mrs) {
+		ret = ib_mr_pool_init(c->qp, &c->mr_pool, c->nr_mrs,
+				      IB_MR_TYPE_MEM_REG, c->mr_pages, 0);
+		if (ret) {
+			c->nr_mrs = 0;
+			return ret;
+		}
+		for (i = 0; i < c->nr_mrs; i++) {
+			c->mrs[i].mr = ib_mr_pool_get(c->qp, &c->mr_pool);
+			c->mrs[i].reg_cqe.done = kmsgr_rdma_reg_done;
+			c->mrs[i].inv_cqe.done = kmsgr_rdma_inv_done;
+		}
+	}
 
 	spin_lock_bh(&c->lock);
 	for (i = 0; i < c->nr_rx; i++) {
@@ -692,6 +984,35 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 	return ret;
 }
 
+/* After the drain: the READ in flight and every registration. */
+static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
+{
+	struct kmsgr_rdma_mr *m;
+	u32 i;
+
+	if (c->rd_busy) {
+		rdma_rw_ctx_destroy(&c->rw, c->qp, c->port, c->rd_sgt.sgl,
+				    c->rd_sgt.orig_nents, DMA_FROM_DEVICE);
+		sg_free_table(&c->rd_sgt);
+		c->rd_busy = false;
+	}
+	for (i = 0; i < c->nr_mrs; i++) {
+		m = &c->mrs[i];
+		if (m->busy) {
+			ib_dma_unmap_sg(c->ibdev, m->sgt.sgl,
+					m->sgt.orig_nents, DMA_TO_DEVICE);
+			sg_free_table(&m->sgt);
+			m->busy = false;
+		}
+		if (m->mr)
+			ib_mr_pool_put(c->qp, &c->mr_pool, m->mr);
+		m->mr = NULL;
+	}
+	if (c->nr_mrs)
+		ib_mr_pool_destroy(c->qp, &c->mr_pool);
+	c->nr_mrs = 0;
+}
+
 /*
  * Free the verbs objects of @c: after its cm_id was destroyed (@id NULL),
  * or from inside the handler of @id, which the CM destroys after.
@@ -701,6 +1022,7 @@ static void kmsgr_rdma_conn_unsetup(struct kmsgr_rdma_conn *c,
 {
 	if (c->qp) {
 		ib_drain_qp(c->qp);	/* every completion has run */
+		kmsgr_rdma_pulls_free(c);
 		if (id)
 			rdma_destroy_qp(id);
 		else
@@ -753,7 +1075,7 @@ static void kmsgr_rdma_conn_param(struct kmsgr_rdma_conn *c,
 {
 	priv->magic = cpu_to_be32(KMSGR_RDMA_MAGIC);
 	priv->version = KMSGR_RDMA_VERSION;
-	priv->flags = 0;
+	priv->flags = c->can_pull ? KMSGR_RDMA_F_PULL : 0;
 	priv->credits = cpu_to_be16(c->nr_rx);
 	priv->buf_size = cpu_to_be32(c->rx_size);
 	priv->reserved = 0;
@@ -778,8 +1100,11 @@ static int kmsgr_rdma_peer_param(struct kmsgr_rdma_conn *c,
 		return KMSGR_RDMA_REJ_VERSION;
 	n = be16_to_cpu(p->credits);
 	size = be32_to_cpu(p->buf_size);
-	if (p->flags || p->reserved || n < 2 || size <= KMSGR_RDMA_HDR)
+	/* flags we do not know are capabilities we do not use */
+	if (p->reserved || n < KMSGR_RDMA_CREDITS_MIN ||
+	    size < KMSGR_RDMA_BUF_MIN)
 		return KMSGR_RDMA_REJ_PARAMS;
+	c->peer_pull = p->flags & KMSGR_RDMA_F_PULL;
 	c->peer_credits = n;
 	c->credits = n;
 	c->peer_size = size;
@@ -823,8 +1148,12 @@ static int kmsgr_rdma_client_connect(struct kmsgr_rdma_conn *c,
 	if (ret)
 		return ret;
 	kmsgr_rdma_conn_param(c, &priv, &p);
-	p.responder_resources = 0;
-	p.initiator_depth = 0;
+	if (c->can_pull) {	/* READs in flight, each way */
+		p.initiator_depth = min_t(u32, 4,
+					  id->device->attrs.max_qp_init_rd_atom);
+		p.responder_resources = min_t(u32, 4,
+					      id->device->attrs.max_qp_rd_atom);
+	}
 	return rdma_connect_locked(id, &p);
 }
 
@@ -880,6 +1209,17 @@ static int kmsgr_rdma_conn_event(struct kmsgr_rdma_conn *c,
 		spin_unlock_bh(&c->lock);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		/*
+		 * The CM tells this before the receive completions that came
+		 * first may have been polled: with the QP in error, the
+		 * posted receives complete (flushed) after them, and the
+		 * stream ends when the last one did (kmsgr_rdma_recv()).
+		 */
+		if (c->qp) {
+			struct ib_qp_attr qa = { .qp_state = IB_QPS_ERR };
+
+			ib_modify_qp(c->qp, &qa, IB_QP_STATE);
+		}
 		spin_lock_bh(&c->lock);
 		if (c->state == KMSGR_RDMA_CONNECTED)
 			c->state = KMSGR_RDMA_EOF;	/* rx then says 0 */
@@ -969,6 +1309,10 @@ static int kmsgr_rdma_lsn_request(struct kmsgr_rdma_lsn *l,
 	if (ret)
 		goto out_unsetup;
 	kmsgr_rdma_conn_param(c, &priv, &p);
+	p.initiator_depth = min_t(u32, ev->param.conn.responder_resources,
+				  id->device->attrs.max_qp_init_rd_atom);
+	p.responder_resources = min_t(u32, ev->param.conn.initiator_depth,
+				      id->device->attrs.max_qp_rd_atom);
 	ret = rdma_accept(id, &p);
 	if (ret)
 		goto out_unsetup;
@@ -979,7 +1323,7 @@ static int kmsgr_rdma_lsn_request(struct kmsgr_rdma_lsn *l,
 	c->priv = l->priv;
 	if (kmsgr_rdma_dev_list(c)) {
 		spin_lock_bh(&c->lock);
-		c->err = -ENODEV;
+		kmsgr_rdma_fail(c, -ENODEV);	/* the listener reaps it */
 		spin_unlock_bh(&c->lock);
 	}
 	spin_lock_bh(&l->lock);
@@ -1048,9 +1392,143 @@ static int kmsgr_rdma_state(struct kmsgr_xprt *x)
 	return ret;
 }
 
+/* An sg table over @len bytes of kernel memory at @p (vmalloc or not). */
+static int kmsgr_rdma_sgt(struct sg_table *sgt, void *p, size_t len)
+{
+	unsigned int n, i, off, k;
+	struct scatterlist *sg;
+	struct page *page;
+	int ret;
+
+	if (!is_vmalloc_addr(p) && !virt_addr_valid(p))
+		return -EFAULT;
+	off = offset_in_page(p);
+	n = DIV_ROUND_UP(off + len, PAGE_SIZE);
+	ret = sg_alloc_table(sgt, n, GFP_KERNEL);
+	if (ret)
+		return ret;
+	for_each_sg(sgt->sgl, sg, n, i) {
+		page = is_vmalloc_addr(p) ? vmalloc_to_page(p) : virt_to_page(p);
+		k = min_t(size_t, len, PAGE_SIZE - off);
+		sg_set_page(sg, page, k, off);
+		p += k;
+		len -= k;
+		off = 0;
+	}
+	return 0;
+}
+
+/* Consume the head receive buffer: post it again, a credit is owed. */
+static void kmsgr_rdma_rx_pop(struct kmsgr_rdma_conn *c,
+			      struct kmsgr_rdma_buf *b)
+	__must_hold(&c->lock)
+{
+	int ret;
+
+	c->rx_off = 0;
+	c->ready_head++;
+	ret = kmsgr_rdma_post_recv(c, b);
+	if (!ret)
+		c->owed++;
+	else if (ret != -ENOTCONN)
+		kmsgr_rdma_fail(c, ret);
+}
+
 /*
- * Copy received payload into @iov.  Only the owner consumes, so the head
- * buffer's bytes are read outside the lock; completions only append.
+ * The head of the stream is a PULL: READ its next bytes straight into
+ * @iov (the engine's destination: for a data segment, its receive-pool
+ * slice).  The first call posts the READ and says -EAGAIN; its completion
+ * kicks, and the call after that (same destination: the engine still
+ * wants it) returns the bytes.  Under @mutex, so that a device removal
+ * (kmsgr_rdma_detach()) never meets a READ half set up.
+ */
+static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
+			       struct kmsgr_rdma_buf *b,
+			       const struct msgr2_iov *iov)
+{
+	const struct kmsgr_rdma_pull *d = b->data + KMSGR_RDMA_HDR;
+	u32 len = be32_to_cpu(d->len), rkey = be32_to_cpu(d->rkey);
+	enum ib_wc_status st;
+	ssize_t ret;
+	u32 k;
+
+	mutex_lock(&c->mutex);
+	if (c->torn) {
+		ret = c->err ? c->err : -ENOTCONN;
+		goto out;
+	}
+	if (!c->rd_busy) {
+		k = min_t(size_t, iov->len, len - c->pull_off);
+		k = min_t(u32, k, KMSGR_RDMA_READ_MAX -
+				  offset_in_page(iov->base));
+		ret = kmsgr_rdma_sgt(&c->rd_sgt, iov->base, k);
+		if (ret)
+			goto out;
+		ret = rdma_rw_ctx_init(&c->rw, c->qp, c->port, c->rd_sgt.sgl,
+				       c->rd_sgt.orig_nents, 0,
+				       be64_to_cpu(d->addr) + c->pull_off,
+				       rkey, DMA_FROM_DEVICE);
+		if (ret < 0) {
+			sg_free_table(&c->rd_sgt);
+			goto out;
+		}
+		c->rd_busy = true;
+		c->rd_dest = iov->base;
+		c->rd_len = k;
+		spin_lock_bh(&c->lock);
+		c->rd_done = false;
+		ret = c->detached ? -ENOTCONN :
+		      rdma_rw_ctx_post(&c->rw, c->qp, c->port, &c->rd_cqe,
+				       NULL);
+		if (ret)
+			kmsgr_rdma_fail(c, ret);
+		spin_unlock_bh(&c->lock);
+		ret = ret ? ret : -EAGAIN;
+		goto out;
+	}
+
+	spin_lock_bh(&c->lock);
+	if (!c->rd_done) {
+		spin_unlock_bh(&c->lock);
+		ret = -EAGAIN;
+		goto out;
+	}
+	st = c->rd_status;
+	spin_unlock_bh(&c->lock);
+	rdma_rw_ctx_destroy(&c->rw, c->qp, c->port, c->rd_sgt.sgl,
+			    c->rd_sgt.orig_nents, DMA_FROM_DEVICE);
+	sg_free_table(&c->rd_sgt);
+	c->rd_busy = false;
+	if (st != IB_WC_SUCCESS || c->rd_dest != iov->base ||
+	    c->rd_len > iov->len) {
+		/* a key the peer took back, or our caller changed its mind */
+		ret = st == IB_WC_SUCCESS ? -EINVAL : -EPROTO;
+		spin_lock_bh(&c->lock);
+		kmsgr_rdma_fail(c, ret);
+		spin_unlock_bh(&c->lock);
+		goto out;
+	}
+	ret = c->rd_len;
+	atomic64_add(ret, &kmsgr_rdma_stat_pulled);
+	spin_lock_bh(&c->lock);
+	c->pull_off += c->rd_len;
+	if (c->pull_off == len) {
+		c->pull_off = 0;
+		/* room: at most KMSGR_RDMA_DONES are owed (kmsgr_rdma_recv()) */
+		c->dones[c->done_tail++ % KMSGR_RDMA_DONES] = rkey;
+		kmsgr_rdma_rx_pop(c, b);
+		kmsgr_rdma_send_dones(c);
+	}
+	spin_unlock_bh(&c->lock);
+out:
+	mutex_unlock(&c->mutex);
+	return ret;
+}
+
+/*
+ * Copy received payload into @iov, or pull it (a PULL at the head).  Only
+ * the owner consumes, so the head buffer's bytes are read outside the
+ * lock; completions only append.
  */
 static ssize_t kmsgr_rdma_recv(struct kmsgr_xprt *x,
 			       const struct msgr2_iov *iov, int n)
@@ -1058,16 +1536,31 @@ static ssize_t kmsgr_rdma_recv(struct kmsgr_xprt *x,
 	struct kmsgr_rdma_conn *c = to_conn(x);
 	size_t done = 0, off = 0, k, avail;
 	struct kmsgr_rdma_buf *b;
+	const struct kmsgr_rdma_hdr *h;
 	ssize_t ret;
 	int i = 0;
 
 	if (n <= 0 || n > 2)
 		return -EINVAL;
 	spin_lock_bh(&c->lock);
+	kmsgr_rdma_send_dones(c);
 	while (i < n) {
 		if (c->err || c->ready_head == c->ready_tail)
 			break;
 		b = &c->rx[c->ready[c->ready_head % c->nr_rx]];
+		h = b->data;
+		if (h->type == KMSGR_RDMA_MSG_PULL) {
+			/* never mixed with copied bytes in one call */
+			if (done || off ||
+			    c->done_tail - c->done_head == KMSGR_RDMA_DONES)
+				break;
+			spin_unlock_bh(&c->lock);
+			ret = kmsgr_rdma_pull(c, b, &iov[i]);
+			spin_lock_bh(&c->lock);
+			kmsgr_rdma_send_credits(c);
+			spin_unlock_bh(&c->lock);
+			return ret;
+		}
 		spin_unlock_bh(&c->lock);
 
 		avail = b->len - KMSGR_RDMA_HDR - c->rx_off;
@@ -1083,19 +1576,15 @@ static ssize_t kmsgr_rdma_recv(struct kmsgr_xprt *x,
 
 		spin_lock_bh(&c->lock);
 		c->rx_off += k;
-		if (c->rx_off == b->len - KMSGR_RDMA_HDR) {
-			c->rx_off = 0;
-			c->ready_head++;
-			if (!kmsgr_rdma_post_recv(c, b))
-				c->owed++;
-		}
+		if (c->rx_off == b->len - KMSGR_RDMA_HDR)
+			kmsgr_rdma_rx_pop(c, b);
 	}
 	if (done)
 		ret = done;
 	else if (c->err)
 		ret = c->err;
-	else if (c->state == KMSGR_RDMA_EOF)
-		ret = 0;
+	else if (c->state == KMSGR_RDMA_EOF && !c->rx_out)
+		ret = 0;	/* every receive completed: nothing is left */
 	else
 		ret = -EAGAIN;
 	kmsgr_rdma_send_credits(c);
@@ -1103,9 +1592,107 @@ static ssize_t kmsgr_rdma_recv(struct kmsgr_xprt *x,
 	return ret;
 }
 
+/* Whether @iov is sent as a PULL (struct kmsgr_xprt_zc: lossless only). */
+static bool kmsgr_rdma_pullable(struct kmsgr_rdma_conn *c,
+				const struct kmsgr_xprt_zc *zc,
+				const struct msgr2_iov *iov)
+{
+	const u8 *p = iov->base, *base = zc ? zc->base : NULL;
+	u32 min = READ_ONCE(pull_min);
+
+	return zc && c->peer_pull && c->nr_mrs && min &&
+	       iov->len >= max_t(size_t, min, zc->min) && p >= base &&
+	       iov->len <= zc->len && p - base <= zc->len - iov->len;
+}
+
 /*
- * Copy @iov into DATA messages, as many as the peer has credits for
- * (keeping the last one for a CREDIT message) and send slots allow.
+ * Offer up to one registration's worth of @p (@len bytes, buffer-area
+ * memory) in a PULL: register it (fast registration, remote read only,
+ * exactly these bytes), post the registration and the PULL.  Returns the
+ * bytes offered, -EAGAIN without a free registration, send slot or
+ * credit, or -errno.  Under @mutex (see kmsgr_rdma_pull()).
+ */
+static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, void *p,
+				size_t len)
+{
+	struct kmsgr_rdma_pull *d;
+	struct kmsgr_rdma_mr *m = NULL;
+	struct ib_reg_wr reg = { };
+	size_t k;
+	int ret;
+	u32 i;
+
+	spin_lock_bh(&c->lock);
+	if (c->credits < 2 || !kmsgr_rdma_tx_room(c))
+		goto busy;
+	for (i = 0; i < c->nr_mrs && !m; i++)
+		if (!c->mrs[i].busy)
+			m = &c->mrs[i];
+	if (!m)
+		goto busy;
+	m->busy = true;
+	spin_unlock_bh(&c->lock);
+
+	/* whole pages: the first one is partial */
+	k = min_t(size_t, len, (size_t)c->mr_pages * PAGE_SIZE -
+			       offset_in_page(p));
+	ret = kmsgr_rdma_sgt(&m->sgt, p, k);
+	if (ret)
+		goto out_free;
+	m->nents = ib_dma_map_sg(c->ibdev, m->sgt.sgl, m->sgt.orig_nents,
+				 DMA_TO_DEVICE);
+	if (m->nents <= 0) {
+		ret = -ENOMEM;
+		goto out_table;
+	}
+	ret = ib_map_mr_sg(m->mr, m->sgt.sgl, m->nents, NULL, PAGE_SIZE);
+	if (ret != m->nents) {
+		ret = ret < 0 ? ret : -EINVAL;
+		goto out_unmap;
+	}
+	ib_update_fast_reg_key(m->mr, ib_inc_rkey(m->mr->rkey));
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.wr.wr_cqe = &m->reg_cqe;
+	reg.mr = m->mr;
+	reg.key = m->mr->rkey;
+	reg.access = IB_ACCESS_REMOTE_READ;
+
+	d = c->tx[c->tx_posted % c->nr_tx].data + KMSGR_RDMA_HDR;
+	d->addr = cpu_to_be64(m->mr->iova);
+	d->rkey = cpu_to_be32(m->mr->rkey);
+	d->len = cpu_to_be32(k);
+	spin_lock_bh(&c->lock);
+	ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_PULL, sizeof(*d),
+				   &reg.wr);
+	spin_unlock_bh(&c->lock);
+	if (ret)
+		goto out_unmap;
+	atomic64_add(k, &kmsgr_rdma_stat_offered);
+	return k;
+
+out_unmap:
+	ib_dma_unmap_sg(c->ibdev, m->sgt.sgl, m->sgt.orig_nents,
+			DMA_TO_DEVICE);
+out_table:
+	sg_free_table(&m->sgt);
+out_free:
+	spin_lock_bh(&c->lock);
+	m->busy = false;
+	kmsgr_rdma_fail(c, ret);
+	spin_unlock_bh(&c->lock);
+	return ret;
+
+busy:
+	c->tx_wait = true;
+	spin_unlock_bh(&c->lock);
+	return -EAGAIN;
+}
+
+/*
+ * Send @iov: large buffer-area pieces of lossless sessions as PULLs,
+ * everything else copied into DATA messages, as many as the peer has
+ * credits for (DATA keeps the last one for a CREDIT message) and send
+ * slots allow.
  */
 static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 			       const struct msgr2_iov *iov, int n,
@@ -1114,6 +1701,7 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 	struct kmsgr_rdma_conn *c = to_conn(x);
 	size_t done = 0, off = 0, room, k;
 	struct kmsgr_rdma_buf *b;
+	ssize_t got;
 	int i = 0, ret = 0;
 	u32 len;
 
@@ -1122,6 +1710,7 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 	while (i < n && !iov[i].len)
 		i++;
 	spin_lock_bh(&c->lock);
+	kmsgr_rdma_send_dones(c);
 	while (i < n) {
 		if (c->err) {
 			ret = c->err;
@@ -1130,6 +1719,25 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 		if (c->state != KMSGR_RDMA_CONNECTED) {
 			ret = c->state == KMSGR_RDMA_EOF ? -EPIPE : -ENOTCONN;
 			break;
+		}
+		if (!off && kmsgr_rdma_pullable(c, zc, &iov[i])) {
+			spin_unlock_bh(&c->lock);
+			mutex_lock(&c->mutex);
+			got = c->torn ? -ENOTCONN :
+			      kmsgr_rdma_offer(c, iov[i].base, iov[i].len);
+			mutex_unlock(&c->mutex);
+			spin_lock_bh(&c->lock);
+			if (got < 0) {
+				ret = got;
+				break;
+			}
+			done += got;
+			if (got < iov[i].len) {
+				/* the rest next time: it is a new piece then */
+				break;
+			}
+			i++;
+			continue;
 		}
 		if (c->credits < 2 || !kmsgr_rdma_tx_room(c)) {
 			c->tx_wait = true;
@@ -1142,7 +1750,8 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 
 		/* the slot is free and only the owner fills slots */
 		len = 0;
-		while (i < n && len < room) {
+		while (i < n && len < room &&
+		       (off || !kmsgr_rdma_pullable(c, zc, &iov[i]))) {
 			k = min(iov[i].len - off, room - len);
 			memcpy((u8 *)b->data + KMSGR_RDMA_HDR + len,
 			       (const u8 *)iov[i].base + off, k);
@@ -1155,7 +1764,9 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 		}
 
 		spin_lock_bh(&c->lock);
-		ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_DATA, len);
+		if (!len)
+			continue;	/* only empty pieces were left */
+		ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_DATA, len, NULL);
 		if (ret) {
 			kmsgr_rdma_fail(c, ret);
 			break;
@@ -1177,13 +1788,33 @@ static int kmsgr_rdma_getname(struct kmsgr_xprt *x,
 	return ss->ss_family ? 0 : -ENOTCONN;
 }
 
+/* Nothing posted is in flight, or it never will complete. */
+static bool kmsgr_rdma_tx_idle(struct kmsgr_rdma_conn *c)
+{
+	bool idle;
+
+	spin_lock_bh(&c->lock);
+	idle = c->tx_done == c->tx_posted || c->err || c->detached ||
+	       c->state != KMSGR_RDMA_CONNECTED;
+	spin_unlock_bh(&c->lock);
+	return idle;
+}
+
 static void kmsgr_rdma_close(struct kmsgr_xprt *x)
 {
 	struct kmsgr_rdma_conn *c = to_conn(x);
 
 	spin_lock_bh(&c->lock);
 	c->kick = NULL;			/* no kick after this */
+	c->closing = true;
 	spin_unlock_bh(&c->lock);
+	/*
+	 * What was handed over goes out, as a TCP close sends what is
+	 * queued: a lossy SEND completed when the transport took it.
+	 * Disconnecting first would flush the SENDs not yet acknowledged.
+	 */
+	wait_event_timeout(c->wq, kmsgr_rdma_tx_idle(c),
+			   msecs_to_jiffies(KMSGR_RDMA_LINGER_MS));
 	kmsgr_rdma_detach(c, -ENOTCONN);
 	kmsgr_rdma_conn_put(c);
 }

@@ -10,7 +10,9 @@
  *                  to 4 MiB, every combination of front, middle and data;
  *                  each arrives once, in order, with its content hash; no
  *                  DOWN; the DMA-mapped buffers (kmsgr_rdma pinned_bytes)
- *                  are all released when the instances close.
+ *                  are all released when the instances close.  Lossless:
+ *                  large payloads went by RDMA READ (offered_bytes and
+ *                  pulled_bytes grew, equally); lossy: none did.
  *  device_removal  `rdma link delete` of the device under the live
  *                  session: both ends see it go with reason DEVICE (lossy:
  *                  CLOSED; lossless: DOWN).  Lossless: after `rdma link
@@ -38,7 +40,8 @@
 #define RX_POOL		(32ULL << 20)	/* > 3 x the largest segment */
 #define SQ_ENTRIES	256
 #define SETUP_MS	20000
-#define PINNED		"/sys/module/kmsgr_rdma/parameters/pinned_bytes"
+#define PARAMS		"/sys/module/kmsgr_rdma/parameters/"
+#define PINNED		PARAMS "pinned_bytes"
 
 FIXTURE(rdma) {
 	const char *why;	/* set: SKIP with this reason */
@@ -63,10 +66,15 @@ FIXTURE_VARIANT_ADD(rdma, lossy) {
 	.flags = 0,
 };
 
-static long long pinned_bytes(void)
+/* A counter of kmsgr_rdma (pinned_bytes, offered_bytes, ...); -1: none. */
+static long long counter(const char *name)
 {
+	char path[128];
 	long long v = -1;
-	FILE *f = fopen(PINNED, "r");
+	FILE *f;
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	f = fopen(path, "r");
 
 	if (!f)
 		return -1;
@@ -137,7 +145,7 @@ FIXTURE_TEARDOWN(rdma)
 		return;
 	/* closing tears the connections down: every buffer is unmapped */
 	for (i = 0; i < 100; i++) {
-		pinned = pinned_bytes();
+		pinned = counter("pinned_bytes");
 		if (!pinned)
 			break;
 		usleep(50000);
@@ -218,17 +226,32 @@ static void streams(struct __test_metadata *_metadata,
 
 TEST_F_TIMEOUT(rdma, stream_mixed, 900)
 {
+	long long offered, pulled;
+
 	if (self->why)
 		SKIP(return, "%s", self->why);
+	offered = counter("offered_bytes");
+	pulled = counter("pulled_bytes");
 	streams(_metadata, self, kt_env_long("KMSGR_RDMA_MSGS", 10000), 22,
 		800 * 1000);
+	offered = counter("offered_bytes") - offered;
+	pulled = counter("pulled_bytes") - pulled;
+	TH_LOG("pulled with RDMA READ: %lld of %lld bytes offered", pulled,
+	       offered);
+	/* lossless: large payloads were pulled, every byte offered */
+	if (variant->flags & KMSGR_SESS_F_LOSSLESS) {
+		EXPECT_LT(0, pulled);
+	} else {
+		EXPECT_EQ(0, offered);
+	}
+	EXPECT_EQ(offered, pulled);
 	/* nothing went down on a healthy connection */
 	EXPECT_EQ(NULL, kt_find_event(&self->lp, &self->cli, self->cli_id,
 				      KMSGR_EV_DOWN, 0));
 	EXPECT_EQ(NULL, kt_find_event(&self->lp, &self->srv, self->srv_id,
 				      KMSGR_EV_DOWN, 0));
 	/* the buffers of one connection each side are mapped */
-	EXPECT_LT(0, pinned_bytes());
+	EXPECT_LT(0, counter("pinned_bytes"));
 }
 
 /* The netdev under @dev ("rxe0"), from `rdma link show`. */
