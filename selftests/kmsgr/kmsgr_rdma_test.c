@@ -18,16 +18,24 @@
  *                  CLOSED; lossless: DOWN).  Lossless: after `rdma link
  *                  add` the client reconnects by itself, the session comes
  *                  UP again and a stream crosses it, nothing lost.
+ *  client_killed   a second client process with a stream in flight is
+ *                  killed (SIGKILL): its server session goes DOWN (lossless)
+ *                  or CLOSED (lossy), the QPs, registrations and cm_ids of
+ *                  its connection are destroyed (`rdma resource show`), its
+ *                  buffers unmapped, and the first session works on.
  *  refused         a CONNECT to a port without a listener ends with reason
  *                  CONNECT and -ECONNREFUSED, within the timeout.
  *
  * The listener binds the wildcard address (so it outlives the device) and
  * the client dials KMSGR_VM_IP (tools/vm/run --rxe; SKIP without it).
- * After each test the kernel log must show no warning.
+ * After each test the kernel log must show no warning, and `rdma resource
+ * show` the QP, MR and cm_id counts of before the test.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +51,14 @@
 #define PARAMS		"/sys/module/kmsgr_rdma/parameters/"
 #define PINNED		PARAMS "pinned_bytes"
 
+/* verbs objects counted by `rdma resource show` that must not leak */
+static const char *const res_kinds[] = { "qp", "mr", "cm_id" };
+#define NR_RES	ARRAY_SIZE(res_kinds)
+
 FIXTURE(rdma) {
 	const char *why;	/* set: SKIP with this reason */
+	const char *dev;	/* the RDMA device, rxe0 */
+	long res0[NR_RES];	/* before the test */
 	const char *ip;
 	struct kt_inst cli, srv;
 	struct kt_loop lp;
@@ -84,6 +98,50 @@ static long long counter(const char *name)
 	return v;
 }
 
+/*
+ * Fill @n with the counts of res_kinds[] on @dev from `rdma resource
+ * show` ("0: rxe0: pd 1 cq 1 qp 1 cm_id 0 mr 0 ...").  Return: 0 or -1.
+ */
+static int res_counts(const char *dev, long *n)
+{
+	char cmd[128], line[512], key[32];
+	const char *p;
+	size_t i;
+	FILE *f;
+	int ret = -1;
+
+	snprintf(cmd, sizeof(cmd), "rdma resource show %s 2>/dev/null", dev);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	if (fgets(line, sizeof(line), f)) {
+		ret = 0;
+		for (i = 0; i < NR_RES; i++) {
+			snprintf(key, sizeof(key), " %s ", res_kinds[i]);
+			p = strstr(line, key);
+			if (!p || sscanf(p + strlen(key), "%ld", &n[i]) != 1)
+				ret = -1;
+		}
+	}
+	pclose(f);
+	return ret;
+}
+
+/* Wait until the counts on @dev are @want again; 0, or -1 (in @got). */
+static int res_back(const char *dev, const long *want, long *got, int ms)
+{
+	uint64_t end = kt_now_ms() + ms;
+
+	for (;;) {
+		if (!res_counts(dev, got) &&
+		    !memcmp(got, want, NR_RES * sizeof(*got)))
+			return 0;
+		if (kt_now_ms() >= end)
+			return -1;
+		usleep(50000);
+	}
+}
+
 FIXTURE_SETUP(rdma)
 {
 	struct kmsgr_info info;
@@ -107,6 +165,9 @@ FIXTURE_SETUP(rdma)
 		TH_LOG("kmsgr_rdma.ko is not loaded (features 0x%llx)",
 		       (unsigned long long)info.features);
 
+	self->dev = getenv("KMSGR_RXE") ? getenv("KMSGR_RXE") : "rxe0";
+	ASSERT_EQ(0, res_counts(self->dev, self->res0))
+		TH_LOG("cannot read `rdma resource show %s`", self->dev);
 	self->kmsg = kt_kmsg_open();
 	kt_loop_init(&self->lp);
 	ASSERT_EQ(0, kt_inst_open(&self->srv, "server", SQ_ENTRIES, TX_AREA,
@@ -135,6 +196,7 @@ FIXTURE_TEARDOWN(rdma)
 {
 	char line[512];
 	long long pinned = -1;
+	long got[NR_RES];
 	int i;
 
 	if (self->cli.k)
@@ -151,6 +213,14 @@ FIXTURE_TEARDOWN(rdma)
 		usleep(50000);
 	}
 	EXPECT_EQ(0, pinned) TH_LOG("%s after close", PINNED);
+	/* every QP, registration and cm_id of the test is gone */
+	if (res_back(self->dev, self->res0, got, 5000)) {
+		for (i = 0; i < (int)NR_RES; i++)
+			EXPECT_EQ(self->res0[i], got[i])
+				TH_LOG("%s: %s %ld after close, %ld before",
+				       self->dev, res_kinds[i], got[i],
+				       self->res0[i]);
+	}
 	usleep(200000);
 	EXPECT_EQ(0, kt_kmsg_check(self->kmsg, line, sizeof(line)))
 		TH_LOG("kernel log: %s", line);
@@ -344,6 +414,99 @@ TEST_F_TIMEOUT(rdma, device_removal, 300)
 				 KMSGR_EV_UP, mark, 20000))
 		TH_LOG("server session not UP again");
 	streams(_metadata, self, 200, 18, 120 * 1000);
+}
+
+/*
+ * The client process: a session to @dial, a stream in flight, a byte
+ * to @fd once it is under way, then wait to be killed.
+ */
+static void doomed_client(const struct kmsgr_addr *dial, uint32_t flags,
+			  int fd)
+{
+	struct kt_plan plan = {
+		.count = 1000, .max_log2 = 20, .small_log2 = 20,
+		.big_one_in = 1, .seed = 0xdead,
+	};
+	struct kt_inst ti;
+	struct kt_stream st;
+	struct kt_loop lp;
+	uint32_t id;
+	int i;
+
+	if (kt_inst_open(&ti, "doomed", SQ_ENTRIES, TX_AREA, RX_POOL, 33))
+		_exit(2);
+	ti.transport = KMSGR_XPRT_RDMA;
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &ti);
+	if (kt_connect(&ti, dial, flags, KT_PEER_ANY, 0xdead, &id) ||
+	    !wait_for(&lp, &ti, id, KMSGR_EV_UP, 0, SETUP_MS))
+		_exit(3);
+	/* the peer session id is not known here: the stream only sends */
+	if (kt_stream_init(&st, &ti, id, &ti, 0, &plan, 16))
+		_exit(4);
+	kt_loop_add_stream(&lp, &st);
+	for (i = 0; i < 5; i++)
+		kt_loop_run_once(&lp, 20);
+	if (write(fd, "x", 1) != 1)
+		_exit(5);
+	for (;;)
+		kt_loop_run_once(&lp, 1000);
+}
+
+TEST_F_TIMEOUT(rdma, client_killed, 120)
+{
+	const uint8_t gone = variant->flags & KMSGR_SESS_F_LOSSLESS ?
+			     KMSGR_EV_DOWN : KMSGR_EV_CLOSED;
+	long long pinned0;
+	long res[NR_RES], got[NR_RES];
+	const struct kt_event *acc = NULL;
+	unsigned int mark, i;
+	int pfd[2], status;
+	uint64_t end;
+	pid_t pid;
+	char c;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, res_counts(self->dev, res));
+	pinned0 = counter("pinned_bytes");
+	mark = self->lp.nr_ev;
+	ASSERT_EQ(0, pipe(pfd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(pfd[0]);
+		doomed_client(&self->dial, variant->flags, pfd[1]);
+	}
+	close(pfd[1]);
+	/* serve its handshake until it says its stream is under way */
+	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+	end = kt_now_ms() + SETUP_MS;
+	while (read(pfd[0], &c, 1) != 1 && kt_now_ms() < end)
+		kt_loop_run_once(&self->lp, 20);
+	close(pfd[0]);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSIGNALED(status))
+		TH_LOG("the client exited by itself: status %d", status);
+	for (i = mark; i < self->lp.nr_ev && !acc; i++)
+		if (self->lp.ev[i].inst == &self->srv &&
+		    self->lp.ev[i].event == KMSGR_EV_ACCEPTED)
+			acc = &self->lp.ev[i];
+	ASSERT_NE(NULL, acc) TH_LOG("the killed client was never accepted");
+	/* its server session sees the connection go */
+	ASSERT_NE(NULL, wait_for(&self->lp, &self->srv, acc->session, gone,
+				 mark, 30000));
+	/* and the connection's verbs objects and buffers with it */
+	EXPECT_EQ(0, res_back(self->dev, res, got, 10000))
+		TH_LOG("qp %ld mr %ld cm_id %ld, before %ld %ld %ld", got[0],
+		       got[1], got[2], res[0], res[1], res[2]);
+	for (i = 0; i < 100 && counter("pinned_bytes") != pinned0; i++)
+		usleep(50000);
+	EXPECT_EQ(pinned0, counter("pinned_bytes"));
+	/* the first session did not notice (the killed one's were strays) */
+	self->lp.stray = 0;
+	streams(_metadata, self, 100, 18, 60 * 1000);
 }
 
 TEST_F_TIMEOUT(rdma, refused, 60)
