@@ -19,7 +19,7 @@
  * checkpatch waiver is needed for this file.
  *
  * Supported: Linux 6.1 and later (tested: Debian 6.1.0-57-amd64).
- * No shims are needed yet.
+ * Shims: the unaligned-access header.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -42,6 +42,13 @@
 
 #if KMSGR_LINUX_VERSION < KMSGR_LINUX_VERSION_MIN
 #error "kmsgr needs Linux 6.1 or later"
+#endif
+
+/* <asm/unaligned.h> moved to <linux/unaligned.h> in Linux 6.12. */
+#if __has_include(<linux/unaligned.h>)
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
 #endif
 
 #endif /* KMSGR_COMPAT_H */

@@ -1006,6 +1006,18 @@ static u16 kmsgr_reason(enum msgr2_reason r)
 }
 
 /*
+ * Whether a connection that ended for @reason would end the same way
+ * again: the peer refused our key or our modes, or lacks features we
+ * need.  A lossless session does not redial then; it is over.
+ */
+static bool kmsgr_reason_final(u16 reason)
+{
+	return reason == KMSGR_REASON_AUTH || reason == KMSGR_REASON_MODE ||
+	       reason == KMSGR_REASON_MISSING_FEATURES ||
+	       reason == KMSGR_REASON_BANNER_FEATURES;
+}
+
+/*
  * The connection is gone (or could not be made): free it and apply the
  * session's policy.
  */
@@ -1020,7 +1032,8 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 	if (s->state == KMSGR_SESS_CLOSED || s->state == KMSGR_SESS_DEAD)
 		return;
 
-	if (!s->ms.lossy && (!s->server || s->announced)) {
+	if (!s->ms.lossy && (!s->server || s->announced) &&
+	    !kmsgr_reason_final(reason)) {
 		if (!s->down_posted) {
 			s->down_posted = true;
 			kmsgr_sess_event(s, KMSGR_EV_DOWN, reason, res);

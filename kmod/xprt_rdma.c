@@ -159,12 +159,12 @@ MODULE_PARM_DESC(rnr_retry,
 static unsigned int pull_min = 32768;
 module_param(pull_min, uint, 0644);
 MODULE_PARM_DESC(pull_min,
-		 "Smallest payload piece of a lossless session the peer pulls with RDMA READ, bytes (0: never; default 32768)");
+		 "Smallest payload piece of a lossless session the peer pulls with RDMA READ, bytes (at least kmsgr.tx_zerocopy_min, and never when that is 0; 0: no RDMA READ either way; default 32768)");
 
 static unsigned int pulls = 8;
 module_param(pulls, uint, 0644);
 MODULE_PARM_DESC(pulls,
-		 "Memory registrations per connection, the PULLs it may have outstanding (0-64, default 8)");
+		 "Memory registrations per connection, the PULLs it may have outstanding (0-16, default 8; 0: no RDMA READ either way)");
 
 /* counters, read only through parameters of the same name */
 static atomic64_t kmsgr_rdma_pinned = ATOMIC64_INIT(0);
@@ -218,7 +218,8 @@ struct kmsgr_rdma_mr {
 	struct sg_table sgt;
 	int nents;			/* mapped entries of @sgt */
 	struct ib_cqe reg_cqe, inv_cqe;
-	bool busy;			/* offered; until invalidated */
+	bool busy;			/* being offered; until invalidated */
+	bool offered;			/* its PULL was posted */
 	bool inv;			/* LOCAL_INV posted */
 };
 
@@ -651,6 +652,7 @@ static void kmsgr_rdma_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 			DMA_TO_DEVICE);
 	sg_free_table(&m->sgt);
 	m->busy = false;
+	m->offered = false;
 	m->inv = false;
 	if (c->tx_wait) {
 		c->tx_wait = false;
@@ -689,7 +691,7 @@ static int kmsgr_rdma_pulled(struct kmsgr_rdma_conn *c, u32 rkey)
 
 	for (i = 0; i < c->nr_mrs; i++) {
 		m = &c->mrs[i];
-		if (m->busy && !m->inv && m->mr->rkey == rkey)
+		if (m->offered && !m->inv && m->mr->rkey == rkey)
 			break;
 	}
 	if (i == c->nr_mrs)
@@ -699,6 +701,18 @@ static int kmsgr_rdma_pulled(struct kmsgr_rdma_conn *c, u32 rkey)
 	wr.wr_cqe = &m->inv_cqe;
 	m->inv = true;
 	return ib_post_send(c->qp, &wr, NULL);
+}
+
+/* Check a DONE and invalidate what it names: 0 or -errno. */
+static int kmsgr_rdma_done_check(struct kmsgr_rdma_conn *c,
+				 const struct kmsgr_rdma_buf *b)
+	__must_hold(&c->lock)
+{
+	const struct kmsgr_rdma_done *d = b->data + KMSGR_RDMA_HDR;
+
+	if (b->len != KMSGR_RDMA_HDR + sizeof(*d) || d->reserved)
+		return -EPROTO;
+	return kmsgr_rdma_pulled(c, be32_to_cpu(d->rkey));
 }
 
 /* Check a PULL's descriptor: 0 or -EPROTO. */
@@ -772,9 +786,7 @@ static void kmsgr_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		fallthrough;
 	case KMSGR_RDMA_MSG_DONE:
 		if (h->type == KMSGR_RDMA_MSG_DONE &&
-		    (b->len < KMSGR_RDMA_HDR + sizeof(struct kmsgr_rdma_done) ||
-		     kmsgr_rdma_pulled(c, be32_to_cpup(b->data +
-						       KMSGR_RDMA_HDR)))) {
+		    kmsgr_rdma_done_check(c, b)) {
 			pr_warn_ratelimited("connection %pISpc: bad DONE\n",
 					    &c->peer);
 			kmsgr_rdma_fail(c, -EPROTO);
@@ -913,7 +925,8 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 	    !(ibdev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS))
 		c->can_pull = false;	/* no fast registration */
 	if (c->can_pull) {
-		c->nr_mrs = min(READ_ONCE(pulls), 64U);
+		/* a receiver keeps at most KMSGR_RDMA_DONES DONEs waiting */
+		c->nr_mrs = min_t(u32, READ_ONCE(pulls), KMSGR_RDMA_DONES);
 		c->mr_pages = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len,
 				    KMSGR_RDMA_MR_PAGES);
 		c->mrs = kcalloc(c->nr_mrs, sizeof(*c->mrs), GFP_KERNEL);
@@ -1003,6 +1016,7 @@ static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
 					m->sgt.orig_nents, DMA_TO_DEVICE);
 			sg_free_table(&m->sgt);
 			m->busy = false;
+			m->offered = false;
 		}
 		if (m->mr)
 			ib_mr_pool_put(c->qp, &c->mr_pool, m->mr);
@@ -1466,7 +1480,7 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 			goto out;
 		ret = rdma_rw_ctx_init(&c->rw, c->qp, c->port, c->rd_sgt.sgl,
 				       c->rd_sgt.orig_nents, 0,
-				       be64_to_cpu(d->addr) + c->pull_off,
+				       get_unaligned_be64(&d->addr) + c->pull_off,
 				       rkey, DMA_FROM_DEVICE);
 		if (ret < 0) {
 			sg_free_table(&c->rd_sgt);
@@ -1658,12 +1672,13 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, void *p,
 	reg.access = IB_ACCESS_REMOTE_READ;
 
 	d = c->tx[c->tx_posted % c->nr_tx].data + KMSGR_RDMA_HDR;
-	d->addr = cpu_to_be64(m->mr->iova);
+	put_unaligned_be64(m->mr->iova, &d->addr);
 	d->rkey = cpu_to_be32(m->mr->rkey);
 	d->len = cpu_to_be32(k);
 	spin_lock_bh(&c->lock);
 	ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_PULL, sizeof(*d),
 				   &reg.wr);
+	m->offered = !ret;	/* from now on a DONE may name it */
 	spin_unlock_bh(&c->lock);
 	if (ret)
 		goto out_unmap;
@@ -2171,6 +2186,8 @@ static int __init kmsgr_rdma_init(void)
 	BUILD_BUG_ON(sizeof(struct kmsgr_rdma_cm_priv) != 16);
 	BUILD_BUG_ON(sizeof(struct kmsgr_rdma_cm_rej) != 8);
 	BUILD_BUG_ON(sizeof(struct kmsgr_rdma_hdr) != 4);
+	BUILD_BUG_ON(sizeof(struct kmsgr_rdma_pull) != 16);
+	BUILD_BUG_ON(sizeof(struct kmsgr_rdma_done) != 8);
 
 	ret = ib_register_client(&kmsgr_rdma_client);
 	if (ret)

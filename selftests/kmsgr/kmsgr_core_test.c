@@ -1324,6 +1324,18 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 			SETUP_MS);
 	ASSERT_LE(0, ev);
 	EXPECT_EQ(KMSGR_REASON_AUTH, self->lp.ev[ev].reason);
+	EXPECT_EQ(0, kmsgr_close_id(self->srv.k, l.id));
+
+	/* a lossless client too: refused is final, no redial */
+	ASSERT_EQ(0, cephx_listen(&self->srv, KMSGR_SESS_F_LOSSLESS, &k, &l));
+	ASSERT_EQ(0, kt_connect_as(&self->cli, &l.bound, KMSGR_SESS_F_LOSSLESS,
+				   KT_PEER_ANY, 0xc7, "admin", bad, &cli_id));
+	ev = wait_event(&self->lp, &self->cli, cli_id, KMSGR_EV_CLOSED, 0,
+			SETUP_MS);
+	ASSERT_LE(0, ev);
+	EXPECT_EQ(KMSGR_REASON_AUTH, self->lp.ev[ev].reason);
+	EXPECT_GT(0, wait_event(&self->lp, &self->cli, cli_id, KMSGR_EV_DOWN,
+				0, 10));
 	memset(&k, 0, sizeof(k));
 }
 

@@ -628,6 +628,51 @@ ceph_client_test() {
 # a mon and authenticates with server-side cephx: READY (entity mon.*) and
 # the listener gets its first message, in crc and in secure mode; with
 # another key, no session.
+# kmsgrctl over rdma (rxe0, KMSGR_VM_IP): a lossless cephx echo listener;
+# lossless 1 MiB one-way in crc mode (payloads pulled with RDMA READ:
+# pulled_bytes grows), a secure ping-pong (encrypted payloads, copied),
+# a wrong key refused.
+rdma_cli_test() {
+	ip=${KMSGR_VM_IP:-}
+	[ -n "$ip" ] || { echo "KMSGR_VM_IP not set (tools/vm/run --rxe)"; return 1; }
+	keyrings rdma || return 1
+	"$KMSGRCTL" session listen --transport rdma --lossless --echo \
+		--time 300 --keyring "$tmp/rdma.keyring" "$ip:3320" \
+		>"$tmp/rdma-l" 2>&1 &
+	lpid=$!
+	sleep 1
+	pulled0=$(cat /sys/module/kmsgr_rdma/parameters/pulled_bytes)
+	timeout 120 "$KMSGRCTL" -j bench --transport rdma --lossless \
+		--keyring "$tmp/rdma.keyring" --size 1048576 --depth 4 \
+		--count 40 "$ip:3320" >"$tmp/rdma-o" 2>&1
+	orc=$?
+	pulled=$(( $(cat /sys/module/kmsgr_rdma/parameters/pulled_bytes) - pulled0 ))
+	timeout 120 "$KMSGRCTL" bench --transport rdma --pattern pingpong \
+		--lossless --secure --keyring "$tmp/rdma.keyring" --count 100 \
+		--warmup 10 "$ip:3320" >"$tmp/rdma-s" 2>&1
+	src=$?
+	timeout 120 "$KMSGRCTL" bench --transport rdma --lossless \
+		--keyring "$tmp/rdma-other.keyring" --count 10 "$ip:3320" \
+		>"$tmp/rdma-b" 2>&1
+	brc=$?
+	kill -TERM "$lpid"
+	stopped "$lpid" 30
+	wait "$lpid"
+	lrc=$?
+	cat "$tmp/rdma-o" "$tmp/rdma-s" "$tmp/rdma-b" "$tmp/rdma-l"
+	echo "listener exit $lrc, lossless one-way exit $orc ($pulled bytes" \
+		"pulled), secure ping-pong exit $src, wrong key exit $brc"
+	[ "$lrc" -eq 0 ] && [ "$orc" -eq 0 ] && [ "$src" -eq 0 ] &&
+		[ "$brc" -eq 1 ] &&
+		grep -q '"transport":"rdma"' "$tmp/rdma-o" &&
+		grep -q '"messages":40,' "$tmp/rdma-o" &&
+		[ "$pulled" -ge $((40 * 1048576)) ] &&
+		grep -q "rdma pingpong .*mode secure: 100 messages in " \
+			"$tmp/rdma-s" &&
+		grep -q "latency us: p50 [0-9]" "$tmp/rdma-s" &&
+		grep -q "authentication refused" "$tmp/rdma-b"
+}
+
 ceph_cephx_client_test() {
 	keyrings cx || return 1
 	rc=0
@@ -708,6 +753,7 @@ check "kmsgrctl -j info reports abi_version $ABI" kmsgrctl_json
 mark "echo-listener"
 check "kmsgrctl echo listener serves ${KMSGR_ECHO_MSGS:-20000} messages, every echo verified" echo_listener_test
 check "kmsgrctl bench: ping-pong and lossless one-way against an echo listener report rate, latency and CPU per message (text and JSON)" bench_test
+check "kmsgrctl over rdma: lossless cephx echo listener, 1 MiB one-way pulled with RDMA READ, secure ping-pong, a wrong key refused" rdma_cli_test
 kernel_quiet_since "echo-listener"
 check "ceph -s reaches READY against a kmsgr listener presenting a mon (and not against one presenting a client)" ceph_client_test
 check "ceph -s with a keyring completes cephx against a kmsgr listener (crc and secure; another key is refused)" ceph_cephx_client_test
