@@ -54,7 +54,7 @@ enum {
 static void bench_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s bench [--transport tcp] [--size BYTES] [--depth N]\n"
+		"Usage: %s bench [--transport tcp|rdma] [--size BYTES] [--depth N]\n"
 		"                [--pattern oneway|pingpong] [--count N | --time S]\n"
 		"                [--warmup N] [--lossless] [--timeout S]\n"
 		"                [--sessions N] [--threads T]\n"

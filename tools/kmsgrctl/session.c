@@ -2,10 +2,10 @@
 /*
  * kmsgrctl session - listen for and open msgr2 sessions.
  *
- *   session listen [--transport tcp] [--echo] [--lossless] [--as TYPE]
+ *   session listen [--transport tcp|rdma] [--echo] [--lossless] [--as TYPE]
  *                  [--count N]
  *                  [--time S] [--pool-size BYTES] ADDR:PORT
- *   session connect [--transport tcp] [--lossless] [--secure]
+ *   session connect [--transport tcp|rdma] [--lossless] [--secure]
  *                   [--name client.ID --keyring FILE] [--peer-type TYPE]
  *                   [--send N [--size BYTES] [--verify-echo]]
  *                   [--timeout S] ADDR:PORT
@@ -26,11 +26,11 @@
 static void session_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s session listen [--transport tcp] [--echo] [--lossless]\n"
+		"Usage: %s session listen [--transport tcp|rdma] [--echo] [--lossless]\n"
 		"                  [--as TYPE] [--count N] [--time S] [--pool-size BYTES]\n"
 		"                  [--sq N] [--keyring FILE [--name client.ID] [--secure]]\n"
 		"                  ADDR:PORT\n"
-		"       %s session connect [--transport tcp] [--lossless] [--secure]\n"
+		"       %s session connect [--transport tcp|rdma] [--lossless] [--secure]\n"
 		"                  [--name client.ID --keyring FILE] [--peer-type TYPE]\n"
 		"                  [--send N [--size BYTES] [--verify-echo]] [--timeout S]\n"
 		"                  ADDR:PORT\n"
