@@ -77,7 +77,7 @@ run: deps
 check: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory -k check-host-tap check-vm-tap \
-		check-debug-tap; tools/testsum $(RESULTS)/*.tap
+		check-pair-tap check-debug-tap; tools/testsum $(RESULTS)/*.tap
 
 # The guest suite again under SLUB debugging (red zones, poisoning, user
 # tracking; slab_nomerge keeps kmsgr's caches apart): a use-after-free or
@@ -94,7 +94,8 @@ check-vm: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory check-vm-tap; tools/testsum $(RESULTS)/*.tap
 
-.PHONY: check-host-tap check-vm-tap check-debug-tap check-debug vm-build
+.PHONY: check-host-tap check-vm-tap check-pair-tap check-debug-tap check-debug \
+	vm-build
 check-host-tap: ksrc
 	@mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory -C lib test_lib >/dev/null && \
@@ -120,6 +121,20 @@ check-vm-tap: vm-build
 		KMSGR_TINY_MSGS=$(TINY_MSGS) selftests/kmsgr/run_guest.sh \
 		2>&1 | tee $(RESULTS)/vm.tap
 
+# Two guests, each with its own soft-RoCE device, joined by a link: kmsgr
+# over RDMA between two kernels.  vm0 prints the TAP; vm1's lines become
+# comments.
+check-pair-tap: vm-build
+	@{ tools/vm/run --pair --rxe --timeout 900 -- \
+		selftests/kmsgr/rdma_pair.sh 2>&1; echo "runner exit $$?"; } | \
+		sed -e 's/^\[vm0\] //' -e 's/^\[vm1\] /# [vm1] /' \
+		-e '/^\(not \)\{0,1\}ok \|^1\.\.\|^#/!s/^/# /' \
+		| tee $(RESULTS)/vm-pair.tap
+	@if grep -q '^# runner exit 0$$' $(RESULTS)/vm-pair.tap; then r=ok; \
+		else r='not ok'; fi; \
+		printf '%s 1 - pair: vm1 echoed every message and unloaded kmsgr\n1..1\n' \
+		"$$r" >$(RESULTS)/vm-pair-vm1.tap
+
 check-debug-tap: vm-build
 	@KMSGR_VM_APPEND="slub_debug=FZPU slab_nomerge" \
 		tools/vm/run --rxe --timeout $(VMTIMEOUT) -- \
@@ -136,6 +151,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all ksrc >$(BUILD).bench.log 2>&1 || \
 		{ cat $(BUILD).bench.log; exit 1; }
 	@tools/bench-tcp
+	@tools/bench-rdma
 
 lint: ksrc module
 	$(KSRC)/scripts/checkpatch.pl --no-tree --strict --show-types -f \
@@ -144,7 +160,7 @@ lint: ksrc module
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 KMSGR_FAULT=y modules
 	tools/check-layers
 	shellcheck -S warning .ci/run tools/deps tools/kver tools/testsum tools/check-layers \
-		tools/demo tools/bench-tcp tools/bench-profile tools/vm/run tools/vm/init \
+		tools/demo tools/bench-tcp tools/bench-rdma tools/bench-profile tools/vm/run tools/vm/init \
 		tools/vm/guest tools/vm/mkinitrd tools/vm/mkvmlinux \
 		selftests/kmsgr/*.sh selftests/msgr2/*.sh
 

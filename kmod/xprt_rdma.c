@@ -135,7 +135,7 @@ struct kmsgr_rdma_done {
 #define KMSGR_RDMA_BUF_MAX	SZ_1M
 #define KMSGR_RDMA_PULL_MAX	SZ_16M	/* bytes one PULL may stand for */
 #define KMSGR_RDMA_MR_PAGES	256	/* pages one registration covers */
-#define KMSGR_RDMA_READ_MAX	SZ_1M	/* bytes one READ moves */
+#define KMSGR_RDMA_READ_MAX	SZ_1M	/* largest read_size */
 #define KMSGR_RDMA_READ_SGE	16	/* pages per READ work request */
 #define KMSGR_RDMA_DONES	16	/* DONEs waiting for a credit */
 
@@ -160,6 +160,11 @@ static unsigned int pull_min = 32768;
 module_param(pull_min, uint, 0644);
 MODULE_PARM_DESC(pull_min,
 		 "Smallest payload piece of a lossless session the peer pulls with RDMA READ, bytes (at least kmsgr.tx_zerocopy_min, and never when that is 0; 0: no RDMA READ either way; default 32768)");
+
+static unsigned int read_size = SZ_64K;
+module_param(read_size, uint, 0644);
+MODULE_PARM_DESC(read_size,
+		 "Largest RDMA READ, bytes (4096-1048576, default 65536): a READ's response comes as one burst of packets, and a link that drops one makes the whole rest go again");
 
 static unsigned int pulls = 8;
 module_param(pulls, uint, 0644);
@@ -1473,7 +1478,8 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 	}
 	if (!c->rd_busy) {
 		k = min_t(size_t, iov->len, len - c->pull_off);
-		k = min_t(u32, k, KMSGR_RDMA_READ_MAX -
+		k = min_t(u32, k, clamp_t(u32, READ_ONCE(read_size), SZ_4K,
+					  KMSGR_RDMA_READ_MAX) -
 				  offset_in_page(iov->base));
 		ret = kmsgr_rdma_sgt(&c->rd_sgt, iov->base, k);
 		if (ret)
