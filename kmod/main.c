@@ -124,6 +124,7 @@ static int kmsgr_ctrl_info(struct kmsgr_instance *inst,
 	info.max_sessions = READ_ONCE(kmsgr_max_sessions);
 	strscpy(info.version, KMSGR_VERSION, sizeof(info.version));
 	info.pool_bytes = kmsgr_pool_in_use(inst);
+	kmsgr_xprt_mem(&info.pinned_bytes, &info.registered_bytes);
 
 	if (copy_to_user(uinfo, &info, sizeof(info)))
 		return -EFAULT;

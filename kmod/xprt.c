@@ -109,6 +109,28 @@ void kmsgr_xprt_put(const struct kmsgr_xprt_type *t)
 		module_put(t->owner);
 }
 
+/* What the registered transports keep pinned and registered, summed. */
+void kmsgr_xprt_mem(u64 *pinned, u64 *registered)
+{
+	const struct kmsgr_xprt_type *t;
+	u64 p, r;
+	u32 id;
+
+	*pinned = 0;
+	*registered = 0;
+	for (id = 1; id < KMSGR_XPRT_TYPES; id++) {
+		t = kmsgr_xprt_try_get(id);
+		if (!t)
+			continue;
+		if (t->mem) {
+			t->mem(&p, &r);
+			*pinned += p;
+			*registered += r;
+		}
+		kmsgr_xprt_put(t);
+	}
+}
+
 /* KMSGR_FEAT_* bits of the transports registered now. */
 u64 kmsgr_xprt_features(void)
 {

@@ -129,6 +129,8 @@ struct kmsgr_xprt_type {
 	int (*listen)(struct net *net, const struct sockaddr_storage *ss,
 		      kmsgr_xprt_kick_t kick, void *priv,
 		      struct kmsgr_xprt **out);
+	/* Optional: bytes kept DMA-mapped and registered for peers now. */
+	void (*mem)(u64 *pinned, u64 *registered);
 };
 
 extern const struct kmsgr_xprt_type kmsgr_xprt_tcp;
@@ -140,5 +142,6 @@ const struct kmsgr_xprt_type *kmsgr_xprt_get(u32 id);
 void kmsgr_xprt_hold(const struct kmsgr_xprt_type *t);
 void kmsgr_xprt_put(const struct kmsgr_xprt_type *t);
 u64 kmsgr_xprt_features(void);
+void kmsgr_xprt_mem(u64 *pinned, u64 *registered);
 
 #endif /* KMSGR_XPRT_H */

@@ -175,6 +175,7 @@ MODULE_PARM_DESC(pulls,
 static atomic64_t kmsgr_rdma_pinned = ATOMIC64_INIT(0);
 static atomic64_t kmsgr_rdma_stat_offered = ATOMIC64_INIT(0);
 static atomic64_t kmsgr_rdma_stat_pulled = ATOMIC64_INIT(0);
+static atomic64_t kmsgr_rdma_registered = ATOMIC64_INIT(0);
 
 static int kmsgr_rdma_counter_get(char *buf, const struct kernel_param *kp)
 {
@@ -189,6 +190,10 @@ module_param_cb(pinned_bytes, &kmsgr_rdma_counter_ops, &kmsgr_rdma_pinned,
 		0444);
 MODULE_PARM_DESC(pinned_bytes,
 		 "Bytes of DMA-mapped connection buffers now (read only)");
+module_param_cb(registered_bytes, &kmsgr_rdma_counter_ops,
+		&kmsgr_rdma_registered, 0444);
+MODULE_PARM_DESC(registered_bytes,
+		 "Bytes registered for peers to READ now: offered, not yet invalidated (read only)");
 module_param_cb(offered_bytes, &kmsgr_rdma_counter_ops, &kmsgr_rdma_stat_offered,
 		0444);
 MODULE_PARM_DESC(offered_bytes,
@@ -225,6 +230,7 @@ struct kmsgr_rdma_mr {
 	struct ib_cqe reg_cqe, inv_cqe;
 	bool busy;			/* being offered; until invalidated */
 	bool offered;			/* its PULL was posted */
+	u32 len;			/* bytes it covers, once offered */
 	bool inv;			/* LOCAL_INV posted */
 };
 
@@ -656,6 +662,7 @@ static void kmsgr_rdma_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 	ib_dma_unmap_sg(c->ibdev, m->sgt.sgl, m->sgt.orig_nents,
 			DMA_TO_DEVICE);
 	sg_free_table(&m->sgt);
+	atomic64_sub(m->len, &kmsgr_rdma_registered);
 	m->busy = false;
 	m->offered = false;
 	m->inv = false;
@@ -1020,6 +1027,8 @@ static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
 			ib_dma_unmap_sg(c->ibdev, m->sgt.sgl,
 					m->sgt.orig_nents, DMA_TO_DEVICE);
 			sg_free_table(&m->sgt);
+			if (m->offered)
+				atomic64_sub(m->len, &kmsgr_rdma_registered);
 			m->busy = false;
 			m->offered = false;
 		}
@@ -1685,10 +1694,13 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, void *p,
 	ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_PULL, sizeof(*d),
 				   &reg.wr);
 	m->offered = !ret;	/* from now on a DONE may name it */
+	if (!ret)
+		m->len = k;
 	spin_unlock_bh(&c->lock);
 	if (ret)
 		goto out_unmap;
 	atomic64_add(k, &kmsgr_rdma_stat_offered);
+	atomic64_add(k, &kmsgr_rdma_registered);
 	return k;
 
 out_unmap:
@@ -2177,12 +2189,19 @@ static struct ib_client kmsgr_rdma_client = {
 	.remove	= kmsgr_rdma_remove_one,
 };
 
+static void kmsgr_rdma_mem(u64 *pinned, u64 *registered)
+{
+	*pinned = atomic64_read(&kmsgr_rdma_pinned);
+	*registered = atomic64_read(&kmsgr_rdma_registered);
+}
+
 static const struct kmsgr_xprt_type kmsgr_xprt_rdma = {
 	.id		= KMSGR_XPRT_RDMA,
 	.name		= "rdma",
 	.owner		= THIS_MODULE,
 	.connect	= kmsgr_rdma_connect,
 	.listen		= kmsgr_rdma_listen,
+	.mem		= kmsgr_rdma_mem,
 };
 
 static int __init kmsgr_rdma_init(void)

@@ -23,6 +23,10 @@
  *                  or CLOSED (lossy), the QPs, registrations and cm_ids of
  *                  its connection are destroyed (`rdma resource show`), its
  *                  buffers unmapped, and the first session works on.
+ *  many_sessions_bounded  100 sessions from one instance keep at most
+ *                  2 x credits x buf_size bytes mapped per connection
+ *                  (pinned_bytes; INFO reports the same), all released
+ *                  when they close.
  *  refused         a CONNECT to a port without a listener ends with reason
  *                  CONNECT and -ECONNREFUSED, within the timeout.
  *
@@ -507,6 +511,59 @@ TEST_F_TIMEOUT(rdma, client_killed, 120)
 	/* the first session did not notice (the killed one's were strays) */
 	self->lp.stray = 0;
 	streams(_metadata, self, 100, 18, 60 * 1000);
+}
+
+#define MANY	100
+
+/*
+ * MANY sessions from one instance: the memory they keep mapped stays
+ * within the documented bound (per connection: credits receive and as
+ * many send buffers of buf_size bytes), INFO reports what the module
+ * parameter does, and all of it goes with the sessions.
+ */
+TEST_F_TIMEOUT(rdma, many_sessions_bounded, 300)
+{
+	long long pinned0, pinned, per_conn, bound;
+	struct kmsgr_info info;
+	uint32_t id[MANY];
+	unsigned int i, up = 0;
+	long res[NR_RES], got[NR_RES];
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, res_counts(self->dev, res));
+	pinned0 = counter("pinned_bytes");
+	per_conn = 2 * counter("credits") * counter("buf_size");
+	ASSERT_LT(0, per_conn);
+	for (i = 0; i < MANY; i++)
+		ASSERT_EQ(0, kt_connect(&self->cli, &self->dial, variant->flags,
+					KT_PEER_ANY, 0x100 + i, &id[i]));
+	for (i = 0; i < MANY; i++)
+		up += !!wait_for(&self->lp, &self->cli, id[i], KMSGR_EV_UP, 0,
+				 60000);
+	ASSERT_EQ(MANY, up);
+	EXPECT_EQ(0, self->lp.nr_ev_dropped);
+
+	/* both ends of each connection are in this guest */
+	pinned = counter("pinned_bytes") - pinned0;
+	bound = 2LL * MANY * per_conn;
+	TH_LOG("%u sessions: %lld bytes mapped (bound %lld, %lld per connection)",
+	       MANY, pinned, bound, per_conn);
+	EXPECT_LE(pinned, bound);
+	EXPECT_LT(0, pinned);
+	ASSERT_EQ(0, kmsgr_info(self->cli.k, &info));
+	EXPECT_EQ(counter("pinned_bytes"), (long long)info.pinned_bytes);
+	EXPECT_EQ(counter("registered_bytes"),
+		  (long long)info.registered_bytes);
+
+	for (i = 0; i < MANY; i++)
+		EXPECT_EQ(0, kmsgr_close_id(self->cli.k, id[i]));
+	for (i = 0; i < 200 && counter("pinned_bytes") != pinned0; i++)
+		kt_loop_run_once(&self->lp, 50);
+	EXPECT_EQ(pinned0, counter("pinned_bytes"));
+	EXPECT_EQ(0, res_back(self->dev, res, got, 20000))
+		TH_LOG("qp %ld mr %ld cm_id %ld, before %ld %ld %ld", got[0],
+		       got[1], got[2], res[0], res[1], res[2]);
 }
 
 TEST_F_TIMEOUT(rdma, refused, 60)

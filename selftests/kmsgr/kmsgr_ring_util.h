@@ -83,7 +83,7 @@ struct kt_event {
 	uint64_t user_data;
 };
 
-#define KT_MAX_EVENTS	256
+#define KT_MAX_EVENTS	1024
 
 struct kt_loop {
 	struct kt_inst *inst[KT_MAX_INST];

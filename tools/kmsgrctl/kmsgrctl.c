@@ -226,6 +226,12 @@ static int cmd_info(int argc, char **argv)
 		jw_u64("max_buf_size", info.max_buf_size);
 		jw_u64("max_sessions", info.max_sessions);
 		jw_close('}');
+		if (info.features & KMSGR_FEAT_RDMA) {
+			jw_open("rdma", '{');
+			jw_u64("pinned_bytes", info.pinned_bytes);
+			jw_u64("registered_bytes", info.registered_bytes);
+			jw_close('}');
+		}
 		jw_string("device", device_path());
 		jw_close('}');
 	} else {
@@ -237,6 +243,10 @@ static int cmd_info(int argc, char **argv)
 		printf(" max_buf_size %llu max_sessions %u\n",
 		       (unsigned long long)info.max_buf_size,
 		       info.max_sessions);
+		if (info.features & KMSGR_FEAT_RDMA)
+			printf("rdma pinned_bytes %llu registered_bytes %llu\n",
+			       (unsigned long long)info.pinned_bytes,
+			       (unsigned long long)info.registered_bytes);
 		printf("device %s\n", device_path());
 	}
 	return EXIT_SUCCESS;

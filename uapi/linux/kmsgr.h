@@ -136,7 +136,15 @@ struct kmsgr_info {
 				 * or kept for spilled ones); 0 before SETUP
 				 * (KMSGR_FEAT_INFO_POOL)
 				 */
-	__u64 reserved[6];	/* in: must be 0; out: 0 */
+	__u64 pinned_bytes;	/* out: module-wide, bytes the transports keep
+				 * DMA-mapped now (RDMA connection buffers);
+				 * 0 without KMSGR_FEAT_RDMA
+				 */
+	__u64 registered_bytes;	/* out: module-wide, bytes of buffer areas
+				 * registered for peers to RDMA READ now
+				 * (offered, not yet invalidated)
+				 */
+	__u64 reserved[4];	/* in: must be 0; out: 0 */
 };
 
 /* kmsgr_info.flags: none defined; every bit must be zero. */
