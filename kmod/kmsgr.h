@@ -100,6 +100,9 @@ enum kmsgr_fault_point {
 	KMSGR_FAULT_HANDOFF,		/* the last ENTER waiter took the list,
 					 * before it hands it to the workers
 					 */
+	KMSGR_FAULT_REAP,		/* the reaper took a retiring server
+					 * session out, before its teardown
+					 */
 };
 
 #ifdef KMSGR_FAULT

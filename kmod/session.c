@@ -1490,6 +1490,7 @@ static void kmsgr_sess_reap(struct work_struct *work)
 		return;
 	/* no kick or resume still looks at it after this */
 	synchronize_rcu();
+	kmsgr_fault(KMSGR_FAULT_REAP, false);
 	kmsgr_sess_teardown(s, false, true);
 }
 
