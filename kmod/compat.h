@@ -45,10 +45,11 @@
 #endif
 
 /* <asm/unaligned.h> moved to <linux/unaligned.h> in Linux 6.12. */
-#if __has_include(<linux/unaligned.h>)
-#include <linux/unaligned.h>
-#else
+#define KMSGR_LINUX_VERSION_UNALIGNED KERNEL_VERSION(6, 12, 0)
+#if KMSGR_LINUX_VERSION < KMSGR_LINUX_VERSION_UNALIGNED
 #include <asm/unaligned.h>
+#else
+#include <linux/unaligned.h>
 #endif
 
 #endif /* KMSGR_COMPAT_H */
