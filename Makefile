@@ -139,6 +139,7 @@ check-debug-tap: vm-build
 	@KMSGR_VM_APPEND="slub_debug=FZPU slab_nomerge" \
 		tools/vm/run --rxe --timeout $(VMTIMEOUT) -- \
 		env KMSGR_NO_SKIP=1 KMSGR_LOAD_MSGS=5000 KMSGR_TINY_MSGS=5000 \
+		KMSGR_RDMA_MSGS=3000 \
 		KMSGR_CYCLES=30 selftests/kmsgr/run_guest.sh 2>&1 | \
 		sed -e 's/^\(not \)\{0,1\}ok [0-9]* - /&slub_debug: /' \
 		| tee $(RESULTS)/vm-debug.tap

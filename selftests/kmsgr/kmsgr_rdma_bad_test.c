@@ -87,15 +87,7 @@ FIXTURE(rdma_bad) {
 
 static long long pinned_bytes(void)
 {
-	long long v = -1;
-	FILE *f = fopen(PINNED, "r");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return kt_rdma_counter("pinned_bytes");
 }
 
 /* Wait up to @ms for pinned_bytes to be @want; return the last value. */
@@ -115,9 +107,6 @@ static long long pinned_wait(long long want, int ms)
 FIXTURE_SETUP(rdma_bad)
 {
 	struct bed *bed = &self->bed;
-	struct kmsgr_info info;
-	struct kmsgr *k;
-	int ret;
 
 	bed->kmsg = -1;
 	bed->ip = getenv("KMSGR_VM_IP");
@@ -127,12 +116,6 @@ FIXTURE_SETUP(rdma_bad)
 	}
 	/* in the guest everything must be there: no SKIP from here */
 	ASSERT_EQ(NULL, kmsgr_missing(1));
-	ASSERT_EQ(0, kmsgr_open(NULL, &k));
-	ASSERT_EQ(0, kmsgr_info(k, &info));
-	kmsgr_close(k);
-	ASSERT_TRUE(info.features & KMSGR_FEAT_RDMA)
-		TH_LOG("kmsgr_rdma.ko is not loaded (features 0x%llx)",
-		       (unsigned long long)info.features);
 
 	bed->kmsg = kt_kmsg_open();
 	kt_loop_init(&bed->lp);
@@ -140,23 +123,13 @@ FIXTURE_SETUP(rdma_bad)
 				  RX_POOL, 31));
 	ASSERT_EQ(0, kt_inst_open(&bed->cli, "client", SQ_ENTRIES, TX_AREA,
 				  RX_POOL, 32));
-	bed->srv.transport = KMSGR_XPRT_RDMA;
-	bed->cli.transport = KMSGR_XPRT_RDMA;
 	kt_loop_add(&bed->lp, &bed->srv);
 	kt_loop_add(&bed->lp, &bed->cli);
-
-	ASSERT_EQ(0, kt_listen(&bed->srv, "0.0.0.0", 0, 0xbad5e77,
-			       &bed->l));
-	ASSERT_NE(0, bed->l.bound.port);
-	ASSERT_EQ(0, kt_addr(&bed->dial, bed->ip, ntohs(bed->l.bound.port)));
+	ASSERT_EQ(0, kt_rdma_pair(&bed->lp, &bed->srv, &bed->cli, bed->ip, 0,
+				  &bed->l, &bed->dial, &bed->srv_id,
+				  &bed->cli_id));
 	snprintf(bed->target, sizeof(bed->target), "%s:%u", bed->ip,
 		 ntohs(bed->l.bound.port));
-	ASSERT_EQ(0, kt_connect(&bed->cli, &bed->dial, 0, KT_PEER_ANY,
-				0x900d, &bed->cli_id));
-	ret = kt_wait_pair(&bed->lp, &bed->cli, bed->cli_id, &bed->srv,
-			   &bed->srv_id, SETUP_MS);
-	ASSERT_EQ(0, ret) TH_LOG("good rdma session to %s not up: %s",
-				 bed->target, kmsgr_strerror(ret));
 	bed->pinned = pinned_bytes();
 	ASSERT_LT(0, bed->pinned) TH_LOG("%s: %lld", PINNED, bed->pinned);
 }

@@ -52,8 +52,7 @@
 #define RX_POOL		(32ULL << 20)	/* > 3 x the largest segment */
 #define SQ_ENTRIES	256
 #define SETUP_MS	20000
-#define PARAMS		"/sys/module/kmsgr_rdma/parameters/"
-#define PINNED		PARAMS "pinned_bytes"
+#define PINNED		"/sys/module/kmsgr_rdma/parameters/pinned_bytes"
 
 /* verbs objects counted by `rdma resource show` that must not leak */
 static const char *const res_kinds[] = { "qp", "mr", "cm_id" };
@@ -83,24 +82,6 @@ FIXTURE_VARIANT_ADD(rdma, lossless) {
 FIXTURE_VARIANT_ADD(rdma, lossy) {
 	.flags = 0,
 };
-
-/* A counter of kmsgr_rdma (pinned_bytes, offered_bytes, ...); -1: none. */
-static long long counter(const char *name)
-{
-	char path[128];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), PARAMS "%s", name);
-	f = fopen(path, "r");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
 
 /*
  * Fill @n with the counts of res_kinds[] on @dev from `rdma resource
@@ -148,10 +129,6 @@ static int res_back(const char *dev, const long *want, long *got, int ms)
 
 FIXTURE_SETUP(rdma)
 {
-	struct kmsgr_info info;
-	struct kmsgr *k;
-	int ret;
-
 	self->kmsg = -1;
 	self->why = kmsgr_missing(1);
 	if (self->why)
@@ -161,13 +138,6 @@ FIXTURE_SETUP(rdma)
 		self->why = "KMSGR_VM_IP not set (run in the guest with --rxe)";
 		return;
 	}
-	/* in the guest the RDMA transport must be there: no SKIP */
-	ASSERT_EQ(0, kmsgr_open(NULL, &k));
-	ASSERT_EQ(0, kmsgr_info(k, &info));
-	kmsgr_close(k);
-	ASSERT_TRUE(info.features & KMSGR_FEAT_RDMA)
-		TH_LOG("kmsgr_rdma.ko is not loaded (features 0x%llx)",
-		       (unsigned long long)info.features);
 
 	self->dev = getenv("KMSGR_RXE") ? getenv("KMSGR_RXE") : "rxe0";
 	ASSERT_EQ(0, res_counts(self->dev, self->res0))
@@ -178,22 +148,12 @@ FIXTURE_SETUP(rdma)
 				  RX_POOL, 11));
 	ASSERT_EQ(0, kt_inst_open(&self->cli, "client", SQ_ENTRIES, TX_AREA,
 				  RX_POOL, 22));
-	self->srv.transport = KMSGR_XPRT_RDMA;
-	self->cli.transport = KMSGR_XPRT_RDMA;
 	kt_loop_add(&self->lp, &self->srv);
 	kt_loop_add(&self->lp, &self->cli);
-
-	ASSERT_EQ(0, kt_listen(&self->srv, "0.0.0.0", variant->flags, 0x5e77,
-			       &self->l));
-	ASSERT_NE(0, self->l.bound.port);
-	ASSERT_EQ(0, kt_addr(&self->dial, self->ip, ntohs(self->l.bound.port)));
-	ASSERT_EQ(0, kt_connect(&self->cli, &self->dial, variant->flags,
-				KT_PEER_ANY, 0xc11, &self->cli_id));
-	ret = kt_wait_pair(&self->lp, &self->cli, self->cli_id, &self->srv,
-			   &self->srv_id, SETUP_MS);
-	ASSERT_EQ(0, ret) TH_LOG("rdma session %s:%u not up: %s", self->ip,
-				 ntohs(self->l.bound.port),
-				 kmsgr_strerror(ret));
+	/* in the guest the RDMA transport must be there: no SKIP */
+	ASSERT_EQ(0, kt_rdma_pair(&self->lp, &self->srv, &self->cli, self->ip,
+				  variant->flags, &self->l, &self->dial,
+				  &self->srv_id, &self->cli_id));
 }
 
 FIXTURE_TEARDOWN(rdma)
@@ -211,7 +171,7 @@ FIXTURE_TEARDOWN(rdma)
 		return;
 	/* closing tears the connections down: every buffer is unmapped */
 	for (i = 0; i < 100; i++) {
-		pinned = counter("pinned_bytes");
+		pinned = kt_rdma_counter("pinned_bytes");
 		if (!pinned)
 			break;
 		usleep(50000);
@@ -304,12 +264,12 @@ TEST_F_TIMEOUT(rdma, stream_mixed, 900)
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	offered = counter("offered_bytes");
-	pulled = counter("pulled_bytes");
+	offered = kt_rdma_counter("offered_bytes");
+	pulled = kt_rdma_counter("pulled_bytes");
 	streams(_metadata, self, kt_env_long("KMSGR_RDMA_MSGS", 10000), 22,
 		800 * 1000);
-	offered = counter("offered_bytes") - offered;
-	pulled = counter("pulled_bytes") - pulled;
+	offered = kt_rdma_counter("offered_bytes") - offered;
+	pulled = kt_rdma_counter("pulled_bytes") - pulled;
 	TH_LOG("pulled with RDMA READ: %lld of %lld bytes offered", pulled,
 	       offered);
 	/* lossless: large payloads were pulled, every byte offered */
@@ -325,7 +285,7 @@ TEST_F_TIMEOUT(rdma, stream_mixed, 900)
 	EXPECT_EQ(NULL, kt_find_event(&self->lp, &self->srv, self->srv_id,
 				      KMSGR_EV_DOWN, 0));
 	/* the buffers of one connection each side are mapped */
-	EXPECT_LT(0, counter("pinned_bytes"));
+	EXPECT_LT(0, kt_rdma_counter("pinned_bytes"));
 }
 
 /* The netdev under @dev ("rxe0"), from `rdma link show`. */
@@ -473,7 +433,7 @@ TEST_F_TIMEOUT(rdma, client_killed, 120)
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, res_counts(self->dev, res));
-	pinned0 = counter("pinned_bytes");
+	pinned0 = kt_rdma_counter("pinned_bytes");
 	mark = self->lp.nr_ev;
 	ASSERT_EQ(0, pipe(pfd));
 	pid = fork();
@@ -505,9 +465,9 @@ TEST_F_TIMEOUT(rdma, client_killed, 120)
 	EXPECT_EQ(0, res_back(self->dev, res, got, 10000))
 		TH_LOG("qp %ld mr %ld cm_id %ld, before %ld %ld %ld", got[0],
 		       got[1], got[2], res[0], res[1], res[2]);
-	for (i = 0; i < 100 && counter("pinned_bytes") != pinned0; i++)
+	for (i = 0; i < 100 && kt_rdma_counter("pinned_bytes") != pinned0; i++)
 		usleep(50000);
-	EXPECT_EQ(pinned0, counter("pinned_bytes"));
+	EXPECT_EQ(pinned0, kt_rdma_counter("pinned_bytes"));
 	/* the first session did not notice (the killed one's were strays) */
 	self->lp.stray = 0;
 	streams(_metadata, self, 100, 18, 60 * 1000);
@@ -532,8 +492,8 @@ TEST_F_TIMEOUT(rdma, many_sessions_bounded, 300)
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, res_counts(self->dev, res));
-	pinned0 = counter("pinned_bytes");
-	per_conn = 2 * counter("credits") * counter("buf_size");
+	pinned0 = kt_rdma_counter("pinned_bytes");
+	per_conn = 2 * kt_rdma_counter("credits") * kt_rdma_counter("buf_size");
 	ASSERT_LT(0, per_conn);
 	for (i = 0; i < MANY; i++)
 		ASSERT_EQ(0, kt_connect(&self->cli, &self->dial, variant->flags,
@@ -545,22 +505,22 @@ TEST_F_TIMEOUT(rdma, many_sessions_bounded, 300)
 	EXPECT_EQ(0, self->lp.nr_ev_dropped);
 
 	/* both ends of each connection are in this guest */
-	pinned = counter("pinned_bytes") - pinned0;
+	pinned = kt_rdma_counter("pinned_bytes") - pinned0;
 	bound = 2LL * MANY * per_conn;
 	TH_LOG("%u sessions: %lld bytes mapped (bound %lld, %lld per connection)",
 	       MANY, pinned, bound, per_conn);
 	EXPECT_LE(pinned, bound);
 	EXPECT_LT(0, pinned);
 	ASSERT_EQ(0, kmsgr_info(self->cli.k, &info));
-	EXPECT_EQ(counter("pinned_bytes"), (long long)info.pinned_bytes);
-	EXPECT_EQ(counter("registered_bytes"),
+	EXPECT_EQ(kt_rdma_counter("pinned_bytes"), (long long)info.pinned_bytes);
+	EXPECT_EQ(kt_rdma_counter("registered_bytes"),
 		  (long long)info.registered_bytes);
 
 	for (i = 0; i < MANY; i++)
 		EXPECT_EQ(0, kmsgr_close_id(self->cli.k, id[i]));
-	for (i = 0; i < 200 && counter("pinned_bytes") != pinned0; i++)
+	for (i = 0; i < 200 && kt_rdma_counter("pinned_bytes") != pinned0; i++)
 		kt_loop_run_once(&self->lp, 50);
-	EXPECT_EQ(pinned0, counter("pinned_bytes"));
+	EXPECT_EQ(pinned0, kt_rdma_counter("pinned_bytes"));
 	EXPECT_EQ(0, res_back(self->dev, res, got, 20000))
 		TH_LOG("qp %ld mr %ld cm_id %ld, before %ld %ld %ld", got[0],
 		       got[1], got[2], res[0], res[1], res[2]);

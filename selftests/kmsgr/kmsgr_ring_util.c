@@ -5,6 +5,7 @@
  *
  * Copyright (C) 2025 The kmsgr authors
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -216,6 +217,53 @@ int kt_connect_as(struct kt_inst *ti, const struct kmsgr_addr *a,
 	}
 	*id = c.id;
 	return 0;
+}
+
+long long kt_rdma_counter(const char *name)
+{
+	char path[128];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/kmsgr_rdma/parameters/%s",
+		 name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+int kt_rdma_pair(struct kt_loop *lp, struct kt_inst *srv, struct kt_inst *cli,
+		 const char *ip, uint32_t flags, struct kmsgr_listen *l,
+		 struct kmsgr_addr *dial, uint32_t *srv_id, uint32_t *cli_id)
+{
+	struct kmsgr_info info;
+	int ret;
+
+	ret = kmsgr_info(srv->k, &info);
+	if (ret)
+		return ret;
+	if (!(info.features & KMSGR_FEAT_RDMA)) {
+		fprintf(stderr, "# kmsgr_rdma.ko is not loaded (features 0x%llx)\n",
+			(unsigned long long)info.features);
+		return -EOPNOTSUPP;
+	}
+	srv->transport = KMSGR_XPRT_RDMA;
+	cli->transport = KMSGR_XPRT_RDMA;
+	ret = kt_listen(srv, "0.0.0.0", flags, 0x5e77, l);
+	if (!ret)
+		ret = kt_addr(dial, ip, ntohs(l->bound.port));
+	if (!ret)
+		ret = kt_connect(cli, dial, flags, KT_PEER_ANY, 0xc11, cli_id);
+	if (!ret)
+		ret = kt_wait_pair(lp, cli, *cli_id, srv, srv_id, 20000);
+	if (ret)
+		fprintf(stderr, "# rdma session to %s:%u not up: %s\n", ip,
+			ntohs(l->bound.port), kmsgr_strerror(ret));
+	return ret;
 }
 
 struct kmsgr_sqe *kt_sqe(struct kt_inst *ti)

@@ -136,6 +136,20 @@ int kt_connect_as(struct kt_inst *ti, const struct kmsgr_addr *a,
 		  uint32_t flags, uint8_t peer_type, uint64_t user_data,
 		  const char *name, const uint8_t *key, uint32_t *id);
 
+/* A kmsgr_rdma counter (pinned_bytes, pulled_bytes, ...); -1: unreadable. */
+long long kt_rdma_counter(const char *name);
+
+/*
+ * A session over rdma between two open instances: @srv listens on
+ * 0.0.0.0 with @flags (its LISTEN in *@l), @cli dials @ip at the bound
+ * port (in *@dial) with @flags; both instances' transport becomes rdma.
+ * Waits for UP and ACCEPTED.  Return: 0, -EOPNOTSUPP when kmsgr_rdma is
+ * not loaded (no KMSGR_FEAT_RDMA), -ETIME or -errno (printed).
+ */
+int kt_rdma_pair(struct kt_loop *lp, struct kt_inst *srv, struct kt_inst *cli,
+		 const char *ip, uint32_t flags, struct kmsgr_listen *l,
+		 struct kmsgr_addr *dial, uint32_t *srv_id, uint32_t *cli_id);
+
 /* next SQE, submitting to make room if needed; NULL if the SQ stays full */
 struct kmsgr_sqe *kt_sqe(struct kt_inst *ti);
 
