@@ -159,7 +159,7 @@ MODULE_PARM_DESC(rnr_retry,
 static unsigned int pull_min = 32768;
 module_param(pull_min, uint, 0644);
 MODULE_PARM_DESC(pull_min,
-		 "Smallest payload piece of a lossless session the peer pulls with RDMA READ, bytes (at least kmsgr.tx_zerocopy_min, and never when that is 0; 0: no RDMA READ either way; default 32768)");
+		 "Smallest payload piece the peer pulls with RDMA READ, bytes: in place for lossless sessions (at least kmsgr.tx_zerocopy_min, and never when that is 0), else from a staging copy (see stages); 0: no RDMA READ either way; default 32768)");
 
 static unsigned int read_size = SZ_64K;
 module_param(read_size, uint, 0644);
@@ -171,11 +171,17 @@ module_param(pulls, uint, 0644);
 MODULE_PARM_DESC(pulls,
 		 "Memory registrations per connection, the PULLs it may have outstanding (0-16, default 8; 0: no RDMA READ either way)");
 
+static unsigned int stages = 4;
+module_param(stages, uint, 0644);
+MODULE_PARM_DESC(stages,
+		 "Registrations per connection (of pulls) that may offer a copy of a payload piece the session cannot leave in place until the peer's ack (secure mode, lossy sessions), each with a staging buffer of one registration (1 MiB) allocated on first use and kept while the connection lives (0-16, default 4; 0: such pieces travel in SENDs)");
+
 /* counters, read only through parameters of the same name */
 static atomic64_t kmsgr_rdma_pinned = ATOMIC64_INIT(0);
 static atomic64_t kmsgr_rdma_stat_offered = ATOMIC64_INIT(0);
 static atomic64_t kmsgr_rdma_stat_pulled = ATOMIC64_INIT(0);
 static atomic64_t kmsgr_rdma_registered = ATOMIC64_INIT(0);
+static atomic64_t kmsgr_rdma_staged = ATOMIC64_INIT(0);
 
 static int kmsgr_rdma_counter_get(char *buf, const struct kernel_param *kp)
 {
@@ -202,6 +208,10 @@ module_param_cb(pulled_bytes, &kmsgr_rdma_counter_ops, &kmsgr_rdma_stat_pulled,
 		0444);
 MODULE_PARM_DESC(pulled_bytes,
 		 "Payload bytes read from peers with RDMA READ since load (read only)");
+module_param_cb(staged_bytes, &kmsgr_rdma_counter_ops, &kmsgr_rdma_staged,
+		0444);
+MODULE_PARM_DESC(staged_bytes,
+		 "Bytes of staging buffers now allocated for PULLs of copies (read only)");
 
 /* ---- objects ---- */
 
@@ -228,6 +238,7 @@ struct kmsgr_rdma_mr {
 	struct sg_table sgt;
 	int nents;			/* mapped entries of @sgt */
 	struct ib_cqe reg_cqe, inv_cqe;
+	void *stage;			/* staging buffer (mrs[i < nr_stages]) */
 	bool busy;			/* being offered; until invalidated */
 	bool offered;			/* its PULL was posted */
 	u32 len;			/* bytes it covers, once offered */
@@ -264,6 +275,7 @@ struct kmsgr_rdma_conn {
 	/* registrations offered by PULLs (send side) */
 	struct kmsgr_rdma_mr *mrs;
 	u32 nr_mrs, mr_pages;
+	u32 nr_stages;			/* mrs[0..nr_stages) may offer copies */
 	struct list_head mr_pool;
 	/*
 	 * The READ of a PULL (receive side), one at a time: set up and
@@ -566,6 +578,30 @@ static bool kmsgr_rdma_tx_room(struct kmsgr_rdma_conn *c)
 }
 
 /*
+ * Whether a DATA, PULL or DONE may be posted now: a send slot is free and
+ * the peer has a buffer besides the last one, which only CREDIT takes.
+ * If not, the owner is kicked when that changes (kmsgr_rdma_tx_wake()).
+ */
+static bool kmsgr_rdma_may_send(struct kmsgr_rdma_conn *c)
+	__must_hold(&c->lock)
+{
+	if (c->credits >= 2 && kmsgr_rdma_tx_room(c))
+		return true;
+	c->tx_wait = true;
+	return false;
+}
+
+/* A slot, a credit or a registration came back: kick an owner waiting. */
+static void kmsgr_rdma_tx_wake(struct kmsgr_rdma_conn *c)
+	__must_hold(&c->lock)
+{
+	if (c->tx_wait) {
+		c->tx_wait = false;
+		kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_TX | KMSGR_XPRT_KICK_RX);
+	}
+}
+
+/*
  * Return credits in a CREDIT message when enough are owed: half of our
  * buffers.  It may take the last credit, which DATA never does.
  */
@@ -595,10 +631,8 @@ static void kmsgr_rdma_send_dones(struct kmsgr_rdma_conn *c)
 	while (c->done_head != c->done_tail) {
 		if (c->state != KMSGR_RDMA_CONNECTED)
 			return;
-		if (c->credits < 2 || !kmsgr_rdma_tx_room(c)) {
-			c->tx_wait = true;
+		if (!kmsgr_rdma_may_send(c))
 			return;
-		}
 		d = c->tx[c->tx_posted % c->nr_tx].data + KMSGR_RDMA_HDR;
 		d->rkey = cpu_to_be32(c->dones[c->done_head %
 					       KMSGR_RDMA_DONES]);
@@ -666,10 +700,9 @@ static void kmsgr_rdma_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 	m->busy = false;
 	m->offered = false;
 	m->inv = false;
-	if (c->tx_wait) {
-		c->tx_wait = false;
-		kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_TX | KMSGR_XPRT_KICK_RX);
-	}
+	if (c->closing)
+		wake_up(&c->wq);
+	kmsgr_rdma_tx_wake(c);
 out:
 	spin_unlock_bh(&c->lock);
 }
@@ -817,10 +850,8 @@ static void kmsgr_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		kmsgr_rdma_fail(c, -EPROTO);
 		goto out;
 	}
-	if (granted && c->tx_wait) {
-		c->tx_wait = false;
-		kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_TX | KMSGR_XPRT_KICK_RX);
-	}
+	if (granted)
+		kmsgr_rdma_tx_wake(c);
 out:
 	spin_unlock_bh(&c->lock);
 }
@@ -840,9 +871,8 @@ static void kmsgr_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 					    ib_wc_status_msg(wc->status));
 			kmsgr_rdma_fail(c, kmsgr_rdma_wc_err(wc));
 		}
-	} else if (c->tx_wait) {
-		c->tx_wait = false;
-		kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_TX | KMSGR_XPRT_KICK_RX);
+	} else {
+		kmsgr_rdma_tx_wake(c);
 	}
 	spin_unlock_bh(&c->lock);
 }
@@ -941,6 +971,7 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 		c->nr_mrs = min_t(u32, READ_ONCE(pulls), KMSGR_RDMA_DONES);
 		c->mr_pages = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len,
 				    KMSGR_RDMA_MR_PAGES);
+		c->nr_stages = min_t(u32, READ_ONCE(stages), c->nr_mrs);
 		c->mrs = kcalloc(c->nr_mrs, sizeof(*c->mrs), GFP_KERNEL);
 		if (!c->mrs)
 			return -ENOMEM;
@@ -1010,6 +1041,12 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 }
 
 /* After the drain: the READ in flight and every registration. */
+/* Bytes of one staging buffer: what one registration covers. */
+static size_t kmsgr_rdma_stage_size(const struct kmsgr_rdma_conn *c)
+{
+	return (size_t)c->mr_pages * PAGE_SIZE;
+}
+
 static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
 {
 	struct kmsgr_rdma_mr *m;
@@ -1035,6 +1072,11 @@ static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
 		if (m->mr)
 			ib_mr_pool_put(c->qp, &c->mr_pool, m->mr);
 		m->mr = NULL;
+		if (m->stage) {
+			kvfree(m->stage);
+			atomic64_sub(kmsgr_rdma_stage_size(c), &kmsgr_rdma_staged);
+			m->stage = NULL;
+		}
 	}
 	if (c->nr_mrs)
 		ib_mr_pool_destroy(c->qp, &c->mr_pool);
@@ -1421,7 +1463,7 @@ static int kmsgr_rdma_state(struct kmsgr_xprt *x)
 }
 
 /* An sg table over @len bytes of kernel memory at @p (vmalloc or not). */
-static int kmsgr_rdma_sgt(struct sg_table *sgt, void *p, size_t len)
+static int kmsgr_rdma_sgt(struct sg_table *sgt, const void *p, size_t len)
 {
 	unsigned int n, i, off, k;
 	struct scatterlist *sg;
@@ -1621,28 +1663,46 @@ static ssize_t kmsgr_rdma_recv(struct kmsgr_xprt *x,
 	return ret;
 }
 
-/* Whether @iov is sent as a PULL (struct kmsgr_xprt_zc: lossless only). */
-static bool kmsgr_rdma_pullable(struct kmsgr_rdma_conn *c,
-				const struct kmsgr_xprt_zc *zc,
-				const struct msgr2_iov *iov)
+/* how a piece of the stream travels */
+enum kmsgr_rdma_tx {
+	KMSGR_RDMA_TX_SEND,		/* copied into DATA messages */
+	KMSGR_RDMA_TX_PULL,		/* offered in place */
+	KMSGR_RDMA_TX_STAGE,		/* copied to a staging buffer, offered */
+};
+
+/*
+ * How @iov travels: a PULL of the memory itself where it stays untouched
+ * until the peer's ack (buffer-area pages of a lossless session, struct
+ * kmsgr_xprt_zc), a PULL of a staged copy for other large pieces (secure
+ * mode's sealed tails, lossy sessions), else DATA.
+ */
+static enum kmsgr_rdma_tx kmsgr_rdma_tx_how(struct kmsgr_rdma_conn *c,
+					    const struct kmsgr_xprt_zc *zc,
+					    const struct msgr2_iov *iov)
 {
 	const u8 *p = iov->base, *base = zc ? zc->base : NULL;
 	u32 min = READ_ONCE(pull_min);
 
-	return zc && c->peer_pull && c->nr_mrs && min &&
-	       iov->len >= max_t(size_t, min, zc->min) && p >= base &&
-	       iov->len <= zc->len && p - base <= zc->len - iov->len;
+	if (!c->peer_pull || !c->nr_mrs || !min || iov->len < min)
+		return KMSGR_RDMA_TX_SEND;
+	if (zc && iov->len >= zc->min && p >= base && iov->len <= zc->len &&
+	    p - base <= zc->len - iov->len)
+		return KMSGR_RDMA_TX_PULL;
+	return c->nr_stages ? KMSGR_RDMA_TX_STAGE : KMSGR_RDMA_TX_SEND;
 }
 
 /*
- * Offer up to one registration's worth of @p (@len bytes, buffer-area
- * memory) in a PULL: register it (fast registration, remote read only,
+ * Offer up to one registration's worth of @p (@len bytes of kernel
+ * memory) in a PULL: register it, or with @stage a copy of it in the
+ * registration's staging buffer (fast registration, remote read only,
  * exactly these bytes), post the registration and the PULL.  Returns the
  * bytes offered, -EAGAIN without a free registration, send slot or
- * credit, or -errno.  Under @mutex (see kmsgr_rdma_pull()).
+ * credit, -ENOBUFS when no staging buffer can be had (the connection
+ * stages no more: send as DATA), or -errno.  Under @mutex (see
+ * kmsgr_rdma_pull()).
  */
-static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, void *p,
-				size_t len)
+static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
+				size_t len, bool stage)
 {
 	struct kmsgr_rdma_pull *d;
 	struct kmsgr_rdma_mr *m = NULL;
@@ -1652,9 +1712,9 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, void *p,
 	u32 i;
 
 	spin_lock_bh(&c->lock);
-	if (c->credits < 2 || !kmsgr_rdma_tx_room(c))
+	if (!kmsgr_rdma_may_send(c))
 		goto busy;
-	for (i = 0; i < c->nr_mrs && !m; i++)
+	for (i = 0; i < (stage ? c->nr_stages : c->nr_mrs) && !m; i++)
 		if (!c->mrs[i].busy)
 			m = &c->mrs[i];
 	if (!m)
@@ -1662,9 +1722,28 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, void *p,
 	m->busy = true;
 	spin_unlock_bh(&c->lock);
 
-	/* whole pages: the first one is partial */
-	k = min_t(size_t, len, (size_t)c->mr_pages * PAGE_SIZE -
-			       offset_in_page(p));
+	if (stage) {
+		k = min(len, kmsgr_rdma_stage_size(c));
+		if (!m->stage) {
+			m->stage = kvmalloc(kmsgr_rdma_stage_size(c),
+					    GFP_KERNEL);
+			if (!m->stage) {
+				spin_lock_bh(&c->lock);
+				m->busy = false;
+				c->nr_stages = 0;
+				spin_unlock_bh(&c->lock);
+				return -ENOBUFS;
+			}
+			atomic64_add(kmsgr_rdma_stage_size(c),
+				     &kmsgr_rdma_staged);
+		}
+		memcpy(m->stage, p, k);
+		p = m->stage;
+	} else {
+		/* whole pages: the first one is partial */
+		k = min_t(size_t, len, kmsgr_rdma_stage_size(c) -
+				       offset_in_page(p));
+	}
 	ret = kmsgr_rdma_sgt(&m->sgt, p, k);
 	if (ret)
 		goto out_free;
@@ -1722,10 +1801,9 @@ busy:
 }
 
 /*
- * Send @iov: large buffer-area pieces of lossless sessions as PULLs,
- * everything else copied into DATA messages, as many as the peer has
- * credits for (DATA keeps the last one for a CREDIT message) and send
- * slots allow.
+ * Send @iov: large pieces as PULLs (kmsgr_rdma_tx_how()), everything else
+ * copied into DATA messages, as many as the peer has credits for (DATA
+ * keeps the last one for a CREDIT message) and send slots allow.
  */
 static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 			       const struct msgr2_iov *iov, int n,
@@ -1733,6 +1811,7 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 {
 	struct kmsgr_rdma_conn *c = to_conn(x);
 	size_t done = 0, off = 0, room, k;
+	enum kmsgr_rdma_tx how;
 	struct kmsgr_rdma_buf *b;
 	ssize_t got;
 	int i = 0, ret = 0;
@@ -1753,13 +1832,18 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 			ret = c->state == KMSGR_RDMA_EOF ? -EPIPE : -ENOTCONN;
 			break;
 		}
-		if (!off && kmsgr_rdma_pullable(c, zc, &iov[i])) {
+		how = off ? KMSGR_RDMA_TX_SEND :
+			    kmsgr_rdma_tx_how(c, zc, &iov[i]);
+		if (how != KMSGR_RDMA_TX_SEND) {
 			spin_unlock_bh(&c->lock);
 			mutex_lock(&c->mutex);
 			got = c->torn ? -ENOTCONN :
-			      kmsgr_rdma_offer(c, iov[i].base, iov[i].len);
+			      kmsgr_rdma_offer(c, iov[i].base, iov[i].len,
+					       how == KMSGR_RDMA_TX_STAGE);
 			mutex_unlock(&c->mutex);
 			spin_lock_bh(&c->lock);
+			if (got == -ENOBUFS)
+				continue;	/* as DATA after all */
 			if (got < 0) {
 				ret = got;
 				break;
@@ -1772,8 +1856,7 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 			i++;
 			continue;
 		}
-		if (c->credits < 2 || !kmsgr_rdma_tx_room(c)) {
-			c->tx_wait = true;
+		if (!kmsgr_rdma_may_send(c)) {
 			ret = -EAGAIN;
 			break;
 		}
@@ -1784,7 +1867,8 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 		/* the slot is free and only the owner fills slots */
 		len = 0;
 		while (i < n && len < room &&
-		       (off || !kmsgr_rdma_pullable(c, zc, &iov[i]))) {
+		       (off || kmsgr_rdma_tx_how(c, zc, &iov[i]) ==
+			       KMSGR_RDMA_TX_SEND)) {
 			k = min(iov[i].len - off, room - len);
 			memcpy((u8 *)b->data + KMSGR_RDMA_HDR + len,
 			       (const u8 *)iov[i].base + off, k);
@@ -1821,13 +1905,20 @@ static int kmsgr_rdma_getname(struct kmsgr_xprt *x,
 	return ss->ss_family ? 0 : -ENOTCONN;
 }
 
-/* Nothing posted is in flight, or it never will complete. */
+/*
+ * Nothing posted is in flight and the peer read every PULL (a staged copy
+ * is all that is left of a lossy payload), or it never will.
+ */
 static bool kmsgr_rdma_tx_idle(struct kmsgr_rdma_conn *c)
 {
 	bool idle;
+	u32 i;
 
 	spin_lock_bh(&c->lock);
-	idle = c->tx_done == c->tx_posted || c->err || c->detached ||
+	idle = c->tx_done == c->tx_posted;
+	for (i = 0; i < c->nr_mrs && idle; i++)
+		idle = !c->mrs[i].busy;
+	idle = idle || c->err || c->detached ||
 	       c->state != KMSGR_RDMA_CONNECTED;
 	spin_unlock_bh(&c->lock);
 	return idle;

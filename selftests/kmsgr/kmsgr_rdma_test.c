@@ -2,17 +2,24 @@
 /*
  * kmsgr selftests - kmsgr to kmsgr over the RDMA transport (kmsgr_rdma.ko,
  * soft-RoCE rxe0 on the guest's NIC), in one process with two instances:
- * a listener instance and a client instance, one msgr2 session (crc mode,
- * auth none) between them, lossless or lossy (the variants).
+ * a listener instance and a client instance, one msgr2 session between
+ * them: lossless or lossy, crc mode with auth none or secure mode with
+ * cephx (the four variants).
  *
  *  stream_mixed    KMSGR_RDMA_MSGS (10^4) messages client -> server and a
  *                  tenth as many back: segment sizes log-uniform from 0 B
- *                  to 4 MiB, every combination of front, middle and data;
- *                  each arrives once, in order, with its content hash; no
- *                  DOWN; the DMA-mapped buffers (kmsgr_rdma pinned_bytes)
- *                  are all released when the instances close.  Lossless:
- *                  large payloads went by RDMA READ (offered_bytes and
- *                  pulled_bytes grew, equally); lossy: none did.
+ *                  to 4 MiB (secure: 1 MiB, so that a message stays within
+ *                  secure mode's 4 MiB), every combination of front,
+ *                  middle and data; each arrives once, in order, with its
+ *                  content hash; no DOWN; the DMA-mapped buffers
+ *                  (kmsgr_rdma pinned_bytes) and staging buffers
+ *                  (staged_bytes) are all released when the instances
+ *                  close.  Every variant moves large payloads by RDMA READ
+ *                  (offered_bytes and pulled_bytes grow, equally): lossless
+ *                  crc ones in place, the others (lossy, and secure mode's
+ *                  sealed tails) from staging copies (staged_bytes > 0).
+ *  ipv6            a second session over IPv6 (fd00:99::N added to the
+ *                  NIC; rxe0 gets its GID): a stream crosses it.
  *  device_removal  `rdma link delete` of the device under the live
  *                  session: both ends see it go with reason DEVICE (lossy:
  *                  CLOSED; lossless: DOWN).  Lossless: after `rdma link
@@ -73,15 +80,36 @@ FIXTURE(rdma) {
 
 FIXTURE_VARIANT(rdma) {
 	uint32_t flags;		/* KMSGR_SESS_F_* of the session */
+	unsigned int max_log2;	/* of stream_mixed's segments */
 };
 
 FIXTURE_VARIANT_ADD(rdma, lossless) {
 	.flags = KMSGR_SESS_F_LOSSLESS,
+	.max_log2 = 22,
 };
 
 FIXTURE_VARIANT_ADD(rdma, lossy) {
 	.flags = 0,
+	.max_log2 = 22,
 };
+
+FIXTURE_VARIANT_ADD(rdma, lossless_secure) {
+	.flags = KMSGR_SESS_F_LOSSLESS | KMSGR_SESS_F_SECURE,
+	.max_log2 = 20,
+};
+
+FIXTURE_VARIANT_ADD(rdma, lossy_secure) {
+	.flags = KMSGR_SESS_F_SECURE,
+	.max_log2 = 20,
+};
+
+/* the cephx key of the secure variants (client.admin on both ends) */
+static const uint8_t cephx_key[16] = "kmsgr-rdma-key!!";
+
+static const uint8_t *variant_key(uint32_t flags)
+{
+	return flags & KMSGR_SESS_F_SECURE ? cephx_key : NULL;
+}
 
 /*
  * Fill @n with the counts of res_kinds[] on @dev from `rdma resource
@@ -150,6 +178,8 @@ FIXTURE_SETUP(rdma)
 				  RX_POOL, 22));
 	kt_loop_add(&self->lp, &self->srv);
 	kt_loop_add(&self->lp, &self->cli);
+	self->srv.key = variant_key(variant->flags);
+	self->cli.key = self->srv.key;
 	/* in the guest the RDMA transport must be there: no SKIP */
 	ASSERT_EQ(0, kt_rdma_pair(&self->lp, &self->srv, &self->cli, self->ip,
 				  variant->flags, &self->l, &self->dial,
@@ -177,6 +207,7 @@ FIXTURE_TEARDOWN(rdma)
 		usleep(50000);
 	}
 	EXPECT_EQ(0, pinned) TH_LOG("%s after close", PINNED);
+	EXPECT_EQ(0, kt_rdma_counter("staged_bytes"));
 	/* every QP, registration and cm_id of the test is gone */
 	if (res_back(self->dev, self->res0, got, 5000)) {
 		for (i = 0; i < (int)NR_RES; i++)
@@ -260,25 +291,28 @@ static void streams(struct __test_metadata *_metadata,
 
 TEST_F_TIMEOUT(rdma, stream_mixed, 900)
 {
-	long long offered, pulled;
+	long long offered, pulled, staged;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	offered = kt_rdma_counter("offered_bytes");
 	pulled = kt_rdma_counter("pulled_bytes");
-	streams(_metadata, self, kt_env_long("KMSGR_RDMA_MSGS", 10000), 22,
-		800 * 1000);
+	streams(_metadata, self, kt_env_long("KMSGR_RDMA_MSGS", 10000),
+		variant->max_log2, 800 * 1000);
 	offered = kt_rdma_counter("offered_bytes") - offered;
 	pulled = kt_rdma_counter("pulled_bytes") - pulled;
-	TH_LOG("pulled with RDMA READ: %lld of %lld bytes offered", pulled,
-	       offered);
-	/* lossless: large payloads were pulled, every byte offered */
-	if (variant->flags & KMSGR_SESS_F_LOSSLESS) {
-		EXPECT_LT(0, pulled);
-	} else {
-		EXPECT_EQ(0, offered);
-	}
+	staged = kt_rdma_counter("staged_bytes");
+	TH_LOG("pulled with RDMA READ: %lld of %lld bytes offered; %lld bytes of staging buffers",
+	       pulled, offered, staged);
+	/* large payloads were pulled, every byte offered */
+	EXPECT_LT(0, pulled);
 	EXPECT_EQ(offered, pulled);
+	/* in place for lossless crc; from staged copies otherwise */
+	if (variant->flags == KMSGR_SESS_F_LOSSLESS) {
+		EXPECT_EQ(0, staged);
+	} else {
+		EXPECT_LT(0, staged);
+	}
 	/* nothing went down on a healthy connection */
 	EXPECT_EQ(NULL, kt_find_event(&self->lp, &self->cli, self->cli_id,
 				      KMSGR_EV_DOWN, 0));
@@ -380,6 +414,77 @@ TEST_F_TIMEOUT(rdma, device_removal, 300)
 	streams(_metadata, self, 200, 18, 120 * 1000);
 }
 
+/* Wait until a GID of @dev's port 1 is @gid ("fd00:0099:...": sysfs form). */
+static int gid_present(const char *dev, const char *gid, int ms)
+{
+	char path[128], line[64];
+	uint64_t end = kt_now_ms() + ms;
+	FILE *f;
+	int i;
+
+	do {
+		for (i = 0; i < 16; i++) {
+			snprintf(path, sizeof(path),
+				 "/sys/class/infiniband/%s/ports/1/gids/%d",
+				 dev, i);
+			f = fopen(path, "r");
+			if (!f)
+				break;
+			if (fgets(line, sizeof(line), f) &&
+			    !strncmp(line, gid, strlen(gid))) {
+				fclose(f);
+				return 0;
+			}
+			fclose(f);
+		}
+		usleep(100000);
+	} while (kt_now_ms() < end);
+	return -1;
+}
+
+/*
+ * A second session, over IPv6: a unique-local address fd00:99::N (N the
+ * last byte of KMSGR_VM_IP) on the NIC, rxe0's GID for it, a listener on
+ * :: (IPv6 only) and a client dialling [fd00:99::N]; a stream crosses it
+ * both ways; the address goes again.
+ */
+TEST_F_TIMEOUT(rdma, ipv6, 120)
+{
+	char netdev[64], ip6[64], gid[64], cmd[192];
+	const char *dot;
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, rxe_netdev(self->dev, netdev, sizeof(netdev)));
+	dot = strrchr(self->ip, '.');
+	ASSERT_NE(NULL, dot);
+	snprintf(ip6, sizeof(ip6), "fd00:99::%x", atoi(dot + 1));
+	snprintf(gid, sizeof(gid), "fd00:0099:0000:0000:0000:0000:0000:%04x",
+		 atoi(dot + 1));
+	snprintf(cmd, sizeof(cmd), "ip -6 addr add %s/64 dev %s nodad", ip6,
+		 netdev);
+	ret = system(cmd);
+	ASSERT_EQ(0, ret) TH_LOG("%s failed", cmd);
+	ret = gid_present(self->dev, gid, 10000);
+	EXPECT_EQ(0, ret) TH_LOG("no GID %s on %s", gid, self->dev);
+	if (!ret) {
+		EXPECT_EQ(0, kt_rdma_pair(&self->lp, &self->srv, &self->cli,
+					  ip6, variant->flags, &self->l,
+					  &self->dial, &self->srv_id,
+					  &self->cli_id));
+		EXPECT_EQ(AF_INET6, self->dial.family);
+		EXPECT_EQ(AF_INET6, self->l.bound.family);
+		if (!_metadata->passed)
+			goto out;
+		streams(_metadata, self, 200, 18, 60 * 1000);
+	}
+out:
+	snprintf(cmd, sizeof(cmd), "ip -6 addr del %s/64 dev %s", ip6, netdev);
+	ret = system(cmd);
+	EXPECT_EQ(0, ret) TH_LOG("%s failed", cmd);
+}
+
 /*
  * The client process: a session to @dial, a stream in flight, a byte
  * to @fd once it is under way, then wait to be killed.
@@ -400,6 +505,7 @@ static void doomed_client(const struct kmsgr_addr *dial, uint32_t flags,
 	if (kt_inst_open(&ti, "doomed", SQ_ENTRIES, TX_AREA, RX_POOL, 33))
 		_exit(2);
 	ti.transport = KMSGR_XPRT_RDMA;
+	ti.key = variant_key(flags);
 	kt_loop_init(&lp);
 	kt_loop_add(&lp, &ti);
 	if (kt_connect(&ti, dial, flags, KT_PEER_ANY, 0xdead, &id) ||

@@ -157,7 +157,8 @@ int kt_addr(struct kmsgr_addr *a, const char *ip, uint16_t port)
 {
 	char s[80];
 
-	snprintf(s, sizeof(s), "%s:%u", ip, port);
+	snprintf(s, sizeof(s), strchr(ip, ':') ? "[%s]:%u" : "%s:%u", ip,
+		 port);
 	memset(a, 0, sizeof(*a));
 	return kmsgr_addr_parse(s, a);
 }
@@ -165,6 +166,7 @@ int kt_addr(struct kmsgr_addr *a, const char *ip, uint16_t port)
 int kt_listen(struct kt_inst *ti, const char *ip, uint32_t flags,
 	      uint64_t user_data, struct kmsgr_listen *l)
 {
+	struct kmsgr_listen_key k;
 	int ret;
 
 	memset(l, 0, sizeof(*l));
@@ -174,6 +176,16 @@ int kt_listen(struct kt_inst *ti, const char *ip, uint32_t flags,
 	l->transport = ti->transport ? ti->transport : KMSGR_XPRT_TCP;
 	l->flags = flags;
 	l->user_data = user_data;
+	if (ti->key) {
+		/* copied in at LISTEN: the table may go after the call */
+		memset(&k, 0, sizeof(k));
+		snprintf(k.name, sizeof(k.name), "%s", KT_CEPHX_NAME);
+		k.entity_type = KT_ENTITY_CLIENT;
+		memcpy(k.key, ti->key, sizeof(k.key));
+		l->auth = KMSGR_AUTH_CEPHX;
+		l->keys = (uintptr_t)&k;
+		l->n_keys = 1;
+	}
 	ret = kmsgr_listen(ti->k, l);
 	if (ret)
 		fprintf(stderr, "# %s: listen on %s: %s\n", ti->name, ip,
@@ -186,7 +198,8 @@ int kt_connect(struct kt_inst *ti, const struct kmsgr_addr *a,
 	       uint32_t *id)
 {
 	return kt_connect_as(ti, a, flags, peer_type, user_data,
-			     "kmsgr-selftest", NULL, id);
+			     ti->key ? KT_CEPHX_NAME : "kmsgr-selftest",
+			     ti->key, id);
 }
 
 int kt_connect_as(struct kt_inst *ti, const struct kmsgr_addr *a,
@@ -253,7 +266,8 @@ int kt_rdma_pair(struct kt_loop *lp, struct kt_inst *srv, struct kt_inst *cli,
 	}
 	srv->transport = KMSGR_XPRT_RDMA;
 	cli->transport = KMSGR_XPRT_RDMA;
-	ret = kt_listen(srv, "0.0.0.0", flags, 0x5e77, l);
+	ret = kt_listen(srv, strchr(ip, ':') ? "::" : "0.0.0.0", flags,
+			0x5e77, l);
 	if (!ret)
 		ret = kt_addr(dial, ip, ntohs(l->bound.port));
 	if (!ret)
@@ -760,13 +774,12 @@ int kt_wait_pair(struct kt_loop *lp, struct kt_inst *cli, uint32_t cli_id,
 
 	for (;;) {
 		up = kt_find_event(lp, cli, cli_id, KMSGR_EV_UP, 0);
+		/* the latest: an earlier pair may have used @srv before */
 		acc = NULL;
 		for (i = 0; i < lp->nr_ev; i++)
 			if (lp->ev[i].inst == srv &&
-			    lp->ev[i].event == KMSGR_EV_ACCEPTED) {
+			    lp->ev[i].event == KMSGR_EV_ACCEPTED)
 				acc = &lp->ev[i];
-				break;
-			}
 		if (up && acc) {
 			*srv_id = acc->session;
 			return 0;

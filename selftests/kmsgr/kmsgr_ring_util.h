@@ -26,6 +26,8 @@
 #define KT_ENTITY_CLIENT	8
 
 /* One kmsgr instance with its rings and buffer area mapped. */
+#define KT_CEPHX_NAME	"admin"	/* of struct kt_inst's key */
+
 struct kt_inst {
 	struct kmsgr *k;
 	const char *name;		/* for messages */
@@ -36,6 +38,12 @@ struct kt_inst {
 	uint32_t transport;		/* of kt_listen/kt_connect: KMSGR_XPRT_*,
 					 * 0 = tcp
 					 */
+	/*
+	 * of kt_listen/kt_connect: NULL, auth none; else cephx with this
+	 * 16-byte key for entity client.KT_CEPHX_NAME (kt_listen: the one
+	 * key the listener accepts)
+	 */
+	const uint8_t *key;
 	unsigned int nr_cqes;		/* CQEs seen */
 	unsigned int nr_op_errors;	/* KMSGR_CQE_OP with res < 0 */
 	/* RECVs whose RELEASE found the SQ full: released by a later run */
@@ -122,12 +130,12 @@ int kt_inst_open_cq(struct kt_inst *ti, const char *name, unsigned int sq,
 		    uint64_t seed);
 void kt_inst_close(struct kt_inst *ti);
 
-/* A struct kmsgr_addr for "IP" and @port (host order). */
+/* A struct kmsgr_addr for "IP" (IPv4 or IPv6) and @port (host order). */
 int kt_addr(struct kmsgr_addr *a, const char *ip, uint16_t port);
 
 int kt_listen(struct kt_inst *ti, const char *ip, uint32_t flags,
 	      uint64_t user_data, struct kmsgr_listen *l);
-/* CONNECT with auth none, my_type client, to a kmsgr-like peer */
+/* CONNECT as a client to a kmsgr-like peer (auth: kt_inst.key) */
 int kt_connect(struct kt_inst *ti, const struct kmsgr_addr *a,
 	       uint32_t flags, uint8_t peer_type, uint64_t user_data,
 	       uint32_t *id);
@@ -141,8 +149,9 @@ long long kt_rdma_counter(const char *name);
 
 /*
  * A session over rdma between two open instances: @srv listens on
- * 0.0.0.0 with @flags (its LISTEN in *@l), @cli dials @ip at the bound
- * port (in *@dial) with @flags; both instances' transport becomes rdma.
+ * 0.0.0.0 (:: if @ip is IPv6) with @flags (its LISTEN in *@l), @cli
+ * dials @ip at the bound port (in *@dial) with @flags; both instances'
+ * transport becomes rdma.
  * Waits for UP and ACCEPTED.  Return: 0, -EOPNOTSUPP when kmsgr_rdma is
  * not loaded (no KMSGR_FEAT_RDMA), -ETIME or -errno (printed).
  */
@@ -179,7 +188,8 @@ const struct kt_event *kt_find_event(const struct kt_loop *lp,
 
 /*
  * Wait for the UP of a CONNECT (@cli_id on @cli) and the ACCEPTED on @srv;
- * *@srv_id gets the accepted session.  Return: 0, -ETIME or -errno.
+ * *@srv_id gets the accepted session (the latest ACCEPTED on @srv).
+ * Return: 0, -ETIME or -errno.
  */
 int kt_wait_pair(struct kt_loop *lp, struct kt_inst *cli, uint32_t cli_id,
 		 struct kt_inst *srv, uint32_t *srv_id, int ms);
