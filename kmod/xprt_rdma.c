@@ -1152,7 +1152,12 @@ static void kmsgr_rdma_conn_param(struct kmsgr_rdma_conn *c,
 	memset(p, 0, sizeof(*p));
 	p->private_data = priv;
 	p->private_data_len = sizeof(*priv);
-	p->retry_count = 7;
+	/*
+	 * Transport retries before the QP gives up on a silent peer; not 7,
+	 * which rxe takes as "retry forever" (a dead peer would then only
+	 * be noticed by msgr2's keepalive).
+	 */
+	p->retry_count = 6;
 	p->rnr_retry_count = min(READ_ONCE(rnr_retry), 7U);
 }
 
