@@ -342,25 +342,31 @@ static int rxe_netdev(const char *dev, char *out, size_t len)
 	return ret;
 }
 
+/* Whether the first line of @path contains @str. */
+static bool file_has(const char *path, const char *str)
+{
+	char line[128];
+	FILE *f = fopen(path, "r");
+	bool ret;
+
+	if (!f)
+		return false;
+	ret = fgets(line, sizeof(line), f) && strstr(line, str);
+	fclose(f);
+	return ret;
+}
+
 /* Wait until @dev's port 1 is ACTIVE again. */
 static int rxe_active(const char *dev, int ms)
 {
-	char path[128], state[64];
+	char path[128];
 	uint64_t end = kt_now_ms() + ms;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/state",
 		 dev);
 	do {
-		f = fopen(path, "r");
-		if (f) {
-			if (fgets(state, sizeof(state), f) &&
-			    strstr(state, "ACTIVE")) {
-				fclose(f);
-				return 0;
-			}
-			fclose(f);
-		}
+		if (file_has(path, "ACTIVE"))
+			return 0;
 		usleep(100000);
 	} while (kt_now_ms() < end);
 	return -1;
@@ -417,9 +423,8 @@ TEST_F_TIMEOUT(rdma, device_removal, 300)
 /* Wait until a GID of @dev's port 1 is @gid ("fd00:0099:...": sysfs form). */
 static int gid_present(const char *dev, const char *gid, int ms)
 {
-	char path[128], line[64];
+	char path[128];
 	uint64_t end = kt_now_ms() + ms;
-	FILE *f;
 	int i;
 
 	do {
@@ -427,15 +432,8 @@ static int gid_present(const char *dev, const char *gid, int ms)
 			snprintf(path, sizeof(path),
 				 "/sys/class/infiniband/%s/ports/1/gids/%d",
 				 dev, i);
-			f = fopen(path, "r");
-			if (!f)
-				break;
-			if (fgets(line, sizeof(line), f) &&
-			    !strncmp(line, gid, strlen(gid))) {
-				fclose(f);
+			if (file_has(path, gid))
 				return 0;
-			}
-			fclose(f);
 		}
 		usleep(100000);
 	} while (kt_now_ms() < end);
