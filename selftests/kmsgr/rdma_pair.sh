@@ -49,8 +49,9 @@
 #     guests must see the same counts);
 #   - the sentinel ends vm1's phase 1;
 #   - kmsgr_pair_stream kill: a lossless and a lossy session to vm1's
-#     phase-2 listeners, with streams in flight (neither may go down
-#     before), then the second sentinel: vm1 resets; the lossless
+#     phase-2 listeners, with streams of messages up to 16 KiB in flight
+#     (below pull_min: no READ, which may stall, see above; neither
+#     session may go down before), then the second sentinel: vm1 resets; the lossless
 #     session reports DOWN and the lossy one CLOSED, each with a reason,
 #     within KILL_BOUND s; closing both works and every SEND queued
 #     completes.  Whichever notices first, the QP's retries running out
