@@ -1187,6 +1187,20 @@ static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
 	return true;
 }
 
+/* The log line that says what the transport is waiting for, if it can. */
+static void kmsgr_sess_describe_xprt(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	struct kmsgr_xprt *x = s->conn ? s->conn->xprt : NULL;
+	char line[192];
+
+	if (!x || !x->ops->describe)
+		return;
+	x->ops->describe(x, line, sizeof(line));
+	pr_info_ratelimited("instance %llu session %u: %s\n",
+			    s->obj.inst->id, s->obj.id, line);
+}
+
 /*
  * A session that has not read for KMSGR_SESS_STALL_S because the CQ or
  * the receive pool has no room says so, once per pause: the application
@@ -1212,6 +1226,7 @@ static void kmsgr_sess_report_stall(struct kmsgr_sess *s)
 			    inst->buf_size - inst->pool_off,
 			    READ_ONCE(inst->pool_waiter), s->ms.in_seq,
 			    s->ms.out_seq, s->ms.acked_seq, s->spill_bytes);
+	kmsgr_sess_describe_xprt(s);
 }
 
 /*
@@ -1255,6 +1270,7 @@ static int kmsgr_sess_check_timeouts(struct kmsgr_sess *s,
 		return 0;
 	pr_info_ratelimited("instance %llu session %u: %s\n",
 			    s->obj.inst->id, s->obj.id, what);
+	kmsgr_sess_describe_xprt(s);
 	msgr2_conn_fail(kc->mc, MSGR2_R_TIMEOUT);
 	return -ETIMEDOUT;
 }

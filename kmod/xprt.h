@@ -97,6 +97,11 @@ struct kmsgr_xprt_ops {
 		       bool peer);
 	/* Stop kicks, close the connection or listener, free @x. */
 	void (*close)(struct kmsgr_xprt *x);
+	/*
+	 * Optional: what the connection is waiting for, one line into @buf
+	 * (for the log when a session times out).
+	 */
+	void (*describe)(struct kmsgr_xprt *x, char *buf, size_t len);
 };
 
 /* A transport object; each transport embeds it in its own state. */

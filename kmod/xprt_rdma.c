@@ -166,6 +166,11 @@ module_param(read_size, uint, 0644);
 MODULE_PARM_DESC(read_size,
 		 "Largest RDMA READ, bytes (4096-1048576, default 65536): a READ's response comes as one burst of packets, and a link that drops one makes the whole rest go again");
 
+static unsigned int read_timeout = 5000;
+module_param(read_timeout, uint, 0644);
+MODULE_PARM_DESC(read_timeout,
+		 "An RDMA READ not completed after this many ms ends its connection (0: never; default 5000): the device lost it");
+
 static unsigned int pulls = 8;
 module_param(pulls, uint, 0644);
 MODULE_PARM_DESC(pulls,
@@ -182,6 +187,7 @@ static atomic64_t kmsgr_rdma_stat_offered = ATOMIC64_INIT(0);
 static atomic64_t kmsgr_rdma_stat_pulled = ATOMIC64_INIT(0);
 static atomic64_t kmsgr_rdma_registered = ATOMIC64_INIT(0);
 static atomic64_t kmsgr_rdma_staged = ATOMIC64_INIT(0);
+static atomic64_t kmsgr_rdma_stat_read_timeouts = ATOMIC64_INIT(0);
 
 static int kmsgr_rdma_counter_get(char *buf, const struct kernel_param *kp)
 {
@@ -212,6 +218,10 @@ module_param_cb(staged_bytes, &kmsgr_rdma_counter_ops, &kmsgr_rdma_staged,
 		0444);
 MODULE_PARM_DESC(staged_bytes,
 		 "Bytes of staging buffers now allocated for PULLs of copies (read only)");
+module_param_cb(read_timeouts, &kmsgr_rdma_counter_ops,
+		&kmsgr_rdma_stat_read_timeouts, 0444);
+MODULE_PARM_DESC(read_timeouts,
+		 "RDMA READs that did not complete within read_timeout, each ending its connection, since load (read only)");
 
 /* ---- objects ---- */
 
@@ -280,12 +290,14 @@ struct kmsgr_rdma_conn {
 	/*
 	 * The READ of a PULL (receive side), one at a time: set up and
 	 * consumed by the owner under @mutex; @rd_done is the completion's.
+	 * kmsgr_rdma_describe() peeks at @rd_busy (READ_ONCE) for the log.
 	 */
 	bool rd_busy;
 	struct rdma_rw_ctx rw;
 	struct sg_table rd_sgt;
 	void *rd_dest;
 	u32 rd_len;
+	unsigned long rd_at;		/* jiffies when posted */
 	struct ib_cqe rd_cqe;
 
 	spinlock_t lock;		/* everything below */
@@ -314,6 +326,8 @@ struct kmsgr_rdma_conn {
 	bool tx_wait;			/* no room: kick when there is */
 	/* pulls */
 	u32 pull_off;			/* bytes of the head PULL read */
+	bool rd_posted;			/* a READ is on the send queue */
+	struct timer_list rd_timer;	/* for a late READ */
 	bool rd_done;
 	enum ib_wc_status rd_status;
 	u32 dones[KMSGR_RDMA_DONES];	/* rkeys to send DONE for */
@@ -713,12 +727,37 @@ static void kmsgr_rdma_read_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct kmsgr_rdma_conn *c = wc->qp->qp_context;
 
 	spin_lock_bh(&c->lock);
+	c->rd_posted = false;
+	del_timer(&c->rd_timer);
 	c->rd_done = true;
 	c->rd_status = wc->status;
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
 		pr_warn_ratelimited("connection %pISpc: RDMA READ failed: %s\n",
 				    &c->peer, ib_wc_status_msg(wc->status));
 	kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_RX);
+	kmsgr_rdma_tx_wake(c);	/* an offer may wait for it */
+	spin_unlock_bh(&c->lock);
+}
+
+/*
+ * A READ still not completed after read_timeout ms: the device lost it.
+ * Soft-RoCE (rxe) of Linux 6.1 does, now and then, on a link that drops
+ * packets (see docs/rdma-wire.md): the READ neither completes nor fails,
+ * and the QP stays silent both ways.  End the connection (a lossless
+ * session redials) instead of waiting for msgr2's keepalive timeout.
+ */
+static void kmsgr_rdma_read_timeout(struct timer_list *t)
+{
+	struct kmsgr_rdma_conn *c = from_timer(c, t, rd_timer);
+
+	spin_lock_bh(&c->lock);
+	if (c->rd_posted && !c->detached) {
+		pr_warn_ratelimited("connection %pISpc: RDMA READ of %u bytes not completed in %u ms\n",
+				    &c->peer, c->rd_len,
+				    jiffies_to_msecs(jiffies - c->rd_at));
+		atomic64_inc(&kmsgr_rdma_stat_read_timeouts);
+		kmsgr_rdma_fail(c, -ETIMEDOUT);
+	}
 	spin_unlock_bh(&c->lock);
 }
 
@@ -891,6 +930,7 @@ static struct kmsgr_rdma_conn *kmsgr_rdma_conn_alloc(void)
 	kref_init(&c->ref);
 	mutex_init(&c->mutex);
 	spin_lock_init(&c->lock);
+	timer_setup(&c->rd_timer, kmsgr_rdma_read_timeout, 0);
 	init_waitqueue_head(&c->wq);
 	INIT_LIST_HEAD(&c->dev_node);
 	INIT_LIST_HEAD(&c->lsn_node);
@@ -911,6 +951,7 @@ static void kmsgr_rdma_conn_release(struct kref *ref)
 	struct kmsgr_rdma_conn *c = container_of(ref, struct kmsgr_rdma_conn,
 						 ref);
 
+	del_timer_sync(&c->rd_timer);
 	kmsgr_rdma_bufs_free(c->rx, c->nr_rx);
 	kmsgr_rdma_bufs_free(c->tx, c->nr_tx);
 	kfree(c->ready);
@@ -1056,7 +1097,7 @@ static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
 		rdma_rw_ctx_destroy(&c->rw, c->qp, c->port, c->rd_sgt.sgl,
 				    c->rd_sgt.orig_nents, DMA_FROM_DEVICE);
 		sg_free_table(&c->rd_sgt);
-		c->rd_busy = false;
+		WRITE_ONCE(c->rd_busy, false);
 	}
 	for (i = 0; i < c->nr_mrs; i++) {
 		m = &c->mrs[i];
@@ -1217,18 +1258,21 @@ static int kmsgr_rdma_client_connect(struct kmsgr_rdma_conn *c,
 {
 	struct kmsgr_rdma_cm_priv priv;
 	struct rdma_conn_param p;
+	u8 init = 0, resp = 0;
 	int ret;
 
 	ret = kmsgr_rdma_conn_setup(c, id);
 	if (ret)
 		return ret;
-	kmsgr_rdma_conn_param(c, &priv, &p);
 	if (c->can_pull) {	/* READs in flight, each way */
-		p.initiator_depth = min_t(u32, 4,
-					  id->device->attrs.max_qp_init_rd_atom);
-		p.responder_resources = min_t(u32, 4,
-					      id->device->attrs.max_qp_rd_atom);
+		init = min_t(u32, 4, id->device->attrs.max_qp_init_rd_atom);
+		resp = min_t(u32, 4, id->device->attrs.max_qp_rd_atom);
 	}
+	if (!init)		/* we could not READ what PULLs offer */
+		c->can_pull = false;
+	kmsgr_rdma_conn_param(c, &priv, &p);
+	p.initiator_depth = init;
+	p.responder_resources = resp;
 	return rdma_connect_locked(id, &p);
 }
 
@@ -1349,7 +1393,7 @@ static int kmsgr_rdma_lsn_request(struct kmsgr_rdma_lsn *l,
 	struct kmsgr_rdma_cm_priv priv;
 	struct kmsgr_rdma_conn *c;
 	struct rdma_conn_param p;
-	u8 reason;
+	u8 reason, init;
 	int ret;
 
 	spin_lock_bh(&l->lock);
@@ -1383,10 +1427,18 @@ static int kmsgr_rdma_lsn_request(struct kmsgr_rdma_lsn *l,
 	ret = kmsgr_rdma_conn_setup(c, id);
 	if (ret)
 		goto out_unsetup;
+	/*
+	 * The CM gives the request's READ resources from our side already:
+	 * its initiator_depth is what the client serves us (the request's
+	 * responder_resources), and the other way round.
+	 */
+	init = min_t(u32, ev->param.conn.initiator_depth,
+		     id->device->attrs.max_qp_init_rd_atom);
+	if (!init)		/* we could not READ what PULLs offer */
+		c->can_pull = false;
 	kmsgr_rdma_conn_param(c, &priv, &p);
-	p.initiator_depth = min_t(u32, ev->param.conn.responder_resources,
-				  id->device->attrs.max_qp_init_rd_atom);
-	p.responder_resources = min_t(u32, ev->param.conn.initiator_depth,
+	p.initiator_depth = init;
+	p.responder_resources = min_t(u32, ev->param.conn.responder_resources,
 				      id->device->attrs.max_qp_rd_atom);
 	ret = rdma_accept(id, &p);
 	if (ret)
@@ -1516,6 +1568,9 @@ static void kmsgr_rdma_rx_pop(struct kmsgr_rdma_conn *c,
  * kicks, and the call after that (same destination: the engine still
  * wants it) returns the bytes.  Under @mutex, so that a device removal
  * (kmsgr_rdma_detach()) never meets a READ half set up.
+ *
+ * A READ that has not completed after read_timeout ms fails the
+ * connection (kmsgr_rdma_read_timeout()).
  */
 static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 			       struct kmsgr_rdma_buf *b,
@@ -1548,7 +1603,8 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 			sg_free_table(&c->rd_sgt);
 			goto out;
 		}
-		c->rd_busy = true;
+		c->rd_at = jiffies;
+		WRITE_ONCE(c->rd_busy, true);
 		c->rd_dest = iov->base;
 		c->rd_len = k;
 		spin_lock_bh(&c->lock);
@@ -1556,8 +1612,14 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 		ret = c->detached ? -ENOTCONN :
 		      rdma_rw_ctx_post(&c->rw, c->qp, c->port, &c->rd_cqe,
 				       NULL);
-		if (ret)
+		if (ret) {
 			kmsgr_rdma_fail(c, ret);
+		} else {
+			c->rd_posted = true;
+			if (READ_ONCE(read_timeout))
+				mod_timer(&c->rd_timer, c->rd_at +
+					  msecs_to_jiffies(READ_ONCE(read_timeout)));
+		}
 		spin_unlock_bh(&c->lock);
 		ret = ret ? ret : -EAGAIN;
 		goto out;
@@ -1574,7 +1636,7 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 	rdma_rw_ctx_destroy(&c->rw, c->qp, c->port, c->rd_sgt.sgl,
 			    c->rd_sgt.orig_nents, DMA_FROM_DEVICE);
 	sg_free_table(&c->rd_sgt);
-	c->rd_busy = false;
+	WRITE_ONCE(c->rd_busy, false);
 	if (st != IB_WC_SUCCESS || c->rd_dest != iov->base ||
 	    c->rd_len > iov->len) {
 		/* a key the peer took back, or our caller changed its mind */
@@ -1697,6 +1759,32 @@ static enum kmsgr_rdma_tx kmsgr_rdma_tx_how(struct kmsgr_rdma_conn *c,
 }
 
 /*
+ * Whether a registration may be posted now.  Soft-RoCE (rxe) of Linux 6.1
+ * executes a fast registration again when its QP goes back to retransmit
+ * (a lost packet) while the registration is executed but not completed,
+ * that is, behind work requests still in flight.  The second execution
+ * fails ("rxe_reg_fast_mr: ... not free"), and that stops the send queue
+ * for good without completing what is ahead of it: a READ there stays
+ * outstanding for ever, the QP silent (kmsgr_rdma_read_timeout() ends
+ * such a connection).  On rxe, kmsgr therefore registers only on an empty
+ * send queue: no SEND, READ or invalidation outstanding.
+ */
+static bool kmsgr_rdma_may_register(struct kmsgr_rdma_conn *c)
+	__must_hold(&c->lock)
+{
+	u32 i;
+
+	if (c->ibdev->ops.driver_id != RDMA_DRIVER_RXE)
+		return true;
+	if (c->tx_posted != c->tx_done || c->rd_posted)
+		return false;
+	for (i = 0; i < c->nr_mrs; i++)
+		if (c->mrs[i].inv)
+			return false;
+	return true;
+}
+
+/*
  * Offer up to one registration's worth of @p (@len bytes of kernel
  * memory) in a PULL: register it, or with @stage a copy of it in the
  * registration's staging buffer (fast registration, remote read only,
@@ -1717,7 +1805,7 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
 	u32 i;
 
 	spin_lock_bh(&c->lock);
-	if (!kmsgr_rdma_may_send(c))
+	if (!kmsgr_rdma_may_send(c) || !kmsgr_rdma_may_register(c))
 		goto busy;
 	for (i = 0; i < (stage ? c->nr_stages : c->nr_mrs) && !m; i++)
 		if (!c->mrs[i].busy)
@@ -1948,6 +2036,33 @@ static void kmsgr_rdma_close(struct kmsgr_xprt *x)
 	kmsgr_rdma_conn_put(c);
 }
 
+/*
+ * For the log of a session that timed out: the connection's credits, work
+ * requests in flight and the READ of a PULL, if one is outstanding.
+ */
+static void kmsgr_rdma_describe(struct kmsgr_xprt *x, char *buf, size_t len)
+{
+	struct kmsgr_rdma_conn *c = to_conn(x);
+	u32 offered = 0, inv = 0, i;
+	int n;
+
+	spin_lock_bh(&c->lock);
+	for (i = 0; i < c->nr_mrs; i++) {
+		offered += c->mrs[i].offered;
+		inv += c->mrs[i].inv;
+	}
+	n = scnprintf(buf, len,
+		      "rdma: credits %u, SENDs in flight %u, unread %u, owed %u, PULLs offered %u (%u invalidating), DONEs queued %u",
+		      c->credits, c->tx_posted - c->tx_done,
+		      c->ready_tail - c->ready_head, c->owed, offered, inv,
+		      c->done_tail - c->done_head);
+	if (READ_ONCE(c->rd_busy) && !c->rd_done)
+		scnprintf(buf + n, len - n,
+			  ", a READ of %u bytes outstanding for %u ms",
+			  c->rd_len, jiffies_to_msecs(jiffies - c->rd_at));
+	spin_unlock_bh(&c->lock);
+}
+
 static const struct kmsgr_xprt_ops kmsgr_rdma_ops = {
 	.start		= kmsgr_rdma_start,
 	.state		= kmsgr_rdma_state,
@@ -1955,6 +2070,7 @@ static const struct kmsgr_xprt_ops kmsgr_rdma_ops = {
 	.send		= kmsgr_rdma_send,
 	.getname	= kmsgr_rdma_getname,
 	.close		= kmsgr_rdma_close,
+	.describe	= kmsgr_rdma_describe,
 };
 
 static int kmsgr_rdma_sa_check(const struct sockaddr_storage *ss)

@@ -41,6 +41,39 @@
  *                       with rnr_retry 0) or kmsgr hangs up; the
  *                       connection ends, kmsgr frees it
  *
+ * The PULL cases grant kmsgr RDMA READs, and their first message is a PULL
+ * (the stream's first bytes, the banner, in the rogue's memory).  Besides
+ * the above, kmsgr_rdma pulled_bytes must grow by exactly what kmsgr could
+ * read of it (the good session is idle meanwhile):
+ *
+ *  pull_legal           the control: a valid PULL of a 26-byte banner from a
+ *                       peer that grants responder resources and asks no
+ *                       initiator depth (it reads nothing, and announces
+ *                       no KMSGR_RDMA_F_PULL): kmsgr reads the 26 bytes,
+ *                       answers with a DONE naming the key, keeps the
+ *                       connection and logs no kmsgr_rdma connection error
+ *
+ * The misbehaving ones ask an initiator depth too, as kmsgr's own client
+ * does, so that they test what kmsgr makes of the PULL alone:
+ *
+ *  pull_bad_rkey        a wrong key: "RDMA READ failed: remote access
+ *                       error" (the IBA's status of an R_Key violation),
+ *                       kmsgr hangs up; nothing read
+ *  pull_beyond_mr       64 KiB offered, 4 KiB registered: the READ of the
+ *                       banner's 10-byte prefix succeeds, the READ of its
+ *                       4096-byte payload crosses the end and fails the
+ *                       same way; 10 bytes read (kmsgr_rdma read_size at
+ *                       its default)
+ *  pull_outside_mr      the 4 KiB below the registration under its key:
+ *                       the READ fails the same way; nothing read
+ *  pull_invalidated     a key deregistered before the PULL was sent: the
+ *                       READ fails the same way; nothing read
+ *  pull_len_0           a PULL of 0 bytes: "bad PULL descriptor", kmsgr
+ *                       hangs up without reading
+ *  pull_len_huge        16 MiB + 1 bytes (over KMSGR_RDMA_PULL_MAX): the
+ *                       same
+ *  pull_short           a 19-byte PULL message: the same
+ *
  * Copyright (C) 2025 The kmsgr authors
  */
 #include <arpa/inet.h>
@@ -217,7 +250,8 @@ static void rogue_output(struct __test_metadata *_metadata, int fd)
 /* what kmsgr_rdma logs when it fails a connection (xprt_rdma.c) */
 static const char *const conn_errors[] = {
 	"malformed message", "credit overrun", "unknown message type",
-	"receive failed", "send failed",
+	"receive failed", "send failed", "bad PULL descriptor", "bad DONE",
+	"RDMA READ failed", "registration failed",
 };
 
 /*
@@ -318,16 +352,17 @@ static void good_stream(struct __test_metadata *_metadata,
  * Run the rogue with @rcase against the listener while the instances are
  * served; then check what the header comment says.  @log: text of the
  * kmsgr_rdma line the case must produce, or NULL; @legal: no kmsgr_rdma
- * line may say that a connection failed.
+ * line may say that a connection failed; @pulled: the bytes kmsgr must
+ * have read from the rogue with RDMA READ, or -1 when not checked.
  */
-static void rogue_case(struct __test_metadata *_metadata,
-		       struct bed *bed, const char *rcase,
-		       const char *log, bool legal)
+static void rogue_case_read(struct __test_metadata *_metadata,
+			    struct bed *bed, const char *rcase,
+			    const char *log, bool legal, long long pulled)
 {
 	const char *msg;
 	char line[8192];
 	uint64_t end;
-	long long pinned;
+	long long pinned, pulled0 = 0;
 	int watch, check, out = -1, status = 0;
 	bool exited = false;
 	pid_t pid;
@@ -338,6 +373,10 @@ static void rogue_case(struct __test_metadata *_metadata,
 	check = kt_kmsg_open();
 	ASSERT_LE(0, watch);
 	ASSERT_LE(0, check);
+	if (pulled >= 0) {
+		pulled0 = kt_rdma_counter("pulled_bytes");
+		ASSERT_LE(0, pulled0);
+	}
 
 	pid = rogue_spawn(bed->target, rcase, &out);
 	ASSERT_LT(0, pid) TH_LOG("cannot start %s", ROGUE);
@@ -373,6 +412,12 @@ static void rogue_case(struct __test_metadata *_metadata,
 			       msg);
 	}
 	close(watch);
+	/* before the good session streams: it pulls too */
+	if (pulled >= 0) {
+		EXPECT_EQ(pulled, kt_rdma_counter("pulled_bytes") - pulled0)
+			TH_LOG("bytes kmsgr read from %s %s (pulled_bytes)",
+			       ROGUE, rcase);
+	}
 
 	/* kmsgr freed the rogue's connection, and only that */
 	pinned = pinned_wait(bed->pinned, RELEASE_MS);
@@ -395,6 +440,14 @@ static void rogue_case(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, kt_kmsg_check(check, line, sizeof(line)))
 		TH_LOG("kernel log: %s", line);
 	close(check);
+}
+
+/* rogue_case_read() for a case that offers kmsgr nothing to read */
+static void rogue_case(struct __test_metadata *_metadata,
+		       struct bed *bed, const char *rcase,
+		       const char *log, bool legal)
+{
+	rogue_case_read(_metadata, bed, rcase, log, legal, -1);
 }
 
 #define PARAMS_REFUSED	"refused: bad private data (reason 2)"
@@ -472,6 +525,59 @@ TEST_F_TIMEOUT(rdma_bad, empty_message, 60)
 TEST_F_TIMEOUT(rdma_bad, recv_overrun, 60)
 {
 	rogue_case(_metadata, &self->bed, "recv-overrun", NULL, false);
+}
+
+/* an R_Key violation at the responder (IBA: a remote access error NAK) */
+#define READ_REFUSED	"RDMA READ failed: remote access error"
+#define PULL_REFUSED	"bad PULL descriptor"
+
+TEST_F_TIMEOUT(rdma_bad, pull_legal, 60)
+{
+	/* the banner: 10-byte prefix, 16-byte payload */
+	rogue_case_read(_metadata, &self->bed, "pull-legal", NULL, true, 26);
+}
+
+TEST_F_TIMEOUT(rdma_bad, pull_bad_rkey, 60)
+{
+	rogue_case_read(_metadata, &self->bed, "pull-bad-rkey", READ_REFUSED,
+			false, 0);
+}
+
+TEST_F_TIMEOUT(rdma_bad, pull_beyond_mr, 60)
+{
+	/* the banner prefix, inside the registration */
+	rogue_case_read(_metadata, &self->bed, "pull-beyond-mr",
+			READ_REFUSED, false, 10);
+}
+
+TEST_F_TIMEOUT(rdma_bad, pull_outside_mr, 60)
+{
+	rogue_case_read(_metadata, &self->bed, "pull-outside-mr",
+			READ_REFUSED, false, 0);
+}
+
+TEST_F_TIMEOUT(rdma_bad, pull_invalidated, 60)
+{
+	rogue_case_read(_metadata, &self->bed, "pull-invalidated",
+			READ_REFUSED, false, 0);
+}
+
+TEST_F_TIMEOUT(rdma_bad, pull_len_0, 60)
+{
+	rogue_case_read(_metadata, &self->bed, "pull-len-0", PULL_REFUSED,
+			false, 0);
+}
+
+TEST_F_TIMEOUT(rdma_bad, pull_len_huge, 60)
+{
+	rogue_case_read(_metadata, &self->bed, "pull-len-huge", PULL_REFUSED,
+			false, 0);
+}
+
+TEST_F_TIMEOUT(rdma_bad, pull_short, 60)
+{
+	rogue_case_read(_metadata, &self->bed, "pull-short", PULL_REFUSED,
+			false, 0);
 }
 
 TEST_HARNESS_MAIN

@@ -12,9 +12,9 @@
  *   no-private      a connect request without private data
  *   bad-magic       private data with a wrong magic
  *   bad-version     private data of wire version 2
- *   few-credits     private data announcing 1 credit (2 is the least)
+ *   few-credits     private data announcing 1 credit (4 is the least)
  *   small-buffer    private data announcing 4-byte buffers (no room for
- *                   more than the header)
+ *                   more than the header; 1024 is the least)
  *     each of these must be rejected, the reject's private data saying
  *     why: the magic, version 1 and reason KMSGR_RDMA_REJ_VERSION (1) for
  *     bad-version, KMSGR_RDMA_REJ_PARAMS (2) for the others.
@@ -47,6 +47,43 @@
  *                   fails on their content).  kmsgr's receive queue runs
  *                   dry: a SEND must fail with RNR retry exceeded (kmsgr
  *                   accepts with rnr_retry 0) or kmsgr must hang up.
+ *
+ * The PULL cases connect the same way, but grant kmsgr RDMA READs of their
+ * memory (responder resources: min(4, the device's max_qp_rd_atom)), and
+ * go on only when kmsgr's accept announces KMSGR_RDMA_F_PULL (else exit
+ * 2).  Their first message is a PULL, so its bytes are the first of the
+ * stream: the msgr2 banner, which kmsgr's session reads first.
+ *
+ *   pull-legal      the control: a valid PULL of a 26-byte banner,
+ *                   registered for remote read only.  The request asks no
+ *                   initiator depth (we READ nothing: the wire allows 0
+ *                   when we do not announce KMSGR_RDMA_F_PULL).  kmsgr
+ *                   must read it and answer with a DONE naming its rkey
+ *                   within 3 s, and keep the connection for 1 s more (then
+ *                   the rogue hangs up itself).
+ *
+ * The other PULL cases also ask an initiator depth as large as their
+ * responder resources, as kmsgr's own client does, so that they test what
+ * kmsgr does with the PULL, whatever it makes of the grant (pull-legal
+ * tests that).  The offered memory is a 64 KiB buffer holding a valid
+ * banner whose payload runs to byte 4106, registered for remote read only:
+ *
+ *   pull-bad-rkey   the buffer's address and length under a wrong key (the
+ *                   registration's rkey with its low byte flipped)
+ *   pull-beyond-mr  64 KiB offered, only the first 4 KiB registered:
+ *                   kmsgr's READ of the banner's first 10 bytes lies
+ *                   inside, the READ of its payload crosses the end
+ *   pull-outside-mr the first 4 KiB of the buffer offered, only the next
+ *                   4 KiB registered (the key is right, the memory is not
+ *                   the key's)
+ *   pull-invalidated the whole buffer offered under a key deregistered
+ *                   before the PULL was posted: a key taken back
+ *     each of these must make kmsgr's RDMA READ fail, and kmsgr hang up.
+ *
+ *   pull-len-0      a PULL of 0 bytes
+ *   pull-len-huge   a PULL of 16 MiB + 1 bytes (KMSGR_RDMA_PULL_MAX + 1)
+ *   pull-short      a 19-byte PULL message (its descriptor cut short)
+ *     kmsgr must refuse each of these descriptors and hang up.
  *
  * Prints one line saying what happened and exits 0 when kmsgr reacted as
  * expected within the timeout (default 10000 ms), 1 when it did not, 2 on
@@ -104,7 +141,26 @@ struct kmsgr_rdma_hdr {
 
 #define KMSGR_RDMA_MSG_DATA	1
 #define KMSGR_RDMA_MSG_CREDIT	2
+#define KMSGR_RDMA_MSG_PULL	3
+#define KMSGR_RDMA_MSG_DONE	4
 #define KMSGR_RDMA_HDR		4
+
+#define KMSGR_RDMA_F_PULL	0x01	/* "I READ what PULLs offer" */
+
+/* the payload of a PULL: @len stream bytes at @addr under @rkey */
+struct kmsgr_rdma_pull {
+	uint64_t addr;			/* big-endian */
+	uint32_t rkey;			/* big-endian */
+	uint32_t len;			/* big-endian, 1..KMSGR_RDMA_PULL_MAX */
+};
+
+#define KMSGR_RDMA_PULL_MAX	(16U << 20)
+
+/* the payload of a DONE: the rkey of a PULL whose bytes were all read */
+struct kmsgr_rdma_done {
+	uint32_t rkey;			/* big-endian */
+	uint32_t reserved;
+};
 
 /* the IB CM reject reason of a consumer's reject (IBA table 112) */
 #define IB_CM_REJ_CONSUMER_DEFINED	28
@@ -116,6 +172,10 @@ struct kmsgr_rdma_hdr {
 #define ROGUE_MAX_SENDS		4200	/* recv-overrun: 4106 at most */
 #define ROGUE_SLOT		8	/* bytes per small SEND */
 #define ROGUE_STEP_MS		10
+#define ROGUE_RD_RES		4	/* kmsgr's READs we serve at once */
+#define ROGUE_AREA		65536	/* the memory the PULL cases offer */
+#define ROGUE_PAGE		4096
+#define ROGUE_DONE_MS		3000	/* pull-legal: the DONE comes */
 
 /* the msgr2 banner: magic, le16 payload length, supported, required */
 #define BANNER_MAGIC		"ceph v2\n"
@@ -128,7 +188,9 @@ struct kmsgr_rdma_hdr {
 enum rogue_case {
 	C_NO_PRIVATE, C_BAD_MAGIC, C_BAD_VERSION, C_FEW_CREDITS,
 	C_SMALL_BUFFER, C_LEGAL, C_CREDIT_OVERRUN, C_OVERSIZE, C_BAD_TYPE,
-	C_BAD_FLAGS, C_SHORT, C_EMPTY, C_RECV_OVERRUN,
+	C_BAD_FLAGS, C_SHORT, C_EMPTY, C_RECV_OVERRUN, C_PULL_LEGAL,
+	C_PULL_BAD_RKEY, C_PULL_BEYOND_MR, C_PULL_OUTSIDE_MR,
+	C_PULL_INVALIDATED, C_PULL_LEN_0, C_PULL_LEN_HUGE, C_PULL_SHORT,
 };
 
 static const struct {
@@ -148,6 +210,14 @@ static const struct {
 	{ "short", C_SHORT },
 	{ "empty", C_EMPTY },
 	{ "recv-overrun", C_RECV_OVERRUN },
+	{ "pull-legal", C_PULL_LEGAL },
+	{ "pull-bad-rkey", C_PULL_BAD_RKEY },
+	{ "pull-beyond-mr", C_PULL_BEYOND_MR },
+	{ "pull-outside-mr", C_PULL_OUTSIDE_MR },
+	{ "pull-invalidated", C_PULL_INVALIDATED },
+	{ "pull-len-0", C_PULL_LEN_0 },
+	{ "pull-len-huge", C_PULL_LEN_HUGE },
+	{ "pull-short", C_PULL_SHORT },
 };
 
 struct rogue {
@@ -164,10 +234,18 @@ struct rogue {
 	struct ibv_mr *rx_mr, *tx_mr;
 	uint8_t *rx, *tx;
 	size_t tx_len;
+	uint8_t *area;			/* the PULL cases' memory */
+	struct ibv_mr *area_mr;
 
 	/* what kmsgr announced in its accept */
 	unsigned int kcredits;
 	uint32_t kbuf;
+	uint8_t kflags;
+	uint8_t rd_res;			/* responder resources we asked */
+	uint8_t depth;			/* initiator depth we asked */
+	/* the accept's, as ESTABLISHED reports them: from our side */
+	uint8_t ev_rd_res;		/* ours: kmsgr's initiator depth */
+	uint8_t ev_depth;		/* ours: kmsgr's responder resources */
 
 	/* what happened */
 	bool established;
@@ -180,6 +258,8 @@ struct rogue {
 	enum ibv_wc_status first_err;	/* of the first failed SEND */
 	unsigned int first_err_at;	/* its index */
 	bool rnr;			/* a SEND failed: RNR retry exceeded */
+	unsigned int dones;		/* DONE messages from kmsgr */
+	uint32_t done_rkey;		/* the rkey the first one names */
 };
 
 static long long now_ms(void)
@@ -321,6 +401,19 @@ static void put_hdr(uint8_t *p, uint8_t type, uint8_t flags,
 	memcpy(p, &h, sizeof(h));
 }
 
+/* Note a DONE in receive buffer @i (@len bytes), the rest is ignored. */
+static void note_done(struct rogue *r, unsigned int i, uint32_t len)
+{
+	const uint8_t *p = r->rx + (size_t)i * ROGUE_BUF;
+	struct kmsgr_rdma_done d;
+
+	if (len < KMSGR_RDMA_HDR + sizeof(d) || p[0] != KMSGR_RDMA_MSG_DONE)
+		return;
+	memcpy(&d, p + KMSGR_RDMA_HDR, sizeof(d));
+	if (!r->dones++)
+		r->done_rkey = be32toh(d.rkey);
+}
+
 static void poll_cq(struct rogue *r)
 {
 	struct ibv_wc wc[32];
@@ -346,6 +439,8 @@ static void poll_cq(struct rogue *r)
 				continue;	/* flushed: the QP is down */
 			r->received++;
 			r->last_rx = now_ms();
+			note_done(r, (unsigned int)wc[i].wr_id,
+				  wc[i].byte_len);
 			/* what kmsgr sent is of no interest: post it again */
 			if (post_recv(r, (unsigned int)wc[i].wr_id))
 				fprintf(stderr, "kmsgr_rdma_rogue: repost failed\n");
@@ -422,6 +517,11 @@ static bool hung_up_or_rnr(struct rogue *r)
 static bool got_one(struct rogue *r)
 {
 	return r->ended || r->received;
+}
+
+static bool got_done(struct rogue *r)
+{
+	return r->ended || r->dones;
 }
 
 /* Resolve the address and the route, make the CQ, the QP, the buffers. */
@@ -512,6 +612,8 @@ static void rogue_teardown(struct rogue *r)
 	}
 	if (r->qp)
 		rdma_destroy_qp(r->id);
+	if (r->area_mr)
+		ibv_dereg_mr(r->area_mr);
 	if (r->tx_mr)
 		ibv_dereg_mr(r->tx_mr);
 	if (r->rx_mr)
@@ -524,11 +626,66 @@ static void rogue_teardown(struct rogue *r)
 		rdma_destroy_id(r->id);
 	if (r->ch)
 		rdma_destroy_event_channel(r->ch);
+	free(r->area);
 	free(r->tx);
 	free(r->rx);
 }
 
 /* ---- the cases ---- */
+
+/* the cases that send PULLs */
+static bool pull_case(enum rogue_case c)
+{
+	switch (c) {
+	case C_PULL_LEGAL:
+	case C_PULL_BAD_RKEY:
+	case C_PULL_BEYOND_MR:
+	case C_PULL_OUTSIDE_MR:
+	case C_PULL_INVALIDATED:
+	case C_PULL_LEN_0:
+	case C_PULL_LEN_HUGE:
+	case C_PULL_SHORT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The RDMA READs of kmsgr's we serve at once, asked in the connect request
+ * (kmsgr answers it with its initiator depth): min(ROGUE_RD_RES, what the
+ * device serves), at least 1.
+ */
+static uint8_t rd_resources(struct rogue *r)
+{
+	struct ibv_device_attr a;
+	int ret;
+
+	ret = ibv_query_device(r->id->verbs, &a);
+	if (ret)
+		die(r, "ibv_query_device", ret);
+	if (a.max_qp_rd_atom < 1)
+		die(r, "the device serves no RDMA READ (max_qp_rd_atom 0)",
+		    EOPNOTSUPP);
+	return a.max_qp_rd_atom < ROGUE_RD_RES ? a.max_qp_rd_atom :
+	       ROGUE_RD_RES;
+}
+
+/*
+ * A msgr2 banner at @p whose payload (revision 1 supported, nothing
+ * required) is padded with zeros to @payload bytes; @p holds
+ * BANNER_PREFIX + @payload bytes.
+ */
+static void put_banner(uint8_t *p, uint16_t payload)
+{
+	uint64_t supported = htole64(1);	/* msgr2 revision 1 */
+	uint16_t plen = htole16(payload);
+
+	memset(p, 0, BANNER_PREFIX + (size_t)payload);
+	memcpy(p, BANNER_MAGIC, 8);
+	memcpy(p + 8, &plen, 2);
+	memcpy(p + BANNER_PREFIX, &supported, 8);
+}
 
 static void make_priv(const struct rogue *r, struct kmsgr_rdma_cm_priv *p)
 {
@@ -587,8 +744,10 @@ static int case_reject(struct rogue *r, struct rdma_cm_event *ev)
 
 /*
  * kmsgr's accept private data must be a valid kmsgr_rdma_cm_priv.  Its
- * flags are not checked: later wire steps announce capabilities there,
- * and we announced none, so kmsgr may use none with us.
+ * flags are not checked: they say what kmsgr does with what we send, and
+ * we announced nothing (we READ no PULL), so kmsgr offers us none.  The
+ * PULL cases need KMSGR_RDMA_F_PULL in them: without it no PULL may be
+ * sent at all (exit 2: nothing to test).
  */
 static int check_accept(struct rogue *r, struct rdma_cm_event *ev)
 {
@@ -598,11 +757,19 @@ static int check_accept(struct rogue *r, struct rdma_cm_event *ev)
 		return fail(r, "the accept carries no private data");
 	r->kcredits = be16toh(p->credits);
 	r->kbuf = be32toh(p->buf_size);
+	r->kflags = p->flags;
+	r->ev_rd_res = ev->param.conn.responder_resources;
+	r->ev_depth = ev->param.conn.initiator_depth;
 	if (be32toh(p->magic) == KMSGR_RDMA_MAGIC &&
 	    p->version == KMSGR_RDMA_VERSION && !p->reserved &&
 	    r->kcredits >= 2 && r->kbuf > KMSGR_RDMA_HDR &&
-	    r->kbuf <= (1U << 20))
-		return 0;
+	    r->kbuf <= (1U << 20)) {
+		if (!pull_case(r->c) || (r->kflags & KMSGR_RDMA_F_PULL))
+			return 0;
+		printf("kmsgr_rdma_rogue: %s: kmsgr's accept does not announce KMSGR_RDMA_F_PULL (flags %#x): it takes no PULL (kmsgr_rdma pull_min or pulls 0?)\n",
+		       r->name, r->kflags);
+		return 2;
+	}
 	return fail(r, "bad accept private data: magic %#x version %u flags %#x credits %u buf_size %u reserved %#x",
 		    be32toh(p->magic), p->version, p->flags, r->kcredits,
 		    r->kbuf, be32toh(p->reserved));
@@ -719,10 +886,8 @@ static int case_legal(struct rogue *r)
 /* Far more SENDs than kmsgr has receive buffers, all at once. */
 static int case_recv_overrun(struct rogue *r)
 {
-	unsigned int n = r->kcredits * 2, i, payload;
-	uint8_t stream[BANNER_PREFIX + BANNER_PAYLOAD_MAX] = { };
-	uint64_t supported = htole64(1);	/* msgr2 revision 1 */
-	uint16_t plen;
+	unsigned int n = r->kcredits * 2, i;
+	uint8_t stream[BANNER_PREFIX + BANNER_PAYLOAD_MAX];
 	size_t *off;
 	uint32_t *lens;
 	long long t0;
@@ -732,11 +897,7 @@ static int case_recv_overrun(struct rogue *r)
 	if (n > BANNER_PREFIX + BANNER_PAYLOAD_MAX)
 		n = BANNER_PREFIX + BANNER_PAYLOAD_MAX;
 	/* a banner whose payload pads it to n bytes: 1 byte per SEND */
-	payload = n - BANNER_PREFIX;
-	plen = htole16((uint16_t)payload);
-	memcpy(stream, BANNER_MAGIC, 8);
-	memcpy(stream + 8, &plen, 2);
-	memcpy(stream + BANNER_PREFIX, &supported, 8);
+	put_banner(stream, (uint16_t)(n - BANNER_PREFIX));
 	off = calloc(n, sizeof(*off));
 	lens = calloc(n, sizeof(*lens));
 	if (!off || !lens)
@@ -770,6 +931,135 @@ static int case_recv_overrun(struct rogue *r)
 	return 0;
 }
 
+/*
+ * pull-legal: kmsgr must read the PULL (@rkey) sent at @t0 and say so in a
+ * DONE, and keep the connection.
+ */
+static int pull_legal_wait(struct rogue *r, const char *what, uint32_t rkey,
+			   long long t0)
+{
+	long long done_ms;
+
+	pump(r, ROGUE_DONE_MS, got_done);
+	if (r->ended)
+		return fail(r, "%s; kmsgr hung up (%s) after %lld ms", what,
+			    cm_event_name(r->end_ev), now_ms() - t0);
+	if (!r->dones)
+		return fail(r, "%s; kmsgr never read it: no DONE after %d ms%s",
+			    what, ROGUE_DONE_MS,
+			    r->ev_rd_res ? "" :
+			    " (its accept took an initiator depth of 0: it cannot READ)");
+	if (r->done_rkey != rkey)
+		return fail(r, "%s; kmsgr's DONE names rkey %#x", what,
+			    r->done_rkey);
+	done_ms = now_ms() - t0;
+	pump(r, 1000, hung_up);
+	if (r->ended || r->send_errors)
+		return fail(r, "%s; kmsgr's DONE came after %lld ms, then it hung up",
+			    what, done_ms);
+	printf("kmsgr_rdma_rogue: %s: %s; kmsgr's DONE came after %lld ms, still connected 1000 ms later\n",
+	       r->name, what, done_ms);
+	return 0;
+}
+
+/*
+ * A PULL as the first message: the stream's first bytes, the banner, are
+ * in our memory, offered in a way kmsgr cannot or must not read (or, for
+ * pull-legal, in the right way).
+ */
+static int case_pull(struct rogue *r)
+{
+	struct kmsgr_rdma_pull d;
+	size_t reg_off = 0, reg_len = ROGUE_AREA;
+	uint32_t rkey, reg_rkey, len = ROGUE_AREA;
+	uint32_t msg_len = KMSGR_RDMA_HDR + sizeof(d);
+	const char *what = "";
+	uint64_t addr;
+	char why[384];
+	long long t0;
+
+	r->area = aligned_alloc(ROGUE_PAGE, ROGUE_AREA);
+	if (!r->area)
+		die(r, "aligned_alloc", ENOMEM);
+	memset(r->area, 0, ROGUE_AREA);
+	if (r->c == C_PULL_LEGAL) {
+		/* exactly a banner, exactly registered */
+		put_banner(r->area, BANNER_PAYLOAD_MIN);
+		len = BANNER_PREFIX + BANNER_PAYLOAD_MIN;
+		reg_len = len;
+	} else {
+		/* its payload runs to byte 4106: past the first page */
+		put_banner(r->area, BANNER_PAYLOAD_MAX);
+	}
+	if (r->c == C_PULL_BEYOND_MR) {
+		reg_len = ROGUE_PAGE;
+	} else if (r->c == C_PULL_OUTSIDE_MR) {
+		reg_off = ROGUE_PAGE;
+		reg_len = ROGUE_PAGE;
+	}
+	r->area_mr = ibv_reg_mr(r->pd, r->area + reg_off, reg_len,
+				IBV_ACCESS_REMOTE_READ);
+	if (!r->area_mr)
+		die(r, "ibv_reg_mr", errno);
+	addr = (uintptr_t)r->area;
+	reg_rkey = r->area_mr->rkey;
+	rkey = reg_rkey;
+
+	switch (r->c) {
+	case C_PULL_BAD_RKEY:
+		rkey ^= 0x5a;
+		what = "a wrong key";
+		break;
+	case C_PULL_BEYOND_MR:
+		what = "64 KiB, 4 KiB of them registered";
+		break;
+	case C_PULL_OUTSIDE_MR:
+		len = ROGUE_PAGE;
+		what = "the 4 KiB below the registration";
+		break;
+	case C_PULL_INVALIDATED:
+		/* taken back before the PULL goes: no race with the READ */
+		if (ibv_dereg_mr(r->area_mr))
+			die(r, "ibv_dereg_mr", errno);
+		r->area_mr = NULL;
+		what = "a key deregistered before the PULL was sent";
+		break;
+	case C_PULL_LEN_0:
+		len = 0;
+		what = "0 bytes";
+		break;
+	case C_PULL_LEN_HUGE:
+		len = KMSGR_RDMA_PULL_MAX + 1;
+		what = "16 MiB + 1 bytes";
+		break;
+	case C_PULL_SHORT:
+		msg_len--;
+		what = "a 19-byte message";
+		break;
+	case C_PULL_LEGAL:
+		what = "a valid banner";
+		break;
+	default:
+		break;
+	}
+	d.addr = htobe64(addr);
+	d.rkey = htobe32(rkey);
+	d.len = htobe32(len);
+	put_hdr(r->tx, KMSGR_RDMA_MSG_PULL, 0, 0);
+	memcpy(r->tx + KMSGR_RDMA_HDR, &d, sizeof(d));
+	snprintf(why, sizeof(why),
+		 "sent a PULL {addr %#llx, rkey %#x, len %u} first: %s (registered: %zu bytes at %#llx, rkey %#x; asked: responder resources %u, initiator depth %u; accepted: kmsgr's initiator depth %u, responder resources %u)",
+		 (unsigned long long)addr, rkey, len, what, reg_len,
+		 (unsigned long long)addr + reg_off, reg_rkey, r->rd_res,
+		 r->depth, r->ev_rd_res, r->ev_depth);
+	t0 = now_ms();
+	if (post_send(r, msg_len))
+		die(r, "ibv_post_send", errno);
+	if (r->c == C_PULL_LEGAL)
+		return pull_legal_wait(r, why, rkey, t0);
+	return expect_hangup(r, why, t0);
+}
+
 static int rogue_run(struct rogue *r)
 {
 	struct kmsgr_rdma_cm_priv priv;
@@ -786,6 +1076,17 @@ static int rogue_run(struct rogue *r)
 	/* a transport error must show quickly */
 	p.retry_count = 1;
 	p.rnr_retry_count = 0;
+	/*
+	 * kmsgr may READ what we offer; we READ nothing, but the
+	 * misbehaving cases ask as kmsgr's client does (header comment).
+	 */
+	if (pull_case(r->c)) {
+		r->rd_res = rd_resources(r);
+		p.responder_resources = r->rd_res;
+		if (r->c != C_PULL_LEGAL)
+			r->depth = r->rd_res;
+		p.initiator_depth = r->depth;
+	}
 	if (rdma_connect(r->id, &p))
 		die(r, "rdma_connect", errno);
 	ev = cm_wait(r, -1, (int)(r->deadline - now_ms()));
@@ -824,6 +1125,8 @@ static int rogue_run(struct rogue *r)
 	case C_RECV_OVERRUN:
 		return case_recv_overrun(r);
 	default:
+		if (pull_case(r->c))
+			return case_pull(r);
 		return case_bad_message(r);
 	}
 }

@@ -34,24 +34,26 @@
 #     echoes' large payloads with RDMA READ (vm0's pulled_bytes grows);
 #     after each, no buffer stays mapped; no DOWN on the way for the
 #     lossy ones; the lossless ones may go DOWN and come back (counted
-#     and printed; nothing may be lost): across this link they stall now
-#     and then (idle QPs both ways, see the kmsgr_rdma issue notes), so
-#     vm0's keepalive_timeout is STREAM_KEEPALIVE (10 s) for the streams
-#     and a stall costs about that; done within 400 s (lossless crc) or
-#     150 s (the others).  Secure
+#     and printed; nothing may be lost); vm0's keepalive_timeout is
+#     STREAM_KEEPALIVE (10 s) for the streams; done within 400 s
+#     (lossless crc) or 150 s (the others).  (Across this link rxe used
+#     to lose READs behind a registration it executed twice; kmsgr_rdma
+#     now registers on an empty send queue there: see "Soft-RoCE and
+#     registrations" in docs/rdma-wire.md.  Each stream prints how many
+#     READs ran into read_timeout.)  Secure
 #     mode sends at most 4 MiB a message: larger ones of the plan are
 #     scaled down to fit.  The throughput, the device counters that
 #     changed and kmsgr's kernel log lines are printed.  Messages per
 #     combination:
 #     KMSGR_PAIR_MSGS_{LOSSLESS_CRC,LOSSY_CRC,LOSSLESS_SECURE,LOSSY_SECURE}
-#     (defaults 3000, 500, 500, 500; pass them with
+#     (defaults 10000, 2000, 2000, 2000; pass them with
 #     "tools/vm/run ... -- env VAR=N selftests/kmsgr/rdma_pair.sh": both
 #     guests must see the same counts);
 #   - the sentinel ends vm1's phase 1;
 #   - kmsgr_pair_stream kill: a lossless and a lossy session to vm1's
 #     phase-2 listeners, with streams of messages up to 16 KiB in flight
-#     (below pull_min: no READ, which may stall, see above; neither
-#     session may go down before), then the second sentinel: vm1 resets; the lossless
+#     (below pull_min: no READ; neither session may go down before),
+#     then the second sentinel: vm1 resets; the lossless
 #     session reports DOWN and the lossy one CLOSED, each with a reason,
 #     within KILL_BOUND s; closing both works and every SEND queued
 #     completes.  Whichever notices first, the QP's retries running out
@@ -85,10 +87,10 @@ KILL_LOSSY=3351		# lossy echo
 KILL_SENTINEL=3352	# one message there: vm1 resets
 SMALL=2000
 BIG=40
-N_LL_CRC=${KMSGR_PAIR_MSGS_LOSSLESS_CRC:-3000}
-N_LY_CRC=${KMSGR_PAIR_MSGS_LOSSY_CRC:-500}
-N_LL_SEC=${KMSGR_PAIR_MSGS_LOSSLESS_SECURE:-500}
-N_LY_SEC=${KMSGR_PAIR_MSGS_LOSSY_SECURE:-500}
+N_LL_CRC=${KMSGR_PAIR_MSGS_LOSSLESS_CRC:-10000}
+N_LY_CRC=${KMSGR_PAIR_MSGS_LOSSY_CRC:-2000}
+N_LL_SEC=${KMSGR_PAIR_MSGS_LOSSLESS_SECURE:-2000}
+N_LY_SEC=${KMSGR_PAIR_MSGS_LOSSY_SECURE:-2000}
 LISTEN_TIME=800		# listeners give up after that long (the run: 900 s)
 # vm0's keepalive_timeout for the kill (kmsgr's default is 30 s): it is
 # what notices the dead peer on soft-RoCE (see above); the sessions must
@@ -96,7 +98,7 @@ LISTEN_TIME=800		# listeners give up after that long (the run: 900 s)
 KILL_KEEPALIVE=${KMSGR_PAIR_KILL_KEEPALIVE:-10}
 KILL_BOUND=$((KILL_KEEPALIVE + 20))
 KA=/sys/module/kmsgr/parameters/keepalive_timeout
-STREAM_KEEPALIVE=10
+STREAM_KEEPALIVE=${KMSGR_PAIR_STREAM_KEEPALIVE:-10}
 # A throw-away cephx key for the secure streams, the same in both guests
 # (their file systems are separate overlays: nothing written is shared).
 KEY=AQCmVA9r53uHBhAA//XTQysbMqyNbGqI3WrQbg==
@@ -205,6 +207,7 @@ serve() {
 	pulled=$(($(cat "$PARAMS/pulled_bytes") - pulled0))
 	echo "vm1: pulled $pulled bytes of vm0's messages with RDMA READ"
 	echo "vm1: $(hw_delta "$tmp/hw")"
+	echo "vm1: RDMA READs given up (read_timeout): $(cat "$PARAMS/read_timeouts")"
 	echo "vm1: kmsgr's kernel log in phase 1:"
 	klog_since "$klog0"
 	[ "$pulled" -ge $((BIG * 1048576)) ] || rc=1
@@ -244,9 +247,11 @@ klog_since() {
 stream() {
 	k=$(dmesg | wc -l)
 	hw_counters >"$tmp/hw"
+	t0=$(cat "$PARAMS/read_timeouts")
 	"$PAIR_STREAM" stream "$@"
 	src=$?
 	hw_delta "$tmp/hw"
+	echo "RDMA READs given up (read_timeout): $(($(cat "$PARAMS/read_timeouts") - t0))"
 	klog_since "$k"
 	return "$src"
 }
