@@ -62,6 +62,22 @@
  *
  * Module parameters changed by a test are put back by it.
  *
+ * Over both transports (fixture core, variants tcp on 127.0.0.1 and rdma
+ * on KMSGR_VM_IP with kmsgr_rdma.ko loaded, SKIP without them):
+ * sends_never_block_reading, listener_entity_type,
+ * ended_sessions_free_slots, lossless_server_wait_bounded,
+ * idle_server_sessions_time_out, stale_release_token,
+ * pool_fragmentation_no_starvation, listener_cephx,
+ * session_memory_charged_to_memcg.
+ * TCP only (fixture core_tcp):
+ *  embryos_invisible, half_open_limit  raw TCP sockets as silent peers
+ *  thousand_half_open             raw TCP sockets; counts the TCP sockets
+ *  sockets_in_openers_netns       127.0.0.1 of a new network namespace
+ *  pool_withholders, silent_peer_times_out, close_fails_queued_sends,
+ *  forged_reconnect_leaves_session_alone  the rogue peer (kmsgr_rogue)
+ *                                 speaks msgr2 over TCP only
+ * No session: wait_cqe_ready_while_cq_full, readonly_fd_refused.
+ *
  * Copyright (C) 2025 The kmsgr authors
  */
 #include <arpa/inet.h>
@@ -186,11 +202,13 @@ static unsigned int count_events(const struct kt_loop *lp,
 }
 
 /*
- * Run @fn(@arg) in a child process while @lp keeps running (up to @rounds
- * of 100 ms, then wait without it); its exit status, or -1.
+ * Run @fn(@arg, @transport) in a child process while @lp keeps running (up
+ * to @rounds of 100 ms, then wait without it); its exit status, or -1.
  */
-static int in_child(struct kt_loop *lp, int (*fn)(const struct kmsgr_addr *),
-		    const struct kmsgr_addr *arg, int rounds)
+static int in_child(struct kt_loop *lp,
+		    int (*fn)(const struct kmsgr_addr *, uint32_t),
+		    const struct kmsgr_addr *arg, uint32_t transport,
+		    int rounds)
 {
 	int status, i;
 	pid_t pid = fork();
@@ -198,7 +216,7 @@ static int in_child(struct kt_loop *lp, int (*fn)(const struct kmsgr_addr *),
 	if (pid < 0)
 		return -1;
 	if (!pid)
-		_exit(fn(arg));
+		_exit(fn(arg, transport));
 	for (i = 0; i < rounds && !waitpid(pid, &status, WNOHANG); i++)
 		kt_loop_run_once(lp, 100);
 	if (i == rounds && waitpid(pid, &status, 0) != pid)
@@ -206,14 +224,14 @@ static int in_child(struct kt_loop *lp, int (*fn)(const struct kmsgr_addr *),
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* LISTEN on 127.0.0.1:0 presenting entity type @my_type. */
-static int listen_as(struct kt_inst *ti, uint32_t flags, uint8_t my_type,
-		     struct kmsgr_listen *l)
+/* LISTEN on @x's address, port 0, presenting entity type @my_type. */
+static int listen_as(struct kt_inst *ti, const struct kt_xprt *x,
+		     uint32_t flags, uint8_t my_type, struct kmsgr_listen *l)
 {
 	memset(l, 0, sizeof(*l));
-	if (kt_addr(&l->addr, "127.0.0.1", 0))
+	if (kt_addr(&l->addr, x->ip, 0))
 		return -EINVAL;
-	l->transport = KMSGR_XPRT_TCP;
+	l->transport = x->transport;
 	l->flags = flags;
 	l->user_data = 0x1157e4;
 	l->my_type = my_type;
@@ -222,15 +240,32 @@ static int listen_as(struct kt_inst *ti, uint32_t flags, uint8_t my_type,
 
 FIXTURE(core) {
 	const char *why;
+	struct kt_xprt x;	/* transport and address of the sessions */
 	struct kt_inst srv, cli;
 	struct kt_loop lp;
 	int kmsg;
 };
 
-FIXTURE_SETUP(core)
+FIXTURE_VARIANT(core) {
+	uint32_t transport;	/* KMSGR_XPRT_* */
+};
+
+FIXTURE_VARIANT_ADD(core, tcp) {
+	.transport = KMSGR_XPRT_TCP,
+};
+
+FIXTURE_VARIANT_ADD(core, rdma) {
+	.transport = KMSGR_XPRT_RDMA,
+};
+
+/* The set-up of both fixtures: two instances, sessions over @transport. */
+static void core_open(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(core) *self, uint32_t transport)
 {
 	self->kmsg = -1;
 	self->why = kmsgr_missing(1);
+	if (!self->why)
+		self->why = kt_xprt_init(&self->x, transport);
 	if (self->why)
 		return;
 	self->kmsg = kt_kmsg_open();
@@ -239,11 +274,14 @@ FIXTURE_SETUP(core)
 				  1));
 	ASSERT_EQ(0, kt_inst_open(&self->cli, "client", 64, TX_AREA, RX_POOL,
 				  2));
+	self->srv.transport = transport;
+	self->cli.transport = transport;
 	kt_loop_add(&self->lp, &self->srv);
 	kt_loop_add(&self->lp, &self->cli);
 }
 
-FIXTURE_TEARDOWN(core)
+static void core_close(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(core) *self)
 {
 	char line[512];
 
@@ -257,6 +295,35 @@ FIXTURE_TEARDOWN(core)
 			TH_LOG("kernel log: %s", line);
 		close(self->kmsg);
 	}
+}
+
+FIXTURE_SETUP(core)
+{
+	core_open(_metadata, self, variant->transport);
+}
+
+FIXTURE_TEARDOWN(core)
+{
+	core_close(_metadata, self);
+}
+
+/*
+ * The TCP-only tests (see the head of the file): the fixture core over
+ * TCP, no variants.  Each is a function of FIXTURE_DATA(core), called by
+ * a TEST_F of this fixture.
+ */
+FIXTURE(core_tcp) {
+	FIXTURE_DATA(core) c;
+};
+
+FIXTURE_SETUP(core_tcp)
+{
+	core_open(_metadata, &self->c, KMSGR_XPRT_TCP);
+}
+
+FIXTURE_TEARDOWN(core_tcp)
+{
+	core_close(_metadata, &self->c);
 }
 
 /* ---- D1: libkmsgr waits ---------------------------------------------------- */
@@ -326,10 +393,12 @@ TEST_F_TIMEOUT(core, sends_never_block_reading, 300)
 		/* SQ 4, CQ 16; windows of 16 both ways */
 		ASSERT_EQ(0, kt_inst_open(&a, "a", 4, TX_AREA, RX_POOL, 5));
 		ASSERT_EQ(0, kt_inst_open(&b, "b", 4, TX_AREA, RX_POOL, 6));
+		a.transport = self->x.transport;
+		b.transport = self->x.transport;
 		kt_loop_init(&lp);
 		kt_loop_add(&lp, &a);
 		kt_loop_add(&lp, &b);
-		ASSERT_EQ(0, kt_listen(&a, "127.0.0.1", policies[p], 0xa, &l));
+		ASSERT_EQ(0, kt_listen(&a, self->x.ip, policies[p], 0xa, &l));
 		ASSERT_EQ(0, kt_connect(&b, &l.bound, policies[p],
 					KT_PEER_ANY, 0xb, &b_id));
 		ASSERT_EQ(0, kt_wait_pair(&lp, &b, b_id, &a, &a_id, SETUP_MS));
@@ -372,7 +441,8 @@ TEST_F_TIMEOUT(core, sends_never_block_reading, 300)
 
 /* ---- D2: sessions nobody was told about are invisible ---------------------- */
 
-TEST_F_TIMEOUT(core, embryos_invisible, 120)
+static void embryos_invisible(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(core) *self)
 {
 	struct kmsgr_listen l;
 	struct kmsgr_cqe *cqe;
@@ -434,6 +504,11 @@ TEST_F_TIMEOUT(core, embryos_invisible, 120)
 		close(fd[i]);
 }
 
+TEST_F_TIMEOUT(core_tcp, embryos_invisible, 120)
+{
+	embryos_invisible(_metadata, &self->c);
+}
+
 /* ---- D6: the listener presents the entity type it is given -------------- */
 
 TEST_F_TIMEOUT(core, listener_entity_type, 120)
@@ -444,14 +519,14 @@ TEST_F_TIMEOUT(core, listener_entity_type, 120)
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	EXPECT_EQ(-EINVAL, listen_as(&self->srv, 0, 99, &bad));
+	EXPECT_EQ(-EINVAL, listen_as(&self->srv, &self->x, 0, 99, &bad));
 	memset(&bad, 0, sizeof(bad));
-	kt_addr(&bad.addr, "127.0.0.1", 0);
-	bad.transport = KMSGR_XPRT_TCP;
+	kt_addr(&bad.addr, self->x.ip, 0);
+	bad.transport = self->x.transport;
 	bad.reserved1[1] = 1;
 	EXPECT_EQ(-EINVAL, kmsgr_listen(self->srv.k, &bad));
 
-	ASSERT_EQ(0, listen_as(&self->srv, 0, ENTITY_MON, &l));
+	ASSERT_EQ(0, listen_as(&self->srv, &self->x, 0, ENTITY_MON, &l));
 	/* a client that dials a mon checks HELLO's entity type */
 	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, ENTITY_MON, 0xc,
 				&cli_id));
@@ -467,7 +542,8 @@ TEST_F_TIMEOUT(core, listener_entity_type, 120)
 
 /* ---- D10/D13: half-open connections are bounded and reported ----------- */
 
-TEST_F_TIMEOUT(core, half_open_limit, 120)
+static void half_open_limit(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(core) *self)
 {
 	unsigned int old, refused;
 	struct kmsgr_listen l;
@@ -518,6 +594,11 @@ TEST_F_TIMEOUT(core, half_open_limit, 120)
 	EXPECT_EQ(0, param_set("max_half_open", old, NULL));
 }
 
+TEST_F_TIMEOUT(core_tcp, half_open_limit, 120)
+{
+	half_open_limit(_metadata, &self->c);
+}
+
 /* ---- D5: ended server sessions give their slot back --------------------- */
 
 TEST_F_TIMEOUT(core, ended_sessions_free_slots, 600)
@@ -530,7 +611,7 @@ TEST_F_TIMEOUT(core, ended_sessions_free_slots, 600)
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, param_set("max_sessions", 8, &old));
-	ret = kt_listen(&self->srv, "127.0.0.1", 0, 0x8, &l);
+	ret = kt_listen(&self->srv, self->x.ip, 0, 0x8, &l);
 	if (ret)
 		param_set("max_sessions", old, NULL);
 	ASSERT_EQ(0, ret);
@@ -563,7 +644,7 @@ TEST_F_TIMEOUT(core, lossless_server_wait_bounded, 120)
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, param_set("resume_timeout", 2, &old));
-	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS,
+	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, KMSGR_SESS_F_LOSSLESS,
 			       0x9, &l));
 	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, KMSGR_SESS_F_LOSSLESS,
 				KT_PEER_ANY, 0xc, &cli_id));
@@ -596,7 +677,7 @@ TEST_F_TIMEOUT(core, idle_server_sessions_time_out, 120)
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, param_set("idle_timeout", 2, &old));
-	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0xa, &l));
+	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, 0, 0xa, &l));
 	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xc,
 				&cli_id));
 	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
@@ -615,8 +696,11 @@ TEST_F_TIMEOUT(core, idle_server_sessions_time_out, 120)
 
 /* ---- D9: sockets live in the opener's network namespace ---------------- */
 
-/* In a new network namespace: connect to 127.0.0.1:@port; exit code. */
-static int netns_child(const struct kmsgr_addr *a)
+/*
+ * In a new network namespace: connect to 127.0.0.1:@port over @transport
+ * (TCP); exit code.
+ */
+static int netns_child(const struct kmsgr_addr *a, uint32_t transport)
 {
 	struct kt_inst ti;
 	struct kt_loop lp;
@@ -630,6 +714,7 @@ static int netns_child(const struct kmsgr_addr *a)
 		return 11;
 	if (kt_inst_open(&ti, "netns", 8, 4096, 64 << 10, 9))
 		return 12;
+	ti.transport = transport;
 	kt_loop_init(&lp);
 	kt_loop_add(&lp, &ti);
 	if (kt_connect(&ti, a, 0, KT_PEER_ANY, 0x99, &id))
@@ -654,18 +739,25 @@ static int netns_child(const struct kmsgr_addr *a)
 	return ret;
 }
 
-TEST_F_TIMEOUT(core, sockets_in_openers_netns, 120)
+static void sockets_in_openers_netns(struct __test_metadata *_metadata,
+				     FIXTURE_DATA(core) *self)
 {
 	struct kmsgr_listen l;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0xb, &l));
-	EXPECT_EQ(0, in_child(&self->lp, netns_child, &l.bound, 100))
+	EXPECT_EQ(0, in_child(&self->lp, netns_child, &l.bound,
+			      KMSGR_XPRT_TCP, 100))
 		TH_LOG("child: 1 reached the host listener, 10+ set-up failed");
 	kt_loop_run_once(&self->lp, 100);
 	EXPECT_EQ(0, count_events(&self->lp, &self->srv, KMSGR_EV_ACCEPTED,
 				  0));
+}
+
+TEST_F_TIMEOUT(core_tcp, sockets_in_openers_netns, 120)
+{
+	sockets_in_openers_netns(_metadata, &self->c);
 }
 
 /* ---- D4/D14: the receive pool against withholding peers and stale RELEASEs */
@@ -743,7 +835,8 @@ static bool quiet_for(struct kt_inst *ti, int ms)
 	return true;
 }
 
-TEST_F_TIMEOUT(core, pool_withholders, 180)
+static void pool_withholders(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(core) *self)
 {
 	struct kmsgr_slice none = { 0 }, data = { 0, 300 << 10 };
 	struct kt_inst srv, cli;
@@ -809,6 +902,11 @@ TEST_F_TIMEOUT(core, pool_withholders, 180)
 	EXPECT_EQ(0, param_set("msg_timeout", old, NULL));
 }
 
+TEST_F_TIMEOUT(core_tcp, pool_withholders, 180)
+{
+	pool_withholders(_metadata, &self->c);
+}
+
 /*
  * 1000 half-open connections to one listener (each sends a valid banner,
  * then nothing): beyond max_half_open (64) they are refused at once, the
@@ -841,7 +939,8 @@ static long tcp_socks_on(unsigned int port)
 	return n;
 }
 
-TEST_F_TIMEOUT(core, thousand_half_open, 300)
+static void thousand_half_open(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(core) *self)
 {
 	/* "ceph v2\n", le16 16, supported features 1 (rev 1), required 0 */
 	static const uint8_t banner[26] = "ceph v2\n\x10\x00\x01";
@@ -907,6 +1006,11 @@ TEST_F_TIMEOUT(core, thousand_half_open, 300)
 	EXPECT_EQ(2, socks) TH_LOG("sockets on the listener's port");
 }
 
+TEST_F_TIMEOUT(core_tcp, thousand_half_open, 300)
+{
+	thousand_half_open(_metadata, &self->c);
+}
+
 /*
  * Release tokens: in a 128 KiB pool, 64 KiB messages land at offsets 0,
  * 64 KiB, 0 (first fit from a rotating hint), so the third reuses the
@@ -928,10 +1032,12 @@ TEST_F_TIMEOUT(core, stale_release_token, 120)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, kt_inst_open(&srv, "tok-srv", 16, 64 << 10, 128 << 10, 6));
 	ASSERT_EQ(0, kt_inst_open(&cli, "tok-cli", 16, 1 << 20, 64 << 10, 7));
+	srv.transport = self->x.transport;
+	cli.transport = self->x.transport;
 	kt_loop_init(&lp);
 	kt_loop_add(&lp, &srv);
 	kt_loop_add(&lp, &cli);
-	ASSERT_EQ(0, kt_listen(&srv, "127.0.0.1", 0, 0xf, &l));
+	ASSERT_EQ(0, kt_listen(&srv, self->x.ip, 0, 0xf, &l));
 	ASSERT_EQ(0, kt_connect(&cli, &l.bound, 0, KT_PEER_ANY, 0xe, &cli_id));
 	ASSERT_EQ(0, kt_wait_pair(&lp, &cli, cli_id, &srv, &srv_id, SETUP_MS));
 	for (i = 0; i < 3; i++) {
@@ -1049,10 +1155,13 @@ TEST_F_TIMEOUT(core, pool_fragmentation_no_starvation, 180)
 				  FRAG_GRAINS * 512, 8));
 	ASSERT_EQ(0, kt_inst_open(&a, "frag-a", 64, 64 << 10, 64 << 10, 9));
 	ASSERT_EQ(0, kt_inst_open(&b, "frag-b", 16, 64 << 10, 64 << 10, 10));
+	srv.transport = self->x.transport;
+	a.transport = self->x.transport;
+	b.transport = self->x.transport;
 	kt_loop_init(&lp);
 	kt_loop_add(&lp, &srv);
 	kt_loop_add(&lp, &a);
-	ASSERT_EQ(0, kt_listen(&srv, "127.0.0.1", 0, 0xf, &l));
+	ASSERT_EQ(0, kt_listen(&srv, self->x.ip, 0, 0xf, &l));
 	ASSERT_EQ(0, kt_connect(&a, &l.bound, 0, KT_PEER_ANY, 0xa, &a_id));
 	ASSERT_EQ(0, kt_wait_pair(&lp, &a, a_id, &srv, &srv_a, SETUP_MS));
 	/* a new loop: kt_wait_pair() takes the first ACCEPTED it saw */
@@ -1146,7 +1255,8 @@ static FILE *rogue_server(const char *fault, int life_ms, struct kmsgr_addr *a)
 
 /* ---- D11: dead peers are detected ----------------------------------------- */
 
-TEST_F_TIMEOUT(core, silent_peer_times_out, 120)
+static void silent_peer_times_out(struct __test_metadata *_metadata,
+				  FIXTURE_DATA(core) *self)
 {
 	struct kmsgr_addr a;
 	unsigned int old;
@@ -1175,6 +1285,11 @@ TEST_F_TIMEOUT(core, silent_peer_times_out, 120)
 	EXPECT_EQ(0, param_set("keepalive_timeout", old, NULL));
 }
 
+TEST_F_TIMEOUT(core_tcp, silent_peer_times_out, 120)
+{
+	silent_peer_times_out(_metadata, &self->c);
+}
+
 /* ---- loss: CLOSE completes every queued SEND, then CLOSED ------------------ */
 
 /*
@@ -1183,7 +1298,8 @@ TEST_F_TIMEOUT(core, silent_peer_times_out, 120)
  * exactly 16 SEND completions, each with an error, and then CLOSED
  * (reason NONE) as the session's last CQE; nothing of it after that.
  */
-TEST_F_TIMEOUT(core, close_fails_queued_sends, 120)
+static void close_fails_queued_sends(struct __test_metadata *_metadata,
+				     FIXTURE_DATA(core) *self)
 {
 	struct kmsgr_slice none = { 0 }, data = { 0, 64 << 10 };
 	unsigned int sends = 0, after = 0, i;
@@ -1236,15 +1352,21 @@ TEST_F_TIMEOUT(core, close_fails_queued_sends, 120)
 	EXPECT_EQ(0, after);
 }
 
+TEST_F_TIMEOUT(core_tcp, close_fails_queued_sends, 120)
+{
+	close_fails_queued_sends(_metadata, &self->c);
+}
+
 /* ---- D15: server-side cephx ----------------------------------------------- */
 
-static int cephx_listen(struct kt_inst *ti, uint32_t flags,
-			const struct kmsgr_listen_key *k, struct kmsgr_listen *l)
+static int cephx_listen(struct kt_inst *ti, const struct kt_xprt *x,
+			uint32_t flags, const struct kmsgr_listen_key *k,
+			struct kmsgr_listen *l)
 {
 	memset(l, 0, sizeof(*l));
-	if (kt_addr(&l->addr, "127.0.0.1", 0))
+	if (kt_addr(&l->addr, x->ip, 0))
 		return -EINVAL;
-	l->transport = KMSGR_XPRT_TCP;
+	l->transport = x->transport;
 	l->flags = flags;
 	l->user_data = 0xc5;
 	l->auth = KMSGR_AUTH_CEPHX;
@@ -1282,20 +1404,21 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 
 	/* bad tables: no keys, a reserved byte, a nameless entity */
 	memset(&l, 0, sizeof(l));
-	ASSERT_EQ(0, kt_addr(&l.addr, "127.0.0.1", 0));
-	l.transport = KMSGR_XPRT_TCP;
+	ASSERT_EQ(0, kt_addr(&l.addr, self->x.ip, 0));
+	l.transport = self->x.transport;
 	l.auth = KMSGR_AUTH_CEPHX;
 	l.keys = (uintptr_t)&k;
 	EXPECT_EQ(-EINVAL, kmsgr_listen(self->srv.k, &l));
 	k.reserved[0] = 1;
-	EXPECT_EQ(-EINVAL, cephx_listen(&self->srv, 0, &k, &l));
+	EXPECT_EQ(-EINVAL, cephx_listen(&self->srv, &self->x, 0, &k, &l));
 	k.reserved[0] = 0;
 	k.name[0] = 0;
-	EXPECT_EQ(-EINVAL, cephx_listen(&self->srv, 0, &k, &l));
+	EXPECT_EQ(-EINVAL, cephx_listen(&self->srv, &self->x, 0, &k, &l));
 	strcpy(k.name, "admin");
 
 	for (i = 0; i < 2; i++) {
-		ASSERT_EQ(0, cephx_listen(&self->srv, flags[i], &k, &l));
+		ASSERT_EQ(0, cephx_listen(&self->srv, &self->x, flags[i], &k,
+					  &l));
 		ASSERT_EQ(0, kt_connect_as(&self->cli, &l.bound, flags[i],
 					   KT_PEER_ANY, 0xc6, "admin", good,
 					   &cli_id));
@@ -1317,7 +1440,7 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 	}
 
 	/* another key: the listener refuses it, the client is CLOSED */
-	ASSERT_EQ(0, cephx_listen(&self->srv, 0, &k, &l));
+	ASSERT_EQ(0, cephx_listen(&self->srv, &self->x, 0, &k, &l));
 	ASSERT_EQ(0, kt_connect_as(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xc6,
 				   "admin", bad, &cli_id));
 	ev = wait_event(&self->lp, &self->cli, cli_id, KMSGR_EV_CLOSED, 0,
@@ -1327,7 +1450,8 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 	EXPECT_EQ(0, kmsgr_close_id(self->srv.k, l.id));
 
 	/* a lossless client too: refused is final, no redial */
-	ASSERT_EQ(0, cephx_listen(&self->srv, KMSGR_SESS_F_LOSSLESS, &k, &l));
+	ASSERT_EQ(0, cephx_listen(&self->srv, &self->x,
+				  KMSGR_SESS_F_LOSSLESS, &k, &l));
 	ASSERT_EQ(0, kt_connect_as(&self->cli, &l.bound, KMSGR_SESS_F_LOSSLESS,
 				   KT_PEER_ANY, 0xc7, "admin", bad, &cli_id));
 	ev = wait_event(&self->lp, &self->cli, cli_id, KMSGR_EV_CLOSED, 0,
@@ -1341,7 +1465,9 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 
 /* ---- D7: a reconnect takes a session over only once it is accepted ------ */
 
-TEST_F_TIMEOUT(core, forged_reconnect_leaves_session_alone, 120)
+static void
+forged_reconnect_leaves_session_alone(struct __test_metadata *_metadata,
+				      FIXTURE_DATA(core) *self)
 {
 	struct kmsgr_listen l;
 	struct kmsgr_cqe *cqe;
@@ -1380,6 +1506,11 @@ TEST_F_TIMEOUT(core, forged_reconnect_leaves_session_alone, 120)
 	EXPECT_TRUE(got) TH_LOG("the live connection did not carry its message");
 }
 
+TEST_F_TIMEOUT(core_tcp, forged_reconnect_leaves_session_alone, 120)
+{
+	forged_reconnect_leaves_session_alone(_metadata, &self->c);
+}
+
 /* ---- D10: kernel memory of sessions is charged to the owner's memcg ------ */
 
 #define CG_ROOT		"/sys/fs/cgroup"
@@ -1401,7 +1532,7 @@ static long cg_read_long(const char *file)
  * memory.current grew by at least 24 KiB per session (the engine state of
  * a connection alone is ~45 KB), 1 when it did not, 2+ on set-up errors.
  */
-static int memcg_child(const struct kmsgr_addr *a)
+static int memcg_child(const struct kmsgr_addr *a, uint32_t transport)
 {
 	struct kt_inst ti;
 	struct kt_loop lp;
@@ -1415,6 +1546,7 @@ static int memcg_child(const struct kmsgr_addr *a)
 		return 2;
 	if (kt_inst_open(&ti, "memcg", 64, 4096, 64 << 10, 7))
 		return 3;
+	ti.transport = transport;
 	kt_loop_init(&lp);
 	kt_loop_add(&lp, &ti);
 	before = cg_read_long(CG_TEST "/memory.current");
@@ -1450,8 +1582,9 @@ TEST_F_TIMEOUT(core, session_memory_charged_to_memcg, 180)
 	ASSERT_EQ(0, kmsgr_write_line(CG_ROOT "/cgroup.subtree_control", "+memory"));
 	rmdir(CG_TEST);
 	ASSERT_EQ(0, mkdir(CG_TEST, 0755));
-	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0xcc, &l));
-	EXPECT_EQ(0, in_child(&self->lp, memcg_child, &l.bound, 600))
+	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, 0, 0xcc, &l));
+	EXPECT_EQ(0, in_child(&self->lp, memcg_child, &l.bound,
+			      self->x.transport, 600))
 		TH_LOG("child: 1 session memory not charged, 2+ set-up failed");
 	/* the instance is gone with the child: the cgroup can go */
 	for (i = 0; i < 50 && rmdir(CG_TEST); i++)

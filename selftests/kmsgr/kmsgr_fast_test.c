@@ -46,6 +46,12 @@
  * session's work writes the rest on write space) is forced by
  * kmsgr_tcp_test's short_writes (4 KiB socket buffers).
  *
+ * Over both transports (fixture fast, variants tcp on 127.0.0.1 and rdma
+ * on KMSGR_VM_IP with kmsgr_rdma.ko loaded, SKIP without them):
+ * skip_success, enter_wakes_for_room, threshold_wake, busy_poll_pingpong,
+ * inline_cq_helpers, runner_faults, reap_faults.  TCP only: none;
+ * submit_no_enter opens no session.
+ *
  * Copyright (C) 2025 The kmsgr authors
  */
 #include <fcntl.h>
@@ -63,9 +69,39 @@
 #define TX_AREA		(1ULL << 20)
 #define RX_POOL		(4ULL << 20)
 
-/* A listener on @a and a lossy client session on @b, both UP. */
-static int pair_up(struct kt_inst *a, struct kt_inst *b, uint32_t flags,
-		   uint32_t *a_id, uint32_t *b_id)
+/* Sessions over the transport of each variant. */
+FIXTURE(fast) {
+	const char *why;	/* set: SKIP with this reason */
+	struct kt_xprt x;	/* transport and address */
+};
+
+FIXTURE_VARIANT(fast) {
+	uint32_t transport;	/* KMSGR_XPRT_* */
+};
+
+FIXTURE_VARIANT_ADD(fast, tcp) {
+	.transport = KMSGR_XPRT_TCP,
+};
+
+FIXTURE_VARIANT_ADD(fast, rdma) {
+	.transport = KMSGR_XPRT_RDMA,
+};
+
+FIXTURE_SETUP(fast)
+{
+	self->why = kmsgr_missing(1);
+	if (!self->why)
+		self->why = kt_xprt_init(&self->x, variant->transport);
+}
+
+FIXTURE_TEARDOWN(fast)
+{
+}
+
+/* A listener on @a and a client session on @b over @x, both UP. */
+static int pair_up(const struct kt_xprt *x, struct kt_inst *a,
+		   struct kt_inst *b, uint32_t flags, uint32_t *a_id,
+		   uint32_t *b_id)
 {
 	struct kmsgr_listen l;
 	struct kt_loop lp;
@@ -74,7 +110,9 @@ static int pair_up(struct kt_inst *a, struct kt_inst *b, uint32_t flags,
 	kt_loop_init(&lp);
 	kt_loop_add(&lp, a);
 	kt_loop_add(&lp, b);
-	ret = kt_listen(a, "127.0.0.1", flags, 0xa, &l);
+	a->transport = x->transport;
+	b->transport = x->transport;
+	ret = kt_listen(a, x->ip, flags, 0xa, &l);
 	if (!ret)
 		ret = kt_connect(b, &l.bound, flags, KT_PEER_ANY, 0xb, b_id);
 	if (!ret)
@@ -124,7 +162,7 @@ static void fill_skip(struct kt_inst *ti, uint32_t id, unsigned int *queued,
 		(*queued)++;
 }
 
-TEST(skip_success)
+TEST_F(fast, skip_success)
 {
 	unsigned int recvs = 0, a_other = 0, b_other = 0, queued = 0;
 	struct kmsgr_cqe a_last, b_last;
@@ -132,14 +170,13 @@ TEST(skip_success)
 	struct kt_inst a, b;
 	uint32_t a_id, b_id;
 	struct kmsgr_sqe *sqe;
-	const char *why = kmsgr_missing(1);
 
-	if (why)
-		SKIP(return, "%s", why);
+	if (self->why)
+		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, kt_inst_open(&a, "a", 64, TX_AREA, RX_POOL, 1));
 	/* SQ 8, CQ 16: at most 8 SENDs in flight */
 	ASSERT_EQ(0, kt_inst_open_cq(&b, "b", 8, 16, TX_AREA, RX_POOL, 2));
-	ASSERT_EQ(0, pair_up(&a, &b, 0, &a_id, &b_id));
+	ASSERT_EQ(0, pair_up(&self->x, &a, &b, 0, &a_id, &b_id));
 
 	end = kt_now_ms() + 60000;
 	while (recvs < 2000 && kt_now_ms() < end) {
@@ -173,7 +210,7 @@ TEST(skip_success)
 	kt_inst_close(&a);
 }
 
-TEST(enter_wakes_for_room)
+TEST_F(fast, enter_wakes_for_room)
 {
 	unsigned int recvs = 0, others = 0, queued = 0, rounds = 0, pending;
 	struct kmsgr_cqe last;
@@ -182,14 +219,13 @@ TEST(enter_wakes_for_room)
 	uint64_t t0, slow = 0;
 	pid_t pid;
 	int status;
-	const char *why = kmsgr_missing(1);
 
-	if (why)
-		SKIP(return, "%s", why);
+	if (self->why)
+		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, kt_inst_open(&a, "a", 64, TX_AREA, RX_POOL, 1));
 	/* SQ 32, CQ 8: at most 4 in flight, SQEs always left over */
 	ASSERT_EQ(0, kt_inst_open_cq(&b, "b", 32, 8, TX_AREA, RX_POOL, 2));
-	ASSERT_EQ(0, pair_up(&a, &b, 0, &a_id, &b_id));
+	ASSERT_EQ(0, pair_up(&self->x, &a, &b, 0, &a_id, &b_id));
 
 	/* the receiver runs on its own, releasing what arrives */
 	pid = fork();
@@ -248,8 +284,11 @@ static long voluntary_switches(void)
 	return v;
 }
 
-/* Child: connect to @bound, send 64 messages 5 ms apart, then linger. */
-static int trickle(const struct kmsgr_addr *bound)
+/*
+ * Child: connect to @bound over @transport, send 64 messages 5 ms apart,
+ * then linger.
+ */
+static int trickle(const struct kmsgr_addr *bound, uint32_t transport)
 {
 	struct kt_inst c;
 	struct kt_loop lp;
@@ -258,6 +297,7 @@ static int trickle(const struct kmsgr_addr *bound)
 
 	if (kt_inst_open(&c, "trickle", 8, TX_AREA, RX_POOL, 3))
 		return 1;
+	c.transport = transport;
 	kt_loop_init(&lp);
 	kt_loop_add(&lp, &c);
 	if (kt_connect(&c, bound, 0, KT_PEER_ANY, 0xc, &id))
@@ -276,7 +316,7 @@ static int trickle(const struct kmsgr_addr *bound)
 	return 0;
 }
 
-TEST(threshold_wake)
+TEST_F(fast, threshold_wake)
 {
 	struct kmsgr_cqe *c, *batch[128];
 	struct kmsgr_listen l;
@@ -285,17 +325,17 @@ TEST(threshold_wake)
 	unsigned int ready = 0, n, i;
 	int status;
 	pid_t pid;
-	const char *why = kmsgr_missing(1);
 
-	if (why)
-		SKIP(return, "%s", why);
+	if (self->why)
+		SKIP(return, "%s", self->why);
 	/* CQ 128: room for the 64 at once */
 	ASSERT_EQ(0, kt_inst_open(&a, "a", 64, TX_AREA, RX_POOL, 1));
-	ASSERT_EQ(0, kt_listen(&a, "127.0.0.1", 0, 0xa, &l));
+	a.transport = self->x.transport;
+	ASSERT_EQ(0, kt_listen(&a, self->x.ip, 0, 0xa, &l));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0)
-		_exit(trickle(&l.bound));
+		_exit(trickle(&l.bound, self->x.transport));
 	/* the ACCEPTED and UP events first, out of the way */
 	do {
 		ASSERT_EQ(0, kmsgr_wait_cqe(a.k, &c, 20000000000ULL));
@@ -462,12 +502,12 @@ static int ping(struct kt_inst *ti, __u32 id, unsigned int n,
 }
 
 /*
- * One ping-pong of @n messages between two new instances, both waiting
- * with busy-poll @busy_us.  *@switches: voluntary context switches of the
- * pinging thread.
+ * One ping-pong of @n messages between two new instances over @x, both
+ * waiting with busy-poll @busy_us.  *@switches: voluntary context switches
+ * of the pinging thread.
  */
-static int pingpong(unsigned int n, unsigned int busy_us, long *switches,
-		    __u64 *ms)
+static int pingpong(const struct kt_xprt *x, unsigned int n,
+		    unsigned int busy_us, long *switches, __u64 *ms)
 {
 	struct kt_inst a, b;
 	__u32 a_id, b_id;
@@ -480,7 +520,7 @@ static int pingpong(unsigned int n, unsigned int busy_us, long *switches,
 	ret = kt_inst_open(&b, "ping", 64, TX_AREA, RX_POOL, 2);
 	if (ret)
 		goto out_a;
-	ret = pair_up(&a, &b, 0, &a_id, &b_id);
+	ret = pair_up(x, &a, &b, 0, &a_id, &b_id);
 	if (ret)
 		goto out_b;
 	pid = fork();
@@ -513,18 +553,17 @@ out_a:
  * and logged only.  The longest busy-poll (10 ms) outlasts nearly every
  * round trip: the waiter must then sleep less than half as often.
  */
-TEST(busy_poll_pingpong)
+TEST_F(fast, busy_poll_pingpong)
 {
 	long sw_off, sw_200, sw_max;
 	__u64 ms_off, ms_200, ms_max;
-	const char *why = kmsgr_missing(1);
 
-	if (why)
-		SKIP(return, "%s", why);
-	ASSERT_EQ(0, pingpong(PP_MSGS, 0, &sw_off, &ms_off));
-	ASSERT_EQ(0, pingpong(PP_MSGS, 200, &sw_200, &ms_200));
-	ASSERT_EQ(0, pingpong(PP_MSGS, KMSGR_BUSY_POLL_MAX_US, &sw_max,
-			      &ms_max));
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, pingpong(&self->x, PP_MSGS, 0, &sw_off, &ms_off));
+	ASSERT_EQ(0, pingpong(&self->x, PP_MSGS, 200, &sw_200, &ms_200));
+	ASSERT_EQ(0, pingpong(&self->x, PP_MSGS, KMSGR_BUSY_POLL_MAX_US,
+			      &sw_max, &ms_max));
 	TH_LOG("%u round trips, voluntary switches of the waiter (time):",
 	       PP_MSGS);
 	TH_LOG("busy-poll off %ld (%llu ms), 200 us %ld (%llu ms), %u us %ld (%llu ms)",
@@ -550,7 +589,7 @@ static bool inl_recv(struct kt_inst *ti, const struct kmsgr_cqe *c,
 	return bad;
 }
 
-TEST(inline_cq_helpers)
+TEST_F(fast, inline_cq_helpers)
 {
 	unsigned int queued = 0, sends = 0, recvs = 0, by_batch = 0;
 	unsigned int by_each = 0, before, n, i;
@@ -559,13 +598,12 @@ TEST(inline_cq_helpers)
 	__u32 a_id, b_id, head;
 	__u64 end, seq = 0;
 	bool bad = false, use_batch = false;
-	const char *why = kmsgr_missing(1);
 
-	if (why)
-		SKIP(return, "%s", why);
+	if (self->why)
+		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, kt_inst_open(&a, "a", 64, TX_AREA, RX_POOL, 1));
 	ASSERT_EQ(0, kt_inst_open(&b, "b", 64, TX_AREA, RX_POOL, 2));
-	ASSERT_EQ(0, pair_up(&a, &b, 0, &a_id, &b_id));
+	ASSERT_EQ(0, pair_up(&self->x, &a, &b, 0, &a_id, &b_id));
 
 	end = kt_now_ms() + 60000;
 	while ((recvs < INL_MSGS || sends < INL_MSGS) && kt_now_ms() < end &&
@@ -688,7 +726,8 @@ static int flood(struct kt_inst *ti, __u32 id)
  * flood keeps kicking: the waiter gets the session's CLOSED, nothing
  * else goes wrong (slub_debug run: no use after free).
  */
-static int close_under_runner(struct __test_metadata *_metadata)
+static int close_under_runner(struct __test_metadata *_metadata,
+			      const struct kt_xprt *x)
 {
 	unsigned int recvs = 0, recvs_at_close = 0;
 	struct kt_inst a, b;
@@ -704,7 +743,7 @@ static int close_under_runner(struct __test_metadata *_metadata)
 		return ret;
 	ret = kt_inst_open(&b, "runner", 64, TX_AREA, RX_POOL, 2);
 	if (!ret)
-		ret = pair_up(&a, &b, 0, &a_id, &b_id);
+		ret = pair_up(x, &a, &b, 0, &a_id, &b_id);
 	if (ret)
 		goto out;
 	flooder = fork();
@@ -772,12 +811,13 @@ static int ping_many(struct kt_inst *ti, const __u32 *ids, unsigned int nr,
 #define FAULT_SESSIONS	3
 
 /*
- * Round trips on FAULT_SESSIONS sessions of one instance at once, to as
- * many echo processes: while the waiter runs one session, the others'
- * echoes kick, and when it leaves with its CQE it hands them to the
- * workers (KMSGR_FAULT_HANDOFF).  *@worst_ms: the slowest round.
+ * Round trips on FAULT_SESSIONS sessions of one instance at once (over
+ * @x), to as many echo processes: while the waiter runs one session, the
+ * others' echoes kick, and when it leaves with its CQE it hands them to
+ * the workers (KMSGR_FAULT_HANDOFF).  *@worst_ms: the slowest round.
  */
-static int pingpong_many(unsigned int n, __u64 *worst_ms)
+static int pingpong_many(const struct kt_xprt *x, unsigned int n,
+			 __u64 *worst_ms)
 {
 	struct kt_inst echo[FAULT_SESSIONS], b;
 	__u32 ids[FAULT_SESSIONS], echo_id;
@@ -794,7 +834,7 @@ static int pingpong_many(unsigned int n, __u64 *worst_ms)
 		if (ret)
 			break;
 		opened++;
-		ret = pair_up(&echo[i], &b, 0, &echo_id, &ids[i]);
+		ret = pair_up(x, &echo[i], &b, 0, &echo_id, &ids[i]);
 		if (ret)
 			break;
 		pid[i] = fork();
@@ -830,24 +870,24 @@ static int pingpong_many(unsigned int n, __u64 *worst_ms)
  * lost in a widened window would leave the message to the session's 1 s
  * tick: 300 round trips would then take minutes, not seconds.
  */
-TEST(runner_faults)
+TEST_F(fast, runner_faults)
 {
 	static const unsigned int masks[] = {
 		FAULT_KICK_WAKE, FAULT_RUN_TAKEN, FAULT_HANDOFF,
 		FAULT_KICK_WAKE | FAULT_RUN_TAKEN | FAULT_HANDOFF,
 	};
-	const char *why = kmsgr_missing(1);
 	unsigned int i;
 	long switches;
 	__u64 ms;
 
-	if (why)
-		SKIP(return, "%s", why);
+	if (self->why)
+		SKIP(return, "%s", self->why);
 	if (access(FAULT_PARAM, W_OK))
 		SKIP(return, "module built without KMSGR_FAULT=y");
 	for (i = 0; i < ARRAY_SIZE(masks); i++) {
 		ASSERT_EQ(0, set_faults(masks[i], 300));
-		EXPECT_EQ(0, pingpong(FAULT_TRIPS, 0, &switches, &ms))
+		EXPECT_EQ(0, pingpong(&self->x, FAULT_TRIPS, 0, &switches,
+				      &ms))
 			TH_LOG("fault points 0x%x", masks[i]);
 		EXPECT_GT(60000, ms) TH_LOG("fault points 0x%x: %llu ms",
 					    masks[i], (unsigned long long)ms);
@@ -860,7 +900,7 @@ TEST(runner_faults)
 	 */
 	for (i = 0; i < ARRAY_SIZE(masks); i++) {
 		ASSERT_EQ(0, set_faults(masks[i], 300));
-		EXPECT_EQ(0, pingpong_many(FAULT_TRIPS / 3, &ms))
+		EXPECT_EQ(0, pingpong_many(&self->x, FAULT_TRIPS / 3, &ms))
 			TH_LOG("fault points 0x%x", masks[i]);
 		EXPECT_GT(700, ms) TH_LOG("fault points 0x%x: a round took %llu ms",
 					  masks[i], (unsigned long long)ms);
@@ -869,7 +909,7 @@ TEST(runner_faults)
 		       (unsigned long long)ms);
 	}
 	ASSERT_EQ(0, set_faults(FAULT_RUN_TAKEN | FAULT_KICK_WAKE, 2000));
-	EXPECT_EQ(0, close_under_runner(_metadata));
+	EXPECT_EQ(0, close_under_runner(_metadata, &self->x));
 	EXPECT_EQ(0, set_faults(0, 200));
 }
 
@@ -911,17 +951,16 @@ static unsigned int wait_count(struct kt_loop *lp, const struct kt_inst *ti,
  * needs a paused session's 20 ms re-check to fire inside the window):
  * with the fix disabled this test still passes.
  */
-TEST(reap_faults)
+TEST_F(fast, reap_faults)
 {
 	uint32_t cli_ids[REAP_SESSIONS], srv_ids[REAP_SESSIONS];
-	const char *why = kmsgr_missing(1);
 	struct kmsgr_listen l;
 	struct kt_inst srv, cli;
 	struct kt_loop lp;
 	unsigned int i, j, n = 0;
 
-	if (why)
-		SKIP(return, "%s", why);
+	if (self->why)
+		SKIP(return, "%s", self->why);
 	if (access(FAULT_PARAM, W_OK))
 		SKIP(return, "module built without KMSGR_FAULT=y");
 	ASSERT_EQ(0, set_faults(FAULT_REAP, 10000));
@@ -930,7 +969,9 @@ TEST(reap_faults)
 	kt_loop_init(&lp);
 	kt_loop_add(&lp, &srv);
 	kt_loop_add(&lp, &cli);
-	ASSERT_EQ(0, kt_listen(&srv, "127.0.0.1", 0, 0xa, &l));
+	srv.transport = self->x.transport;
+	cli.transport = self->x.transport;
+	ASSERT_EQ(0, kt_listen(&srv, self->x.ip, 0, 0xa, &l));
 	for (i = 0; i < REAP_SESSIONS; i++)
 		ASSERT_EQ(0, kt_connect(&cli, &l.bound, 0, KT_PEER_ANY,
 					0x100 + i, &cli_ids[i]));

@@ -3,10 +3,15 @@
  * kmsgr selftests - instances: SETUP, the mmap'd regions, the SQ and CQ
  * rings, ENTER, poll() and hostile input (bad SQEs, random SQEs, corrupt
  * ring indices).  Uses the uapi directly (ioctl and mmap), no libkmsgr.
- * pair.pool_and_cq_backpressure adds a loopback TCP session between two
- * instances: a full receive pool and a full CQ pause delivery (nothing is
- * lost), partial and double RELEASEs fail, an event that finds the CQ full
- * arrives later, in order.
+ * pair.pool_and_cq_backpressure adds a session between two instances: a
+ * full receive pool and a full CQ pause delivery (nothing is lost), partial
+ * and double RELEASEs fail, an event that finds the CQ full arrives later,
+ * in order.
+ *
+ * Over both transports (fixture pair, variants tcp on 127.0.0.1 and rdma
+ * on KMSGR_VM_IP with kmsgr_rdma.ko loaded, SKIP without them):
+ * pool_and_cq_backpressure (libkmsgr only asks INFO whether rdma can run).
+ * TCP only: none.  Every other test opens no session.
  *
  * The random test prints its seed; KMSGR_SEED=<n> repeats a run.
  *
@@ -28,6 +33,7 @@
 
 #include "kselftest_harness.h"
 #include "kmsgr_selftest.h"
+#include "kmsgr_ring_util.h"
 
 #define PAGE		4096UL
 #define PAGE_UP(x)	(((x) + PAGE - 1) & ~(PAGE - 1))
@@ -1409,27 +1415,28 @@ static int submit_one(struct ring *r, const struct kmsgr_sqe *sqe)
 	return ring_submit(r, 0, 0, 0);
 }
 
-/* A listens on 127.0.0.1, B connects; returns both session ids. */
-static int session_pair(struct __test_metadata *_metadata, struct ring *a,
+/* A listens on @x's address, B connects; returns both session ids. */
+static int session_pair(struct __test_metadata *_metadata,
+			const struct kt_xprt *x, struct ring *a,
 			struct ring *b, uint32_t *sa, uint32_t *sb)
 {
 	struct kmsgr_listen l;
 	struct kmsgr_connect c;
 	struct kmsgr_cqe e;
-	in_addr_t lo = htonl(INADDR_LOOPBACK);
 
 	memset(&e, 0, sizeof(e));
 	memset(&l, 0, sizeof(l));
 	l.addr.family = AF_INET;
-	memcpy(l.addr.addr, &lo, 4);
-	l.transport = KMSGR_XPRT_TCP;
+	if (inet_pton(AF_INET, x->ip, l.addr.addr) != 1)
+		return -EINVAL;
+	l.transport = x->transport;
 	l.flags = KMSGR_SESS_F_LOSSLESS;
 	l.user_data = 0xa;
 	if (ioctl(a->fd, KMSGR_IOC_LISTEN, &l))
 		return -errno;
 	memset(&c, 0, sizeof(c));
 	c.addr = l.bound;
-	c.transport = KMSGR_XPRT_TCP;
+	c.transport = x->transport;
 	c.flags = KMSGR_SESS_F_LOSSLESS;
 	c.auth = KMSGR_AUTH_NONE;
 	strcpy(c.name, "ringtest");
@@ -1459,11 +1466,27 @@ static int session_pair(struct __test_metadata *_metadata, struct ring *a,
 
 /* Two instances with a session between them (set up by the test). */
 FIXTURE(pair) {
-	int unused;
+	const char *why;	/* set: SKIP with this reason */
+	struct kt_xprt x;	/* transport and address */
+};
+
+FIXTURE_VARIANT(pair) {
+	uint32_t transport;	/* KMSGR_XPRT_* */
+};
+
+FIXTURE_VARIANT_ADD(pair, tcp) {
+	.transport = KMSGR_XPRT_TCP,
+};
+
+FIXTURE_VARIANT_ADD(pair, rdma) {
+	.transport = KMSGR_XPRT_RDMA,
 };
 
 FIXTURE_SETUP(pair)
 {
+	self->why = kmsgr_missing(1);
+	if (!self->why)
+		self->why = kt_xprt_init(&self->x, variant->transport);
 }
 
 FIXTURE_TEARDOWN(pair)
@@ -1478,16 +1501,14 @@ TEST_F_TIMEOUT(pair, pool_and_cq_backpressure, 300)
 	struct ring a, b;
 	uint32_t sa = 0, sb = 0, off;
 	unsigned int i, got = 0, sends = 0, k, bad;
-	const char *why;
 	uint8_t *p;
 
-	why = kmsgr_missing(1);
-	if (why)
-		SKIP(return, "%s", why);
+	if (self->why)
+		SKIP(return, "%s", self->why);
 	/* A: 64 KiB pool, CQ of 64 entries; B: plenty of everything. */
 	ASSERT_EQ(0, ring_open(&a, 64, 64, 1 << 20, KMSGR_POOL_MIN));
 	ASSERT_EQ(0, ring_open(&b, 128, 256, 1 << 20, KMSGR_POOL_MIN));
-	ASSERT_EQ(0, session_pair(_metadata, &a, &b, &sa, &sb));
+	ASSERT_EQ(0, session_pair(_metadata, &self->x, &a, &b, &sa, &sb));
 
 	for (i = 0; i < BP_MSGS; i++) {
 		memset((uint8_t *)b.buf + i * 4096, i + 1, BP_LEN);

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <libkmsgr.h>
 
@@ -143,6 +145,52 @@ int kt_connect(struct kt_inst *ti, const struct kmsgr_addr *a,
 int kt_connect_as(struct kt_inst *ti, const struct kmsgr_addr *a,
 		  uint32_t flags, uint8_t peer_type, uint64_t user_data,
 		  const char *name, const uint8_t *key, uint32_t *id);
+
+/*
+ * The transport of a test variant (KMSGR_XPRT_TCP or KMSGR_XPRT_RDMA) and
+ * the address its listeners bind, port 0; clients dial the bound address.
+ * TCP: 127.0.0.1.  RDMA: KMSGR_VM_IP (tools/vm/run --rxe), since rdma_cm
+ * cannot use 127.0.0.1 on the soft-RoCE device rxe0 bound to eth0.
+ */
+struct kt_xprt {
+	uint32_t transport;
+	const char *name;		/* "tcp", "rdma" */
+	const char *ip;
+};
+
+/*
+ * Fill @x for @transport.  Return: NULL, or why the variant cannot run
+ * here, for SKIP: KMSGR_VM_IP is not set, or kmsgr_rdma.ko is not loaded
+ * (INFO without KMSGR_FEAT_RDMA).  Inline: the programs on the raw uapi
+ * (kmsgr_sess_test, kmsgr_ring_test) do not link kmsgr_ring_util.c.
+ */
+static inline const char *kt_xprt_init(struct kt_xprt *x, uint32_t transport)
+{
+	struct kmsgr_info info;
+	struct kmsgr *k;
+	int ret;
+
+	x->transport = transport;
+	x->name = "tcp";
+	x->ip = "127.0.0.1";
+	if (transport == KMSGR_XPRT_TCP)
+		return NULL;
+	x->name = "rdma";
+	x->ip = getenv("KMSGR_VM_IP");
+	if (!x->ip || !*x->ip)
+		return "rdma: KMSGR_VM_IP not set (run in the guest with --rxe)";
+	ret = kmsgr_open(NULL, &k);
+	if (ret)
+		return "rdma: cannot open an instance to ask INFO";
+	memset(&info, 0, sizeof(info));
+	ret = kmsgr_info(k, &info);
+	kmsgr_close(k);
+	if (ret)
+		return "rdma: INFO failed";
+	if (!(info.features & KMSGR_FEAT_RDMA))
+		return "rdma: kmsgr_rdma.ko is not loaded (no KMSGR_FEAT_RDMA)";
+	return NULL;
+}
 
 /* A kmsgr_rdma counter (pinned_bytes, pulled_bytes, ...); -1: unreadable. */
 long long kt_rdma_counter(const char *name);

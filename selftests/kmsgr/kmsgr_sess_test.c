@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmsgr selftests - sessions over kernel TCP, on the raw uapi (no
- * libkmsgr): two instances in one process, A listens on 127.0.0.1:0
- * (lossless), B connects to it (lossless, crc, auth none).
+ * kmsgr selftests - sessions between two instances, on the raw uapi
+ * (libkmsgr only to ask INFO whether a variant can run): two instances in
+ * one process, A listens (lossless), B connects to it (lossless, crc, auth
+ * none).  Variants: over TCP on 127.0.0.1, and over RDMA on the guest's
+ * NIC address (KMSGR_VM_IP from tools/vm/run --rxe, and kmsgr_rdma.ko
+ * loaded; SKIP without them).
+ *
+ * Over both transports (fixture sess): exchange, close_in_flight,
+ * bad_connect.  TCP only (fixture sess_tcp): reconnect (kills the TCP
+ * connection with ss -K).
  *
  *  exchange        ACCEPTED + UP on A, UP on B; messages with front,
  *                  middle and data both ways arrive with their header
@@ -31,6 +38,7 @@
 
 #include "kselftest_harness.h"
 #include "kmsgr_selftest.h"
+#include "kmsgr_ring_util.h"
 
 #define BUF_SIZE	(8U << 20)
 #define POOL_SIZE	(4U << 20)
@@ -195,37 +203,64 @@ static void prep_send(struct inst *in, struct kmsgr_sqe *sqe, uint32_t sess,
 		sqe->seg[i] = tx_slice(in, len[i], seed + i);
 }
 
-static void loopback(struct kmsgr_addr *a, uint16_t port)
+/* IPv4 address @ip and @port (host order); 0, or -1 if @ip is none. */
+static int ipv4_addr(struct kmsgr_addr *a, const char *ip, uint16_t port)
 {
 	memset(a, 0, sizeof(*a));
 	a->family = AF_INET;
 	a->port = htons(port);
-	a->addr[0] = 127;
-	a->addr[3] = 1;
+	return inet_pton(AF_INET, ip, a->addr) == 1 ? 0 : -1;
 }
 
 FIXTURE(sess) {
+	const char *why;		/* set: SKIP with this reason */
+	struct kt_xprt x;		/* transport and address */
 	struct inst a, b;
 	struct kmsgr_listen l;
 	struct kmsgr_connect c;
 	uint32_t sa;			/* A's accepted session */
 };
 
-FIXTURE_SETUP(sess)
-{
-	const char *why = kmsgr_missing(1);
+FIXTURE_VARIANT(sess) {
+	uint32_t transport;		/* KMSGR_XPRT_* */
+};
 
+FIXTURE_VARIANT_ADD(sess, tcp) {
+	.transport = KMSGR_XPRT_TCP,
+};
+
+FIXTURE_VARIANT_ADD(sess, rdma) {
+	.transport = KMSGR_XPRT_RDMA,
+};
+
+/* The set-up of both fixtures: two instances, sessions over @transport. */
+static void sess_open(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(sess) *self, uint32_t transport)
+{
 	self->a.fd = self->b.fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
+	self->why = kmsgr_missing(1);
+	if (!self->why)
+		self->why = kt_xprt_init(&self->x, transport);
+	if (self->why)
+		return;
 	ASSERT_EQ(0, inst_open(&self->a));
 	ASSERT_EQ(0, inst_open(&self->b));
 }
 
-FIXTURE_TEARDOWN(sess)
+static void sess_close(FIXTURE_DATA(sess) *self)
 {
 	inst_close(&self->a);
 	inst_close(&self->b);
+}
+
+FIXTURE_SETUP(sess)
+{
+	sess_open(_metadata, self, variant->transport);
+}
+
+FIXTURE_TEARDOWN(sess)
+{
+	sess_close(self);
 }
 
 /* LISTEN on A, CONNECT from B, wait for ACCEPTED + UP and UP. */
@@ -235,8 +270,8 @@ static void sess_up(struct __test_metadata *_metadata,
 	struct kmsgr_cqe e;
 
 	memset(&self->l, 0, sizeof(self->l));
-	loopback(&self->l.addr, 0);
-	self->l.transport = KMSGR_XPRT_TCP;
+	ASSERT_EQ(0, ipv4_addr(&self->l.addr, self->x.ip, 0));
+	self->l.transport = self->x.transport;
 	self->l.flags = KMSGR_SESS_F_LOSSLESS;
 	self->l.user_data = 0x1111;
 	ASSERT_EQ(0, ioctl(self->a.fd, KMSGR_IOC_LISTEN, &self->l));
@@ -246,7 +281,7 @@ static void sess_up(struct __test_metadata *_metadata,
 
 	memset(&self->c, 0, sizeof(self->c));
 	self->c.addr = self->l.bound;
-	self->c.transport = KMSGR_XPRT_TCP;
+	self->c.transport = self->x.transport;
 	self->c.flags = KMSGR_SESS_F_LOSSLESS;
 	self->c.auth = KMSGR_AUTH_NONE;
 	strcpy(self->c.name, "kmsgrtest");
@@ -333,6 +368,8 @@ TEST_F_TIMEOUT(sess, exchange, 120)
 	struct kmsgr_cqe e;
 	uint32_t lens[3] = { 10, 0, 0 };
 
+	if (self->why)
+		SKIP(return, "%s", self->why);
 	sess_up(_metadata, self);
 	exchange(_metadata, &self->b, self->c.id, &self->a, self->sa, 0x1111,
 		 10, 1000);
@@ -393,12 +430,15 @@ static void expect_events(struct __test_metadata *_metadata, struct inst *in,
 	}
 }
 
-TEST_F_TIMEOUT(sess, reconnect, 120)
+static void reconnect(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(sess) *self)
 {
 	static const uint8_t down_up[] = { KMSGR_EV_DOWN, KMSGR_EV_UP };
 	char cmd[128];
 	int round;
 
+	if (self->why)
+		SKIP(return, "%s", self->why);
 	sess_up(_metadata, self);
 	exchange(_metadata, &self->b, self->c.id, &self->a, self->sa, 0x1111,
 		 5, 3000);
@@ -418,12 +458,34 @@ TEST_F_TIMEOUT(sess, reconnect, 120)
 	}
 }
 
+/* The TCP-only tests: the fixture sess over TCP, no variants. */
+FIXTURE(sess_tcp) {
+	FIXTURE_DATA(sess) s;
+};
+
+FIXTURE_SETUP(sess_tcp)
+{
+	sess_open(_metadata, &self->s, KMSGR_XPRT_TCP);
+}
+
+FIXTURE_TEARDOWN(sess_tcp)
+{
+	sess_close(&self->s);
+}
+
+TEST_F_TIMEOUT(sess_tcp, reconnect, 120)
+{
+	reconnect(_metadata, &self->s);
+}
+
 TEST_F_TIMEOUT(sess, close_in_flight, 120)
 {
 	uint32_t lens[3] = { 512, 4096, 256 << 10 };
 	struct kmsgr_sqe sqe;
 	int i;
 
+	if (self->why)
+		SKIP(return, "%s", self->why);
 	sess_up(_metadata, self);
 	for (i = 0; i < 64; i++) {
 		prep_send(&self->b, &sqe, self->c.id, 7, i, lens, i);
@@ -445,9 +507,12 @@ TEST_F_TIMEOUT(sess, bad_connect, 60)
 	struct kmsgr_cqe e;
 	uint8_t key[16] = { 1 };
 
+	if (self->why)
+		SKIP(return, "%s", self->why);
 	memset(&c, 0, sizeof(c));
-	loopback(&c.addr, 1);		/* nothing listens on port 1 */
-	c.transport = KMSGR_XPRT_TCP;
+	/* nothing listens on port 1 */
+	ASSERT_EQ(0, ipv4_addr(&c.addr, self->x.ip, 1));
+	c.transport = self->x.transport;
 	c.auth = KMSGR_AUTH_NONE;
 	strcpy(c.name, "x");
 
@@ -476,18 +541,18 @@ TEST_F_TIMEOUT(sess, bad_connect, 60)
 	c.auth = KMSGR_AUTH_NONE;
 	c.transport = 99;
 	EXPECT_EQ(-1, ioctl(self->b.fd, KMSGR_IOC_CONNECT, &c));
-	c.transport = KMSGR_XPRT_TCP;
+	c.transport = self->x.transport;
 	c.addr.family = 12345;
 	EXPECT_EQ(-1, ioctl(self->b.fd, KMSGR_IOC_CONNECT, &c));
-	loopback(&c.addr, 1);
+	ASSERT_EQ(0, ipv4_addr(&c.addr, self->x.ip, 1));
 	memset(c.name, 'n', sizeof(c.name));	/* no NUL */
 	EXPECT_EQ(-1, ioctl(self->b.fd, KMSGR_IOC_CONNECT, &c));
 	EXPECT_EQ(EINVAL, errno);
 	strcpy(c.name, "x");
 
 	memset(&l, 0, sizeof(l));
-	loopback(&l.addr, 0);
-	l.transport = KMSGR_XPRT_TCP;
+	ASSERT_EQ(0, ipv4_addr(&l.addr, self->x.ip, 0));
+	l.transport = self->x.transport;
 	l.flags = KMSGR_SESS_F_SECURE;
 	EXPECT_EQ(-1, ioctl(self->a.fd, KMSGR_IOC_LISTEN, &l));
 	l.flags = 0;

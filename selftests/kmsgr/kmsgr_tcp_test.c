@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmsgr selftests - kmsgr to kmsgr over kernel TCP, in one process with two
- * instances: a listener instance and a client instance, one lossless msgr2
- * session (crc mode, auth none) between them.
+ * kmsgr selftests - kmsgr to kmsgr over kernel TCP (and RDMA), in one
+ * process with two instances: a listener instance and a client instance,
+ * one lossless msgr2 session (crc mode, auth none) between them.
  *
  *  stream_mixed      KMSGR_TCP_MSGS (10^4) messages client -> server and a
  *                    tenth as many back: segment sizes log-uniform from 0 B
@@ -14,14 +14,20 @@
  *                    client side): the session reconnects and nothing is
  *                    lost, duplicated or reordered.
  *
- * Variants: 127.0.0.1, and the guest's own NIC address (KMSGR_VM_IP, set
- * by tools/vm/run --rxe; SKIP without it).  After each test the kernel log
- * must show no warning.
+ * Variants: TCP on 127.0.0.1 (loopback) and on the guest's own NIC
+ * address (vm_ip: KMSGR_VM_IP, set by tools/vm/run --rxe; SKIP without
+ * it); stream_mixed also over RDMA (rdma: the listener on KMSGR_VM_IP,
+ * kmsgr_rdma.ko loaded; SKIP without them).  After each test the kernel
+ * log must show no warning.
  *
  *  short_writes      (127.0.0.1) with TCP buffers of 4 KiB (tcp_wmem and
  *                    tcp_rmem, restored afterwards) every frame goes out in
  *                    many short writes: 400 messages up to 256 KiB each
  *                    way arrive once, in order, with their content hashes.
+ *
+ * Over both transports (fixture tcp): stream_mixed.  TCP only:
+ * survives_tcp_kill (fixture tcp_kill: kills TCP connections with ss -K),
+ * short_writes (TCP socket buffers, tcp_wmem and tcp_rmem).
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -42,6 +48,7 @@ FIXTURE(tcp) {
 	const char *why;	/* set: SKIP with this reason */
 	char whybuf[128];
 	const char *ip;
+	struct kt_xprt x;	/* transport */
 	struct kt_inst cli, srv;
 	struct kt_loop lp;
 	struct kmsgr_listen l;
@@ -50,15 +57,23 @@ FIXTURE(tcp) {
 };
 
 FIXTURE_VARIANT(tcp) {
-	const char *ip_env;	/* NULL: 127.0.0.1 */
+	const char *ip_env;	/* NULL: the transport's (kt_xprt_init()) */
+	uint32_t transport;	/* KMSGR_XPRT_* */
 };
 
 FIXTURE_VARIANT_ADD(tcp, loopback) {
 	.ip_env = NULL,
+	.transport = KMSGR_XPRT_TCP,
 };
 
 FIXTURE_VARIANT_ADD(tcp, vm_ip) {
 	.ip_env = "KMSGR_VM_IP",
+	.transport = KMSGR_XPRT_TCP,
+};
+
+FIXTURE_VARIANT_ADD(tcp, rdma) {
+	.ip_env = NULL,
+	.transport = KMSGR_XPRT_RDMA,
 };
 
 /* the module must do rings and TCP sessions */
@@ -81,7 +96,13 @@ static const char *tcp_missing(struct kmsgr_info *info)
 	return NULL;
 }
 
-FIXTURE_SETUP(tcp)
+/*
+ * The set-up of both fixtures: a session over @transport, the listener on
+ * the address in environment variable @ip_env (NULL: the transport's).
+ */
+static void tcp_open(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(tcp) *self, const char *ip_env,
+		     uint32_t transport)
 {
 	struct kmsgr_info info;
 	int ret;
@@ -93,13 +114,16 @@ FIXTURE_SETUP(tcp)
 	self->why = tcp_missing(&info);
 	if (self->why)
 		return;
-	self->ip = "127.0.0.1";
-	if (variant->ip_env) {
-		self->ip = getenv(variant->ip_env);
+	self->why = kt_xprt_init(&self->x, transport);
+	if (self->why)
+		return;
+	self->ip = self->x.ip;
+	if (ip_env) {
+		self->ip = getenv(ip_env);
 		if (!self->ip || !*self->ip) {
 			snprintf(self->whybuf, sizeof(self->whybuf),
 				 "%s not set (run in the guest with --rxe)",
-				 variant->ip_env);
+				 ip_env);
 			self->why = self->whybuf;
 			return;
 		}
@@ -110,6 +134,8 @@ FIXTURE_SETUP(tcp)
 				  RX_POOL, 11));
 	ASSERT_EQ(0, kt_inst_open(&self->cli, "client", SQ_ENTRIES, TX_AREA,
 				  RX_POOL, 22));
+	self->srv.transport = self->x.transport;
+	self->cli.transport = self->x.transport;
 	kt_loop_add(&self->lp, &self->srv);
 	kt_loop_add(&self->lp, &self->cli);
 
@@ -126,7 +152,8 @@ FIXTURE_SETUP(tcp)
 				 kmsgr_strerror(ret));
 }
 
-FIXTURE_TEARDOWN(tcp)
+static void tcp_close(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(tcp) *self)
 {
 	char line[512];
 
@@ -141,6 +168,16 @@ FIXTURE_TEARDOWN(tcp)
 			TH_LOG("kernel log: %s", line);
 		close(self->kmsg);
 	}
+}
+
+FIXTURE_SETUP(tcp)
+{
+	tcp_open(_metadata, self, variant->ip_env, variant->transport);
+}
+
+FIXTURE_TEARDOWN(tcp)
+{
+	tcp_close(_metadata, self);
 }
 
 /* count events @ev of @session on @ti */
@@ -337,7 +374,8 @@ static int ss_kill(uint16_t port, bool local, char *msg, size_t len)
 
 #define NR_KILLS	3
 
-TEST_F_TIMEOUT(tcp, survives_tcp_kill, 600)
+static void survives_tcp_kill(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(tcp) *self)
 {
 	struct kt_plan fwd = {
 		.count = kt_env_long("KMSGR_KILL_MSGS", 3000),
@@ -424,6 +462,38 @@ TEST_F_TIMEOUT(tcp, survives_tcp_kill, 600)
 out:
 	kt_stream_free(&a);
 	kt_stream_free(&b);
+}
+
+/* The TCP-only tests: the fixture tcp without its rdma variant. */
+FIXTURE(tcp_kill) {
+	FIXTURE_DATA(tcp) t;
+};
+
+FIXTURE_VARIANT(tcp_kill) {
+	const char *ip_env;	/* NULL: 127.0.0.1 */
+};
+
+FIXTURE_VARIANT_ADD(tcp_kill, loopback) {
+	.ip_env = NULL,
+};
+
+FIXTURE_VARIANT_ADD(tcp_kill, vm_ip) {
+	.ip_env = "KMSGR_VM_IP",
+};
+
+FIXTURE_SETUP(tcp_kill)
+{
+	tcp_open(_metadata, &self->t, variant->ip_env, KMSGR_XPRT_TCP);
+}
+
+FIXTURE_TEARDOWN(tcp_kill)
+{
+	tcp_close(_metadata, &self->t);
+}
+
+TEST_F_TIMEOUT(tcp_kill, survives_tcp_kill, 600)
+{
+	survives_tcp_kill(_metadata, &self->t);
 }
 
 TEST_HARNESS_MAIN
