@@ -246,17 +246,7 @@ FIXTURE(core) {
 	int kmsg;
 };
 
-FIXTURE_VARIANT(core) {
-	uint32_t transport;	/* KMSGR_XPRT_* */
-};
-
-FIXTURE_VARIANT_ADD(core, tcp) {
-	.transport = KMSGR_XPRT_TCP,
-};
-
-FIXTURE_VARIANT_ADD(core, rdma) {
-	.transport = KMSGR_XPRT_RDMA,
-};
+KT_XPRT_VARIANTS(core);
 
 /* The set-up of both fixtures: two instances, sessions over @transport. */
 static void core_open(struct __test_metadata *_metadata,

@@ -75,17 +75,7 @@ FIXTURE(fast) {
 	struct kt_xprt x;	/* transport and address */
 };
 
-FIXTURE_VARIANT(fast) {
-	uint32_t transport;	/* KMSGR_XPRT_* */
-};
-
-FIXTURE_VARIANT_ADD(fast, tcp) {
-	.transport = KMSGR_XPRT_TCP,
-};
-
-FIXTURE_VARIANT_ADD(fast, rdma) {
-	.transport = KMSGR_XPRT_RDMA,
-};
+KT_XPRT_VARIANTS(fast);
 
 FIXTURE_SETUP(fast)
 {

@@ -1470,17 +1470,7 @@ FIXTURE(pair) {
 	struct kt_xprt x;	/* transport and address */
 };
 
-FIXTURE_VARIANT(pair) {
-	uint32_t transport;	/* KMSGR_XPRT_* */
-};
-
-FIXTURE_VARIANT_ADD(pair, tcp) {
-	.transport = KMSGR_XPRT_TCP,
-};
-
-FIXTURE_VARIANT_ADD(pair, rdma) {
-	.transport = KMSGR_XPRT_RDMA,
-};
+KT_XPRT_VARIANTS(pair);
 
 FIXTURE_SETUP(pair)
 {

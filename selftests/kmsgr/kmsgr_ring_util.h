@@ -192,6 +192,22 @@ static inline const char *kt_xprt_init(struct kt_xprt *x, uint32_t transport)
 	return NULL;
 }
 
+/*
+ * The variants of a fixture @f whose sessions run over each transport:
+ * tcp and rdma, variant->transport being KMSGR_XPRT_TCP or _RDMA (for
+ * kt_xprt_init()).  Use after including kselftest_harness.h.
+ */
+#define KT_XPRT_VARIANTS(f)						\
+	FIXTURE_VARIANT(f) {						\
+		uint32_t transport;					\
+	};								\
+	FIXTURE_VARIANT_ADD(f, tcp) {					\
+		.transport = KMSGR_XPRT_TCP,				\
+	};								\
+	FIXTURE_VARIANT_ADD(f, rdma) {					\
+		.transport = KMSGR_XPRT_RDMA,				\
+	}
+
 /* A kmsgr_rdma counter (pinned_bytes, pulled_bytes, ...); -1: unreadable. */
 long long kt_rdma_counter(const char *name);
 

@@ -221,17 +221,7 @@ FIXTURE(sess) {
 	uint32_t sa;			/* A's accepted session */
 };
 
-FIXTURE_VARIANT(sess) {
-	uint32_t transport;		/* KMSGR_XPRT_* */
-};
-
-FIXTURE_VARIANT_ADD(sess, tcp) {
-	.transport = KMSGR_XPRT_TCP,
-};
-
-FIXTURE_VARIANT_ADD(sess, rdma) {
-	.transport = KMSGR_XPRT_RDMA,
-};
+KT_XPRT_VARIANTS(sess);
 
 /* The set-up of both fixtures: two instances, sessions over @transport. */
 static void sess_open(struct __test_metadata *_metadata,
