@@ -290,7 +290,6 @@ struct kmsgr_rdma_conn {
 	/*
 	 * The READ of a PULL (receive side), one at a time: set up and
 	 * consumed by the owner under @mutex; @rd_done is the completion's.
-	 * kmsgr_rdma_describe() peeks at @rd_busy (READ_ONCE) for the log.
 	 */
 	bool rd_busy;
 	struct rdma_rw_ctx rw;
@@ -1097,7 +1096,7 @@ static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
 		rdma_rw_ctx_destroy(&c->rw, c->qp, c->port, c->rd_sgt.sgl,
 				    c->rd_sgt.orig_nents, DMA_FROM_DEVICE);
 		sg_free_table(&c->rd_sgt);
-		WRITE_ONCE(c->rd_busy, false);
+		c->rd_busy = false;
 	}
 	for (i = 0; i < c->nr_mrs; i++) {
 		m = &c->mrs[i];
@@ -1604,7 +1603,7 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 			goto out;
 		}
 		c->rd_at = jiffies;
-		WRITE_ONCE(c->rd_busy, true);
+		c->rd_busy = true;
 		c->rd_dest = iov->base;
 		c->rd_len = k;
 		spin_lock_bh(&c->lock);
@@ -1636,7 +1635,7 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 	rdma_rw_ctx_destroy(&c->rw, c->qp, c->port, c->rd_sgt.sgl,
 			    c->rd_sgt.orig_nents, DMA_FROM_DEVICE);
 	sg_free_table(&c->rd_sgt);
-	WRITE_ONCE(c->rd_busy, false);
+	c->rd_busy = false;
 	if (st != IB_WC_SUCCESS || c->rd_dest != iov->base ||
 	    c->rd_len > iov->len) {
 		/* a key the peer took back, or our caller changed its mind */
@@ -2056,7 +2055,7 @@ static void kmsgr_rdma_describe(struct kmsgr_xprt *x, char *buf, size_t len)
 		      c->credits, c->tx_posted - c->tx_done,
 		      c->ready_tail - c->ready_head, c->owed, offered, inv,
 		      c->done_tail - c->done_head);
-	if (READ_ONCE(c->rd_busy) && !c->rd_done)
+	if (c->rd_posted)
 		scnprintf(buf + n, len - n,
 			  ", a READ of %u bytes outstanding for %u ms",
 			  c->rd_len, jiffies_to_msecs(jiffies - c->rd_at));
