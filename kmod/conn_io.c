@@ -67,7 +67,8 @@ void kmsgr_conn_free(struct kmsgr_conn *kc)
  *      kmsgr_xprt_zc: only where a SEND completes at the peer's ack)
  *
  * Return: 0 when all is sent, 1 when the transport is full (write space
- * will kick), 2 when the round budget ran out, or the engine's -errno.
+ * will kick), 2 when the round budget ran out, or a -errno: the
+ * transport's when the connection is gone, else the engine's.
  */
 int kmsgr_conn_flush(struct kmsgr_conn *kc, const struct kmsgr_xprt_zc *zc)
 {
@@ -83,7 +84,13 @@ int kmsgr_conn_flush(struct kmsgr_conn *kc, const struct kmsgr_xprt_zc *zc)
 		if (sent == -EAGAIN)
 			return 1;
 		if (sent < 0) {
+			/*
+			 * The connection is gone: the transport's errno, as
+			 * on receive, unless the engine had failed first.
+			 */
 			ret = msgr2_rx_eof(kc->mc);
+			if (msgr2_conn_reason(kc->mc) == MSGR2_R_EOF)
+				return (int)sent;
 			return ret < 0 ? ret : (int)sent;
 		}
 		ret = msgr2_tx_done(kc->mc, sent);

@@ -1085,13 +1085,16 @@ static void kmsgr_sess_fail(struct kmsgr_sess *s, int err)
 	enum msgr2_reason r = msgr2_conn_reason(s->conn->mc);
 	u16 reason = r == MSGR2_R_NONE ? KMSGR_REASON_EOF : kmsgr_reason(r);
 
-	if (err == -ENODEV)	/* the transport's device went away */
+	/* the transport's device went away, or its link is down */
+	if (err == -ENODEV || err == -ENETDOWN)
 		reason = KMSGR_REASON_DEVICE;
 
 	if (s->server && !s->announced)	/* an embryo: no id yet */
 		pr_info_ratelimited("instance %llu (pid %d) listener %u: handshake failed: %s (%d)\n",
 				    s->obj.inst->id, s->obj.inst->pid,
-				    s->listener_id, msgr2_reason_str(r), err);
+				    s->listener_id,
+				    r == MSGR2_R_EOF && err ? "connection lost" :
+				    msgr2_reason_str(r), err);
 	else if (r != MSGR2_R_NONE && r != MSGR2_R_EOF && r != MSGR2_R_LOCAL)
 		pr_warn_ratelimited("instance %llu session %u: connection failed: %s (%d)\n",
 				    s->obj.inst->id, s->obj.id,

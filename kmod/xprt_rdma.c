@@ -230,9 +230,13 @@ struct kmsgr_rdma_dev {
 	struct ib_device *ibdev;
 	struct ib_pd *pd;
 	struct list_head conns;		/* kmsgr_rdma_conn.dev_node */
+	struct list_head parked;	/* closed while their port was down */
 	unsigned int users;		/* connections holding the PD */
 	bool dying;
 	wait_queue_head_t wq;		/* users reached 0 */
+	unsigned long ports_down;	/* bit N: port N is down (atomic) */
+	struct ib_event_handler eh;	/* port events */
+	struct work_struct unpark;	/* a port came up: tear the parked down */
 };
 
 struct kmsgr_rdma_buf {
@@ -268,6 +272,7 @@ struct kmsgr_rdma_conn {
 	struct kref ref;
 	struct mutex mutex;		/* the teardown */
 	bool torn;			/* verbs objects gone (under mutex) */
+	bool parked;			/* teardown waits for the port (mutex) */
 	struct rdma_cm_id *id;		/* ours to destroy, or NULL */
 	struct kmsgr_rdma_dev *dev;	/* counted in dev->users */
 	struct list_head dev_node;	/* on dev->conns while listed */
@@ -408,6 +413,15 @@ static int kmsgr_rdma_dev_list(struct kmsgr_rdma_conn *c)
 		list_add_tail(&c->dev_node, &c->dev->conns);
 	mutex_unlock(&kmsgr_rdma_lock);
 	return ret;
+}
+
+/*
+ * Whether port @port of @d is down (the port events of the device say
+ * so); @d stays while a connection of it has completions or CM events.
+ */
+static bool kmsgr_rdma_port_down(const struct kmsgr_rdma_dev *d, u32 port)
+{
+	return d && port < BITS_PER_LONG && test_bit(port, &d->ports_down);
 }
 
 static void kmsgr_rdma_dev_detach(struct kmsgr_rdma_conn *c)
@@ -663,8 +677,11 @@ static void kmsgr_rdma_send_dones(struct kmsgr_rdma_conn *c)
 
 /* ---- completions (softirq) ---- */
 
-static int kmsgr_rdma_wc_err(const struct ib_wc *wc)
+static int kmsgr_rdma_wc_err(struct kmsgr_rdma_conn *c,
+			     const struct ib_wc *wc)
 {
+	if (kmsgr_rdma_port_down(c->dev, c->port))
+		return -ENETDOWN;	/* rxe fails the work requests */
 	switch (wc->status) {
 	case IB_WC_LOC_LEN_ERR:		/* a SEND larger than our buffer */
 	case IB_WC_LOC_QP_OP_ERR:	/* the same, as rxe says it */
@@ -829,7 +846,7 @@ static void kmsgr_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			pr_warn_ratelimited("connection %pISpc: receive failed: %s\n",
 					    &c->peer,
 					    ib_wc_status_msg(wc->status));
-			kmsgr_rdma_fail(c, kmsgr_rdma_wc_err(wc));
+			kmsgr_rdma_fail(c, kmsgr_rdma_wc_err(c, wc));
 		}
 		goto out;
 	}
@@ -907,7 +924,7 @@ static void kmsgr_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 			pr_warn_ratelimited("connection %pISpc: send failed: %s\n",
 					    &c->peer,
 					    ib_wc_status_msg(wc->status));
-			kmsgr_rdma_fail(c, kmsgr_rdma_wc_err(wc));
+			kmsgr_rdma_fail(c, kmsgr_rdma_wc_err(c, wc));
 		}
 	} else {
 		kmsgr_rdma_tx_wake(c);
@@ -1154,20 +1171,11 @@ static void kmsgr_rdma_conn_unsetup(struct kmsgr_rdma_conn *c,
 }
 
 /*
- * Tear down the verbs objects of @c once (close() and device removal):
- * stop posting, disconnect, destroy the cm_id (no CM handler runs after
- * that), drain and destroy the QP.  @err is what the owner sees from now
- * on, unless an error came first.
+ * Disconnect, destroy the cm_id (no CM handler runs after that), drain
+ * and destroy the QP, under @c->mutex.
  */
-static void kmsgr_rdma_detach(struct kmsgr_rdma_conn *c, int err)
+static void kmsgr_rdma_teardown(struct kmsgr_rdma_conn *c)
 {
-	mutex_lock(&c->mutex);
-	if (c->torn)
-		goto out;
-	spin_lock_bh(&c->lock);
-	c->detached = true;
-	kmsgr_rdma_fail(c, err);
-	spin_unlock_bh(&c->lock);
 	if (c->id) {
 		rdma_disconnect(c->id);
 		rdma_destroy_id(c->id);
@@ -1175,8 +1183,95 @@ static void kmsgr_rdma_detach(struct kmsgr_rdma_conn *c, int err)
 	}
 	kmsgr_rdma_conn_unsetup(c, NULL);
 	c->torn = true;
+	c->parked = false;
+}
+
+/*
+ * While the port of @c is down, keep its cm_id and QP (the QP in error)
+ * until the port is up again or the device goes: destroying a connected
+ * cm_id sends a DREQ, and soft-RoCE (Debian 6.1) fails a send through a
+ * port that is down with a local error, which puts its GSI QP (QP1, the
+ * CM's) in error for good: no connect request is received on that device
+ * again.  The parked connection holds a reference; kmsgr_rdma_unpark() and
+ * device removal tear it down.  Under @c->mutex; true if parked.
+ */
+static bool kmsgr_rdma_park(struct kmsgr_rdma_conn *c)
+{
+	struct kmsgr_rdma_dev *d = c->dev;
+	struct ib_qp_attr qa = { .qp_state = IB_QPS_ERR };
+	bool parked = false;
+
+	if (!c->id || !kmsgr_rdma_port_down(d, c->port))
+		return false;
+	mutex_lock(&kmsgr_rdma_lock);
+	if (!d->dying && kmsgr_rdma_port_down(d, c->port)) {
+		list_move_tail(&c->dev_node, &d->parked);
+		kref_get(&c->ref);
+		c->parked = true;
+		parked = true;
+	}
+	mutex_unlock(&kmsgr_rdma_lock);
+	if (parked && c->qp)
+		ib_modify_qp(c->qp, &qa, IB_QP_STATE);	/* flush it all */
+	return parked;
+}
+
+/*
+ * Tear down the verbs objects of @c once (close() and device removal):
+ * stop posting, then kmsgr_rdma_teardown() now or, while the port is
+ * down, once it is up (kmsgr_rdma_park()).  @err is what the owner sees
+ * from now on, unless an error came first.
+ */
+static void kmsgr_rdma_detach(struct kmsgr_rdma_conn *c, int err)
+{
+	mutex_lock(&c->mutex);
+	if (c->torn || c->parked)
+		goto out;
+	spin_lock_bh(&c->lock);
+	c->detached = true;
+	kmsgr_rdma_fail(c, err);
+	spin_unlock_bh(&c->lock);
+	if (!kmsgr_rdma_park(c))
+		kmsgr_rdma_teardown(c);
 out:
 	mutex_unlock(&c->mutex);
+}
+
+/* Take the first parked connection of @d (its port up, if @up); NULL if none. */
+static struct kmsgr_rdma_conn *kmsgr_rdma_unpark_one(struct kmsgr_rdma_dev *d,
+						     bool up)
+{
+	struct kmsgr_rdma_conn *c;
+
+	mutex_lock(&kmsgr_rdma_lock);
+	list_for_each_entry(c, &d->parked, dev_node) {
+		if (up && kmsgr_rdma_port_down(d, c->port))
+			continue;
+		list_del_init(&c->dev_node);
+		mutex_unlock(&kmsgr_rdma_lock);
+		return c;
+	}
+	mutex_unlock(&kmsgr_rdma_lock);
+	return NULL;
+}
+
+/* Tear down the parked connections of @d (whose port is up, if @up). */
+static void kmsgr_rdma_unpark_all(struct kmsgr_rdma_dev *d, bool up)
+{
+	struct kmsgr_rdma_conn *c;
+
+	while ((c = kmsgr_rdma_unpark_one(d, up))) {
+		mutex_lock(&c->mutex);
+		kmsgr_rdma_teardown(c);
+		mutex_unlock(&c->mutex);
+		kmsgr_rdma_conn_put(c);
+	}
+}
+
+static void kmsgr_rdma_unpark(struct work_struct *work)
+{
+	kmsgr_rdma_unpark_all(container_of(work, struct kmsgr_rdma_dev,
+					   unpark), true);
 }
 
 static void kmsgr_rdma_conn_param(struct kmsgr_rdma_conn *c,
@@ -1260,6 +1355,9 @@ static int kmsgr_rdma_client_connect(struct kmsgr_rdma_conn *c,
 	u8 init = 0, resp = 0;
 	int ret;
 
+	/* no connect request through a port that is down (see park()) */
+	if (kmsgr_rdma_port_down(c->dev, id->port_num))
+		return -ENETDOWN;
 	ret = kmsgr_rdma_conn_setup(c, id);
 	if (ret)
 		return ret;
@@ -2299,9 +2397,37 @@ out_free:
 
 /* ---- RDMA devices (ib_client) ---- */
 
+/* Port events (process context): which ports are down. */
+static void kmsgr_rdma_port_event(struct ib_event_handler *eh,
+				  struct ib_event *ev)
+{
+	struct kmsgr_rdma_dev *d = container_of(eh, struct kmsgr_rdma_dev, eh);
+	u32 port = ev->element.port_num;
+
+	if (port >= BITS_PER_LONG)
+		return;
+	switch (ev->event) {
+	case IB_EVENT_PORT_ERR:
+		if (!test_and_set_bit(port, &d->ports_down))
+			pr_info("device %s port %u down\n",
+				dev_name(&d->ibdev->dev), port);
+		break;
+	case IB_EVENT_PORT_ACTIVE:
+		if (test_and_clear_bit(port, &d->ports_down))
+			pr_info("device %s port %u up\n",
+				dev_name(&d->ibdev->dev), port);
+		schedule_work(&d->unpark);
+		break;
+	default:
+		break;
+	}
+}
+
 static int kmsgr_rdma_add_one(struct ib_device *ibdev)
 {
 	struct kmsgr_rdma_dev *d;
+	struct ib_port_attr pa;
+	u32 port;
 
 	d = kzalloc(sizeof(*d), GFP_KERNEL);
 	if (!d)
@@ -2315,7 +2441,16 @@ static int kmsgr_rdma_add_one(struct ib_device *ibdev)
 	}
 	d->ibdev = ibdev;
 	INIT_LIST_HEAD(&d->conns);
+	INIT_LIST_HEAD(&d->parked);
 	init_waitqueue_head(&d->wq);
+	INIT_WORK(&d->unpark, kmsgr_rdma_unpark);
+	INIT_IB_EVENT_HANDLER(&d->eh, ibdev, kmsgr_rdma_port_event);
+	ib_register_event_handler(&d->eh);
+	rdma_for_each_port(ibdev, port) {
+		if (port < BITS_PER_LONG && !ib_query_port(ibdev, port, &pa) &&
+		    pa.state == IB_PORT_DOWN)
+			set_bit(port, &d->ports_down);
+	}
 	mutex_lock(&kmsgr_rdma_lock);
 	list_add_tail(&d->node, &kmsgr_rdma_devs);
 	mutex_unlock(&kmsgr_rdma_lock);
@@ -2338,6 +2473,8 @@ static void kmsgr_rdma_remove_one(struct ib_device *ibdev, void *data)
 	struct kmsgr_rdma_lsn *l;
 	unsigned int n = 0;
 
+	ib_unregister_event_handler(&d->eh);
+	cancel_work_sync(&d->unpark);
 	/*
 	 * Fail them all before tearing any down: over loopback both ends
 	 * are here, and each must say why, not hear the other hang up.
@@ -2364,6 +2501,7 @@ static void kmsgr_rdma_remove_one(struct ib_device *ibdev, void *data)
 		kmsgr_rdma_conn_put(c);
 		n++;
 	}
+	kmsgr_rdma_unpark_all(d, false);	/* nobody parks now: dying */
 	for (;;) {
 		mutex_lock(&kmsgr_rdma_lock);
 		list_for_each_entry(l, &kmsgr_rdma_lsns, node) {

@@ -913,7 +913,7 @@ static const char *const kmsgr_reason_names[] = {
 	[KMSGR_REASON_CONNECT] = "connect failed",
 	[KMSGR_REASON_HALF_OPEN] = "too many handshakes in progress (max_half_open)",
 	[KMSGR_REASON_SESSIONS] = "too many sessions (max_sessions)",
-	[KMSGR_REASON_DEVICE] = "transport device removed",
+	[KMSGR_REASON_DEVICE] = "transport device removed or its link down",
 	[KMSGR_REASON_MODE] = "connection mode refused by the peer (secure or crc)",
 };
 

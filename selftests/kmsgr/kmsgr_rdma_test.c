@@ -20,6 +20,13 @@
  *                  sealed tails) from staging copies (staged_bytes > 0).
  *  ipv6            a second session over IPv6 (fd00:99::N added to the
  *                  NIC; rxe0 gets its GID): a stream crosses it.
+ *  netdev_flap     the netdev under rxe0 down for 3 s under the live
+ *                  session, then up: the connection ends with reason
+ *                  DEVICE, -ENETDOWN (rxe fails what is sent through a
+ *                  port that is down).  Lossless: a stream sent while it
+ *                  is down arrives whole once the client has redialled.
+ *                  Lossy: the session ends; a new one works (the device
+ *                  still takes connections).
  *  device_removal  `rdma link delete` of the device under the live
  *                  session: both ends see it go with reason DEVICE (lossy:
  *                  CLOSED; lossless: DOWN).  Lossless: after `rdma link
@@ -68,6 +75,7 @@ static const char *const res_kinds[] = { "qp", "mr", "cm_id" };
 FIXTURE(rdma) {
 	const char *why;	/* set: SKIP with this reason */
 	const char *dev;	/* the RDMA device, rxe0 */
+	char netdev[64];	/* its netdev (netdev_flap) */
 	long res0[NR_RES];	/* before the test */
 	const char *ip;
 	struct kt_inst cli, srv;
@@ -239,10 +247,16 @@ static const struct kt_event *wait_for(struct kt_loop *lp,
 	}
 }
 
-/* A stream each way; everything arrives once, in order, intact. */
-static void streams(struct __test_metadata *_metadata,
-		    FIXTURE_DATA(rdma) *self, unsigned int count,
-		    unsigned int max_log2, int ms)
+typedef void (*mid_fn)(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(rdma) *self);
+
+/*
+ * A stream each way; everything arrives once, in order, intact.  With
+ * @mid, the streams run @mid_ms, then @mid is called, then they finish.
+ */
+static void streams_mid(struct __test_metadata *_metadata,
+			FIXTURE_DATA(rdma) *self, unsigned int count,
+			unsigned int max_log2, int ms, int mid_ms, mid_fn mid)
 {
 	struct kt_plan fwd = {
 		.count = count,
@@ -270,6 +284,11 @@ static void streams(struct __test_metadata *_metadata,
 	kt_loop_add_stream(&self->lp, &a);
 	kt_loop_add_stream(&self->lp, &b);
 	t0 = kt_now_ms();
+	if (mid) {
+		ret = kt_loop_run(&self->lp, kt_loop_streams_finished, mid_ms);
+		EXPECT_EQ(-ETIME, ret) TH_LOG("the streams ended before the middle");
+		mid(_metadata, self);
+	}
 	ret = kt_loop_run(&self->lp, kt_loop_streams_finished, ms);
 	ms_taken = kt_now_ms() - t0;
 	TH_LOG("rdma: %u messages, %llu bytes out, %u back, %llu bytes, in %llu ms",
@@ -287,6 +306,13 @@ static void streams(struct __test_metadata *_metadata,
 	self->lp.nr_streams = 0;
 	kt_stream_free(&a);
 	kt_stream_free(&b);
+}
+
+static void streams(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(rdma) *self, unsigned int count,
+		    unsigned int max_log2, int ms)
+{
+	streams_mid(_metadata, self, count, max_log2, ms, 0, NULL);
 }
 
 TEST_F_TIMEOUT(rdma, stream_mixed, 900)
@@ -356,8 +382,8 @@ static bool file_has(const char *path, const char *str)
 	return ret;
 }
 
-/* Wait until @dev's port 1 is ACTIVE again. */
-static int rxe_active(const char *dev, int ms)
+/* Wait until the state of @dev's port 1 is @state ("ACTIVE", "DOWN"). */
+static int port_state(const char *dev, const char *state, int ms)
 {
 	char path[128];
 	uint64_t end = kt_now_ms() + ms;
@@ -365,11 +391,16 @@ static int rxe_active(const char *dev, int ms)
 	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/state",
 		 dev);
 	do {
-		if (file_has(path, "ACTIVE"))
+		if (file_has(path, state))
 			return 0;
 		usleep(100000);
 	} while (kt_now_ms() < end);
 	return -1;
+}
+
+static int rxe_active(const char *dev, int ms)
+{
+	return port_state(dev, "ACTIVE", ms);
 }
 
 TEST_F_TIMEOUT(rdma, device_removal, 300)
@@ -417,6 +448,102 @@ TEST_F_TIMEOUT(rdma, device_removal, 300)
 	ASSERT_NE(NULL, wait_for(&self->lp, &self->srv, self->srv_id,
 				 KMSGR_EV_UP, mark, 20000))
 		TH_LOG("server session not UP again");
+	streams(_metadata, self, 200, 18, 120 * 1000);
+}
+
+/* `ip link set dev @netdev up|down`; 0 on success. */
+static int link_set(const char *netdev, const char *how)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "ip link set dev %s %s", netdev, how);
+	return system(cmd);
+}
+
+/* netdev_flap's middle: the link comes back. */
+static void netdev_up(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(rdma) *self)
+{
+	ASSERT_EQ(0, link_set(self->netdev, "up"));
+	ASSERT_EQ(0, rxe_active(self->dev, 30000))
+		TH_LOG("%s not ACTIVE", self->dev);
+}
+
+/*
+ * The netdev under rxe0 goes down under a live session and comes back
+ * after a few seconds.  rxe fails every work request sent through a port
+ * that is down at once (no retransmission), so the session's connection
+ * ends with reason DEVICE and -ENETDOWN.  Lossless: messages submitted
+ * while the link is down and after are all delivered once, in order, when
+ * the client has redialled.  Lossy: the session ends; a new one works.
+ * Either way the device still accepts connections afterwards (kmsgr
+ * keeps the cm_ids of the failed connections until the port is up:
+ * kmsgr_rdma_park()), and every QP, MR and cm_id goes with the instances.
+ */
+TEST_F_TIMEOUT(rdma, netdev_flap, 300)
+{
+	const bool lossless = variant->flags & KMSGR_SESS_F_LOSSLESS;
+	const struct kt_event *ec, *es;
+	unsigned int mark;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, rxe_netdev(self->dev, self->netdev,
+				sizeof(self->netdev)));
+	streams(_metadata, self, 200, 18, 120 * 1000);
+
+	mark = self->lp.nr_ev;
+	ASSERT_EQ(0, link_set(self->netdev, "down"));
+	if (port_state(self->dev, "DOWN", 10000)) {
+		link_set(self->netdev, "up");
+		ASSERT_TRUE(false) TH_LOG("%s port not DOWN", self->dev);
+	}
+	if (lossless) {
+		/* sent while the link is down; it is up after 3 s */
+		streams_mid(_metadata, self, 500, 18, 240 * 1000,
+			    kt_env_long("KMSGR_FLAP_MS", 3000), netdev_up);
+		ec = kt_find_event(&self->lp, &self->cli, self->cli_id,
+				   KMSGR_EV_DOWN, mark);
+		ASSERT_NE(NULL, ec) TH_LOG("client session never DOWN");
+		EXPECT_NE(NULL, kt_find_event(&self->lp, &self->cli,
+					      self->cli_id, KMSGR_EV_UP,
+					      mark));
+	} else {
+		struct kt_plan plan = {
+			.count = 100, .max_log2 = 18, .small_log2 = 16,
+			.big_one_in = 4, .seed = 0xf1a9,
+		};
+		struct kt_stream a;
+
+		ASSERT_EQ(0, kt_stream_init(&a, &self->cli, self->cli_id,
+					    &self->srv, self->srv_id, &plan,
+					    16));
+		self->lp.nr_streams = 0;
+		kt_loop_add_stream(&self->lp, &a);
+		ec = wait_for(&self->lp, &self->cli, self->cli_id,
+			      KMSGR_EV_CLOSED, mark, 20000);
+		self->lp.nr_streams = 0;
+		kt_stream_free(&a);
+		netdev_up(_metadata, self);
+		ASSERT_NE(NULL, ec) TH_LOG("client session not CLOSED");
+		/* the server's ends by the disconnect, now or later */
+		es = wait_for(&self->lp, &self->srv, self->srv_id,
+			      KMSGR_EV_CLOSED, mark, 40000);
+		ASSERT_NE(NULL, es) TH_LOG("server session not CLOSED");
+		TH_LOG("server session closed: reason %u res %d", es->reason,
+		       es->res);
+	}
+	EXPECT_EQ(KMSGR_REASON_DEVICE, ec->reason)
+		TH_LOG("client: reason %u res %d", ec->reason, ec->res);
+	EXPECT_EQ(-ENETDOWN, ec->res);
+	if (!lossless) {
+		/* the device still takes connections: a new session */
+		self->lp.stray = 0;
+		ASSERT_EQ(0, kt_rdma_pair(&self->lp, &self->srv, &self->cli,
+					  self->ip, variant->flags, &self->l,
+					  &self->dial, &self->srv_id,
+					  &self->cli_id));
+	}
 	streams(_metadata, self, 200, 18, 120 * 1000);
 }
 

@@ -497,7 +497,9 @@ struct kmsgr_cqe {
 						 * and a crc client)
 						 */
 #define KMSGR_REASON_DEVICE		27	/* the transport's device went away
-						 * (RDMA device removed)
+						 * (RDMA device removed: res
+						 * -ENODEV) or its port is down
+						 * (-ENETDOWN)
 						 */
 
 /* Commands; see "ioctl namespace" above for the reserved numbers. */
