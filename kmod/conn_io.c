@@ -53,6 +53,7 @@ void kmsgr_conn_free(struct kmsgr_conn *kc)
 {
 	if (kc->xprt)
 		kc->xprt->ops->close(kc->xprt);
+	kc->xprt = NULL;	/* the engine's last tx_done()s must not see it */
 	if (kc->engine)
 		msgr2_conn_release(kc->mc);
 	kvfree(kc->mc);

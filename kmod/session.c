@@ -531,7 +531,16 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 static void kmsgr_conn_tx_done(void *priv, struct msgr2_msg *m, int status)
 {
 	struct kmsgr_conn *kc = priv;
+	struct kmsgr_xprt *x = kc->xprt;
 
+	/*
+	 * Lossless, written on this connection: nothing of it stays
+	 * readable by the peer once its CQE is out.  (A lossy message
+	 * completes once written; the transport offers only copies of it.)
+	 */
+	if (x && x->ops->zc_release && m->tx_end &&
+	    !kmsgr_conn_owner(kc)->ms.lossy)
+		x->ops->zc_release(x, m->tx_end, !status);
 	kmsgr_sess_tx_complete(kmsgr_conn_owner(kc), m, status);
 }
 

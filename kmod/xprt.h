@@ -102,6 +102,20 @@ struct kmsgr_xprt_ops {
 	 * (for the log when a session times out).
 	 */
 	void (*describe)(struct kmsgr_xprt *x, char *buf, size_t len);
+	/*
+	 * Optional, for transports that let the peer fetch pieces of the
+	 * stream from our memory (RDMA): the peer acknowledged a message
+	 * whose last byte was the @end'th byte send() took on this
+	 * connection.  When this returns, the peer can no longer read any
+	 * piece of the first @end bytes, and the application may reuse
+	 * them.  0, or -errno when the connection had to be failed for it
+	 * (the peer acknowledged bytes it had not said it had finished
+	 * reading).  @acked false: the message was given up instead (an
+	 * error completion); pieces still offered are then waited for a
+	 * little, then taken back by failing the connection.  Process
+	 * context; may sleep.
+	 */
+	int (*zc_release)(struct kmsgr_xprt *x, u64 end, bool acked);
 };
 
 /* A transport object; each transport embeds it in its own state. */

@@ -181,6 +181,24 @@ module_param(stages, uint, 0644);
 MODULE_PARM_DESC(stages,
 		 "Registrations per connection (of pulls) that may offer a copy of a payload piece the session cannot leave in place until the peer's ack (secure mode, lossy sessions), each with a staging buffer of one registration (1 MiB) allocated on first use and kept while the connection lives (0-16, default 4; 0: such pieces travel in SENDs)");
 
+#ifdef KMSGR_FAULT
+/* test builds (KMSGR_FAULT=y) only: play a peer that breaks the wire */
+static bool fault_no_done;
+module_param(fault_no_done, bool, 0644);
+MODULE_PARM_DESC(fault_no_done,
+		 "Test builds only: never send DONE for a PULL read (a broken peer; its msgr2 acks still go)");
+
+static bool kmsgr_rdma_fault_no_done(void)
+{
+	return READ_ONCE(fault_no_done);
+}
+#else
+static bool kmsgr_rdma_fault_no_done(void)
+{
+	return false;
+}
+#endif
+
 /* counters, read only through parameters of the same name */
 static atomic64_t kmsgr_rdma_pinned = ATOMIC64_INIT(0);
 static atomic64_t kmsgr_rdma_stat_offered = ATOMIC64_INIT(0);
@@ -253,6 +271,7 @@ struct kmsgr_rdma_mr {
 	int nents;			/* mapped entries of @sgt */
 	struct ib_cqe reg_cqe, inv_cqe;
 	void *stage;			/* staging buffer (mrs[i < nr_stages]) */
+	u64 end;			/* stream bytes up to its piece's end */
 	bool busy;			/* being offered; until invalidated */
 	bool offered;			/* its PULL was posted */
 	u32 len;			/* bytes it covers, once offered */
@@ -272,6 +291,7 @@ struct kmsgr_rdma_conn {
 	struct kref ref;
 	struct mutex mutex;		/* the teardown */
 	bool torn;			/* verbs objects gone (under mutex) */
+	u64 tx_stream;			/* bytes send() took (owner) */
 	bool parked;			/* teardown waits for the port (mutex) */
 	struct rdma_cm_id *id;		/* ours to destroy, or NULL */
 	struct kmsgr_rdma_dev *dev;	/* counted in dev->users */
@@ -730,8 +750,7 @@ static void kmsgr_rdma_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 	m->busy = false;
 	m->offered = false;
 	m->inv = false;
-	if (c->closing)
-		wake_up(&c->wq);
+	wake_up(&c->wq);	/* close() and zc_release() wait for it */
 	kmsgr_rdma_tx_wake(c);
 out:
 	spin_unlock_bh(&c->lock);
@@ -1187,8 +1206,26 @@ static void kmsgr_rdma_teardown(struct kmsgr_rdma_conn *c)
 }
 
 /*
- * While the port of @c is down, keep its cm_id and QP (the QP in error)
- * until the port is up again or the device goes: destroying a connected
+ * Flush the QP of @c (to the error state, drained) and destroy its
+ * registrations now, before its teardown: the peer can read nothing of
+ * ours any more, through this QP or another one on the device's PD.
+ * Under @c->mutex.
+ */
+static void kmsgr_rdma_quiesce(struct kmsgr_rdma_conn *c)
+{
+	struct ib_qp_attr qa = { .qp_state = IB_QPS_ERR };
+
+	if (!c->qp)
+		return;
+	ib_modify_qp(c->qp, &qa, IB_QP_STATE);
+	ib_drain_qp(c->qp);
+	kmsgr_rdma_pulls_free(c);
+}
+
+/*
+ * While the port of @c is down, keep its cm_id and QP (the QP in error,
+ * drained, its registrations gone) until the port is up again or the
+ * device goes: destroying a connected
  * cm_id sends a DREQ, and soft-RoCE (Debian 6.1) fails a send through a
  * port that is down with a local error, which puts its GSI QP (QP1, the
  * CM's) in error for good: no connect request is received on that device
@@ -1198,7 +1235,6 @@ static void kmsgr_rdma_teardown(struct kmsgr_rdma_conn *c)
 static bool kmsgr_rdma_park(struct kmsgr_rdma_conn *c)
 {
 	struct kmsgr_rdma_dev *d = c->dev;
-	struct ib_qp_attr qa = { .qp_state = IB_QPS_ERR };
 	bool parked = false;
 
 	if (!c->id || !kmsgr_rdma_port_down(d, c->port))
@@ -1211,9 +1247,73 @@ static bool kmsgr_rdma_park(struct kmsgr_rdma_conn *c)
 		parked = true;
 	}
 	mutex_unlock(&kmsgr_rdma_lock);
-	if (parked && c->qp)
-		ib_modify_qp(c->qp, &qa, IB_QP_STATE);	/* flush it all */
+	if (parked)
+		kmsgr_rdma_quiesce(c);
 	return parked;
+}
+
+/*
+ * zc_release() of the first @end stream bytes: 0 when no registration of
+ * @c offers any of them, 1 while one is being invalidated (the peer said
+ * DONE), 2 while one is still offered (no DONE yet).
+ */
+static int kmsgr_rdma_zc_state(struct kmsgr_rdma_conn *c, u64 end)
+{
+	const struct kmsgr_rdma_mr *m;
+	int ret = 0;
+	u32 i;
+
+	spin_lock_bh(&c->lock);
+	for (i = 0; i < c->nr_mrs; i++) {
+		m = &c->mrs[i];
+		if (m->offered && m->end <= end)
+			ret = max(ret, m->inv ? 1 : 2);
+	}
+	spin_unlock_bh(&c->lock);
+	return ret;
+}
+
+/*
+ * A message of the owner that ended at stream byte @end is complete: wait
+ * until no registration offers any of the first @end bytes (PULLs offer
+ * in stream order).  A peer sends DONE for a PULL before any stream byte
+ * that follows the message (its msgr2 ack included), so when @acked, a
+ * registration still offered means that the peer acknowledged bytes it
+ * had not said it had read.  Then, and when what a given-up message
+ * offered is not given back within 1 s, fail the connection and make
+ * every registration unusable now (kmsgr_rdma_quiesce()), before the
+ * application can reuse the bytes.
+ */
+static int kmsgr_rdma_zc_release(struct kmsgr_xprt *x, u64 end, bool acked)
+{
+	struct kmsgr_rdma_conn *c = to_conn(x);
+	int st, err = acked ? -EPROTO : -ECONNRESET;
+
+	st = kmsgr_rdma_zc_state(c, end);
+	if (st == 1 || (st == 2 && !acked)) {
+		/* a LOCAL_INV posted is usually done at once */
+		wait_event_timeout(c->wq, kmsgr_rdma_zc_state(c, end) == 0 ||
+				   (acked && kmsgr_rdma_zc_state(c, end) == 2),
+				   HZ);
+		st = kmsgr_rdma_zc_state(c, end);
+	}
+	if (!st)
+		return 0;
+	if (st == 2 && acked)
+		pr_warn_ratelimited("connection %pISpc: the peer acknowledged a message it had not finished reading (no DONE)\n",
+				    &c->peer);
+	else
+		pr_warn_ratelimited("connection %pISpc: a registration was not given back within 1 s\n",
+				    &c->peer);
+	spin_lock_bh(&c->lock);
+	c->detached = true;	/* nothing more is posted */
+	kmsgr_rdma_fail(c, err);
+	spin_unlock_bh(&c->lock);
+	mutex_lock(&c->mutex);
+	if (!c->torn && !c->parked)
+		kmsgr_rdma_quiesce(c);
+	mutex_unlock(&c->mutex);
+	return err;
 }
 
 /*
@@ -1750,7 +1850,8 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 	if (c->pull_off == len) {
 		c->pull_off = 0;
 		/* room: at most KMSGR_RDMA_DONES are owed (kmsgr_rdma_recv()) */
-		c->dones[c->done_tail++ % KMSGR_RDMA_DONES] = rkey;
+		if (!kmsgr_rdma_fault_no_done())
+			c->dones[c->done_tail++ % KMSGR_RDMA_DONES] = rkey;
 		kmsgr_rdma_rx_pop(c, b);
 		kmsgr_rdma_send_dones(c);
 	}
@@ -1883,16 +1984,17 @@ static bool kmsgr_rdma_may_register(struct kmsgr_rdma_conn *c)
 
 /*
  * Offer up to one registration's worth of @p (@len bytes of kernel
- * memory) in a PULL: register it, or with @stage a copy of it in the
- * registration's staging buffer (fast registration, remote read only,
- * exactly these bytes), post the registration and the PULL.  Returns the
+ * memory, the stream's bytes from @at on) in a PULL: register it, or
+ * with @stage a copy of it in the registration's staging buffer (fast
+ * registration, remote read only, exactly these bytes), post the
+ * registration and the PULL.  Returns the
  * bytes offered, -EAGAIN without a free registration, send slot or
  * credit, -ENOBUFS when no staging buffer can be had (the connection
  * stages no more: send as DATA), or -errno.  Under @mutex (see
  * kmsgr_rdma_pull()).
  */
 static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
-				size_t len, bool stage)
+				size_t len, bool stage, u64 at)
 {
 	struct kmsgr_rdma_pull *d;
 	struct kmsgr_rdma_mr *m = NULL;
@@ -1963,8 +2065,10 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
 	ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_PULL, sizeof(*d),
 				   &reg.wr);
 	m->offered = !ret;	/* from now on a DONE may name it */
-	if (!ret)
+	if (!ret) {
 		m->len = k;
+		m->end = at + k;
+	}
 	spin_unlock_bh(&c->lock);
 	if (ret)
 		goto out_unmap;
@@ -2029,7 +2133,8 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 			mutex_lock(&c->mutex);
 			got = c->torn ? -ENOTCONN :
 			      kmsgr_rdma_offer(c, iov[i].base, iov[i].len,
-					       how == KMSGR_RDMA_TX_STAGE);
+					       how == KMSGR_RDMA_TX_STAGE,
+					       c->tx_stream + done);
 			mutex_unlock(&c->mutex);
 			spin_lock_bh(&c->lock);
 			if (got == -ENOBUFS)
@@ -2081,6 +2186,7 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 		done += len;
 	}
 	spin_unlock_bh(&c->lock);
+	c->tx_stream += done;
 	if (done)
 		return done;
 	return ret;
@@ -2168,6 +2274,7 @@ static const struct kmsgr_xprt_ops kmsgr_rdma_ops = {
 	.getname	= kmsgr_rdma_getname,
 	.close		= kmsgr_rdma_close,
 	.describe	= kmsgr_rdma_describe,
+	.zc_release	= kmsgr_rdma_zc_release,
 };
 
 static int kmsgr_rdma_sa_check(const struct sockaddr_storage *ss)

@@ -534,6 +534,7 @@ int msgr2_tx_done(struct msgr2_conn *c, size_t n)
 		if (c->a_head < c->a_tail) {
 			k = min_t(size_t, n, c->a_tail - c->a_head);
 			c->a_head += k;
+			c->tx_total += k;
 			n -= k;
 			m2_arena_compact(c);
 			continue;
@@ -543,13 +544,17 @@ int msgr2_tx_done(struct msgr2_conn *c, size_t n)
 		v = &c->tx_v[c->tx_vi];
 		k = min_t(size_t, n, v->len - c->tx_voff);
 		c->tx_voff += k;
+		c->tx_total += k;
 		n -= k;
 		if (c->tx_voff == v->len) {
 			c->tx_vi++;
 			c->tx_voff = 0;
 		}
-		if (c->tx_vi == c->tx_vn)
+		if (c->tx_vi == c->tx_vn) {
+			if (c->tx_msg)
+				c->tx_msg->tx_end = c->tx_total;
 			m2_tx_msg_done(c);
+		}
 	}
 	return 0;
 }

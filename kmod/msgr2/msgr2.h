@@ -173,6 +173,12 @@ struct msgr2_msg {
 	struct msgr2_msg_hdr hdr;
 	struct msgr2_iov seg[MSGR2_NSEG];	/* front, middle, data */
 	void *priv;			/* caller's */
+	/*
+	 * Engine: once written on the current connection, the number of
+	 * bytes the transport had taken on it up to the message's last
+	 * byte; 0 while not (re)written on it.
+	 */
+	u64 tx_end;
 };
 
 /* An inbound message being received. */

@@ -218,6 +218,7 @@ struct msgr2_conn {
 	u32 a_head;
 	u32 a_tail;
 	struct msgr2_msg *tx_msg;	/* message in tx_v[], or NULL */
+	u64 tx_total;			/* bytes the transport has taken */
 	struct msgr2_iov tx_v[M2_TX_PIECES];
 	int tx_vn;
 	int tx_vi;

@@ -112,8 +112,12 @@ void m2_sess_renumber(struct msgr2_session *s, u64 first)
 /* Put the sent-but-unacked messages back in front of the out-queue. */
 void m2_sess_requeue(struct msgr2_session *s)
 {
+	struct msgr2_msg *m;
+
 	if (!s->sent_head)
 		return;
+	for (m = s->sent_head; m; m = m->next)
+		m->tx_end = 0;	/* not written on the next connection yet */
 	s->sent_tail->next = s->out_head;
 	if (!s->out_head)
 		s->out_tail = s->sent_tail;

@@ -20,13 +20,19 @@
  *                  sealed tails) from staging copies (staged_bytes > 0).
  *  ipv6            a second session over IPv6 (fd00:99::N added to the
  *                  NIC; rxe0 gets its GID): a stream crosses it.
- *  netdev_flap     the netdev under rxe0 down for 3 s under the live
+ *  netdev_flap     the netdev under rxe0 down for 2 s under the live
  *                  session, then up: the connection ends with reason
  *                  DEVICE, -ENETDOWN (rxe fails what is sent through a
  *                  port that is down).  Lossless: a stream sent while it
  *                  is down arrives whole once the client has redialled.
  *                  Lossy: the session ends; a new one works (the device
  *                  still takes connections).
+ *  no_done_peer    the receiving end never says DONE (fault_no_done, test
+ *                  builds) but acknowledges: a lossless sender fails the
+ *                  connection with EPROTO, its registrations destroyed
+ *                  before the application gets the payload back, and
+ *                  recovers; lossy ones offer only copies, kept until
+ *                  close.
  *  device_removal  `rdma link delete` of the device under the live
  *                  session: both ends see it go with reason DEVICE (lossy:
  *                  CLOSED; lossless: DOWN).  Lossless: after `rdma link
@@ -490,8 +496,6 @@ TEST_F_TIMEOUT(rdma, netdev_flap, 300)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, rxe_netdev(self->dev, self->netdev,
 				sizeof(self->netdev)));
-	streams(_metadata, self, 200, 18, 120 * 1000);
-
 	mark = self->lp.nr_ev;
 	ASSERT_EQ(0, link_set(self->netdev, "down"));
 	if (port_state(self->dev, "DOWN", 10000)) {
@@ -499,9 +503,9 @@ TEST_F_TIMEOUT(rdma, netdev_flap, 300)
 		ASSERT_TRUE(false) TH_LOG("%s port not DOWN", self->dev);
 	}
 	if (lossless) {
-		/* sent while the link is down; it is up after 3 s */
+		/* sent while the link is down; it is up after 2 s */
 		streams_mid(_metadata, self, 500, 18, 240 * 1000,
-			    kt_env_long("KMSGR_FLAP_MS", 3000), netdev_up);
+			    kt_env_long("KMSGR_FLAP_MS", 2000), netdev_up);
 		ec = kt_find_event(&self->lp, &self->cli, self->cli_id,
 				   KMSGR_EV_DOWN, mark);
 		ASSERT_NE(NULL, ec) TH_LOG("client session never DOWN");
@@ -544,7 +548,73 @@ TEST_F_TIMEOUT(rdma, netdev_flap, 300)
 					  &self->dial, &self->srv_id,
 					  &self->cli_id));
 	}
-	streams(_metadata, self, 200, 18, 120 * 1000);
+	streams(_metadata, self, 100, 18, 120 * 1000);
+}
+
+#define NO_DONE	"/sys/module/kmsgr_rdma/parameters/fault_no_done"
+
+/* Write @val to the parameter file @path; 0 on success. */
+static int param_write(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fputs(val, f) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+/*
+ * A peer that acknowledges messages without saying DONE for their PULLs
+ * (fault_no_done, test builds: the receiving end reads the payload, never
+ * says DONE, and its msgr2 acks still go): the sender must not hand a
+ * payload back to the application while the peer can still read it.
+ * Lossless: when the ack comes, the sender fails the connection with
+ * EPROTO after destroying its registrations (registered_bytes 0); the
+ * session comes back, every message arrives once.  Lossy sessions never
+ * offer the application's memory, only copies (staging buffers), and
+ * complete a message once it is written: the copies stay offered
+ * (registered_bytes > 0) until the session is closed.
+ */
+TEST_F_TIMEOUT(rdma, no_done_peer, 180)
+{
+	const bool lossless = variant->flags & KMSGR_SESS_F_LOSSLESS;
+	const struct kt_event *e = NULL;
+	long long pulled;
+	unsigned int mark, i;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(NO_DONE, W_OK))
+		SKIP(return, "kmsgr_rdma.ko built without KMSGR_FAULT=y");
+	mark = self->lp.nr_ev;
+	pulled = kt_rdma_counter("pulled_bytes");
+	ASSERT_EQ(0, param_write(NO_DONE, "1"));
+	/* lossy: at most 4 pieces, within the 4 staging registrations */
+	streams(_metadata, self, lossless ? 16 : 4, 20, 120 * 1000);
+	ASSERT_EQ(0, param_write(NO_DONE, "0"));
+	EXPECT_LT(pulled, kt_rdma_counter("pulled_bytes"))
+		TH_LOG("nothing was pulled: the test proves nothing");
+	if (lossless) {
+		for (i = mark; i < self->lp.nr_ev && !e; i++)
+			if (self->lp.ev[i].inst == &self->cli &&
+			    self->lp.ev[i].event == KMSGR_EV_DOWN &&
+			    self->lp.ev[i].res == -EPROTO)
+				e = &self->lp.ev[i];
+		ASSERT_NE(NULL, e)
+			TH_LOG("the sender never failed its connection");
+		EXPECT_EQ(0, kt_rdma_counter("registered_bytes"));
+		streams(_metadata, self, 50, 20, 120 * 1000);
+		return;
+	}
+	EXPECT_EQ(NULL, kt_find_event(&self->lp, &self->cli, self->cli_id,
+				      KMSGR_EV_DOWN, mark));
+	EXPECT_LT(0, kt_rdma_counter("registered_bytes"));
+	EXPECT_EQ(0, kmsgr_close_id(self->cli.k, self->cli_id));
+	for (i = 0; i < 100 && kt_rdma_counter("registered_bytes"); i++)
+		kt_loop_run_once(&self->lp, 50);
+	EXPECT_EQ(0, kt_rdma_counter("registered_bytes"));
 }
 
 /* Wait until a GID of @dev's port 1 is @gid ("fd00:0099:...": sysfs form). */
