@@ -146,6 +146,16 @@ static void cb_tx_done(void *priv, struct msgr2_msg *m, int status)
 {
 	struct pair_end *e = priv;
 
+	/*
+	 * tx_end: 0 (not written on this connection), else the bytes moved
+	 * off it up to the message's end: increasing, never beyond.
+	 */
+	if (m->tx_end) {
+		if (m->tx_end <= e->last_tx_end || m->tx_end > e->tx_taken)
+			e->n_tx_end_bad++;
+		e->n_tx_end++;
+		e->last_tx_end = m->tx_end;
+	}
 	if (status)
 		e->n_tx_err++;
 	else
@@ -369,6 +379,10 @@ int pair_connect(struct pair *p)
 	pair_disconnect(p);
 	if (p->n_sv_sess == PAIR_MAX_SESSIONS)
 		return -ENOSPC;
+	p->cl.tx_taken = 0;
+	p->cl.last_tx_end = 0;
+	p->sv.tx_taken = 0;
+	p->sv.last_tx_end = 0;
 	s = calloc(1, sizeof(*s));
 	p->cl.c = calloc(1, msgr2_conn_size());
 	p->sv.c = calloc(1, msgr2_conn_size());
@@ -505,8 +519,10 @@ static u64 pair_xfer(struct pair *p, struct msgr2_conn *a,
 		if (off < iov[i].len)
 			stop = true;
 	}
-	if (moved)
+	if (moved) {
 		msgr2_tx_done(a, moved);
+		(a == p->cl.c ? &p->cl : &p->sv)->tx_taken += moved;
+	}
 	return moved;
 }
 

@@ -85,6 +85,10 @@ struct pair_end {
 	int rx_last_status;		/* status of the last rx_msg() */
 	int n_tx_ok;
 	int n_tx_err;
+	u64 tx_taken;			/* bytes moved off the current conn */
+	u64 last_tx_end;		/* of the last tx_done() with one */
+	int n_tx_end;			/* tx_done()s with a tx_end */
+	int n_tx_end_bad;		/* tx_end not increasing, or beyond */
 	int n_ready;
 	u64 ready_arg;
 	int n_reset;

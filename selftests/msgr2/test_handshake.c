@@ -667,6 +667,10 @@ static int lossless_cut(u32 mode, long long cut, int nmsg)
 	if (!ret && (p->cl.n_tx_ok != nmsg || p->sv.n_tx_ok != nmsg ||
 		     p->cl.n_tx_err || p->sv.n_tx_err))
 		ret = -6;
+	/* every tx_end stamp counted the bytes of its own connection */
+	if (!ret && (p->cl.n_tx_end_bad || p->sv.n_tx_end_bad ||
+		     !p->cl.n_tx_end || !p->sv.n_tx_end))
+		ret = -7;
 	pair_free(p);
 	return ret;
 }
