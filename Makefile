@@ -11,10 +11,24 @@
 #   make fuzz         longer fuzzing run (FUZZ_SECONDS, default 300)
 #   make bench        benchmarks (docs/bench.md)
 #   make lint         checkpatch --strict and sparse on kmod/ and uapi/, shellcheck
+#   make install      libkmsgr, its headers, kmsgrctl, its man page; the udev
+#                     rule and the modules-load.d file disabled, as examples
+#   make modules_install  kmsgr.ko and kmsgr_rdma.ko into /lib/modules, then depmod
+#   make install-udev the udev rule, enabled (/dev/kmsgr for the group kmsgr)
+#   make install-autoload the modules-load.d file, enabled (kmsgr loaded at boot)
+#   make uninstall    remove what the install targets installed, then depmod
 #
-# KDIR selects the kernel build tree (default: tools/kver).
+# KDIR selects the kernel build tree (default: tools/kver).  DESTDIR stages
+# every install target (no depmod then); PREFIX (default /usr/local) places
+# the library, headers, kmsgrctl, the man page and the examples.
 
-KVER	?= $(shell tools/kver)
+# KVER is tools/kver's answer: the running kernel's release when its build
+# directory exists (read here without a fork: KVER is exported and
+# recursive, so every recipe line expands it, and the forks add up to
+# seconds in the test guest), else tools/kver's search.  Recursive so that
+# it sees the headers make deps installs.
+OSREL	:= $(strip $(file </proc/sys/kernel/osrelease))
+KVER	?= $(if $(wildcard /lib/modules/$(OSREL)/build/Makefile),$(OSREL),$(shell tools/kver))
 KDIR	?= /lib/modules/$(KVER)/build
 BUILD	:= $(CURDIR)/.build
 RESULTS	:= $(BUILD)/results
@@ -34,7 +48,8 @@ FUZZ_SECONDS ?= 300
 export KVER KDIR KSRC
 
 .PHONY: all module lib tools deps run check check-host check-vm fuzz bench \
-	lint clean ksrc install
+	lint clean ksrc install modules_install install-udev install-autoload \
+	uninstall modules_uninstall
 
 all: module lib tools
 
@@ -54,12 +69,119 @@ tools: lib
 deps:
 	@tools/deps
 
-# libkmsgr (.so, .a, kmsgr.pc, header) and kmsgrctl; DESTDIR/PREFIX honoured.
-# The module installs with DKMS (README) or `make -C $(KDIR) M=$(CURDIR)
-# modules_install`.
+# --- installing -------------------------------------------------------------
+# `make install` puts libkmsgr (.so, .a, kmsgr.pc, headers) and kmsgrctl
+# under PREFIX (lib/Makefile, tools/kmsgrctl/Makefile), the man page
+# kmsgrctl.8 under MANDIR, and the udev rule and the modules-load.d file in
+# EXAMPLEDIR, where neither udev nor systemd reads them: disabled.  `make
+# install-udev` enables the rule (/dev/kmsgr 0660, group kmsgr) in
+# UDEVRULESDIR, `make install-autoload` the modules-load.d file in
+# MODULESLOADDIR.  `make modules_install` installs the modules as built
+# (run `make` first) with kbuild's modules_install into
+# /lib/modules/<release>/$(INSTALL_MOD_DIR)/kmod/ (kbuild keeps the objects'
+# directory, kmod/), then runs depmod so that `modprobe kmsgr` loads
+# libcrc32c and gcm with it and `modprobe kmsgr_rdma` (or the first rdma
+# session, alias kmsgr-xprt-2) the RDMA modules.  extra/ is the kernel's
+# default for external modules; DKMS (dkms.conf) installs into
+# updates/dkms/, which depmod prefers when both are there.  With DESTDIR
+# (or INSTALL_MOD_PATH) everything is staged under it and depmod is left
+# to the target system.  `make uninstall` removes all of it.
+PREFIX		?= /usr/local
+MANDIR		?= $(PREFIX)/share/man
+EXAMPLEDIR	?= $(PREFIX)/share/kmsgr
+UDEVRULESDIR	?= /etc/udev/rules.d
+MODULESLOADDIR	?= /etc/modules-load.d
+INSTALL		?= install
+INSTALL_MOD_DIR	?= extra
+INSTALL_MOD_PATH ?= $(DESTDIR)
+# The release the modules are for: UTS_RELEASE of KDIR, what their vermagic
+# says.  Not kbuild's KERNELRELEASE: Debian's headers have the upstream
+# version (6.1.N) in include/config/kernel.release.  Worked out once, on
+# first use (it is used a dozen times; each time a sed and tools/kver
+# otherwise, which adds up to seconds in the test guest).
+KREL = $(eval KREL := $(or $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
+	$(KDIR)/include/generated/utsrelease.h 2>/dev/null),$(KVER)))$(KREL)
+MODDIR = $(INSTALL_MOD_PATH)/lib/modules/$(KREL)/$(INSTALL_MOD_DIR)/kmod
+MODULES	:= kmsgr kmsgr_rdma
+# kbuild signs what it installs when the kernel's config says so
+# (CONFIG_MODULE_SIG_ALL) with the kernel's build-time key, certificate
+# certs/signing_key.x509 in KDIR.  Debian's headers have neither: there the
+# attempt only prints SSL errors, so it is left out (Secure Boot: sign with
+# your own key, as DKMS does).
+NOSIGN = $(if $(wildcard $(KDIR)/certs/signing_key.x509),,CONFIG_MODULE_SIG_ALL=)
+# depmod and modinfo live in /usr/sbin, which a user's PATH may lack.
+SBINPATH := PATH="$$PATH:/usr/sbin:/sbin"
+
+# depmod for the installed release, unless staging.
+define depmod
+	@if [ -n "$(INSTALL_MOD_PATH)" ]; then \
+		echo "depmod skipped (staged under $(INSTALL_MOD_PATH)): run depmod -a $(KREL) on the target"; \
+	else \
+		echo "depmod -a $(KREL)"; \
+		$(SBINPATH) depmod -a $(KREL); \
+	fi
+endef
+
 install: lib tools
 	$(MAKE) -C lib install
 	$(MAKE) -C tools install
+	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(EXAMPLEDIR)
+	$(INSTALL) -m 0644 man/kmsgrctl.8 $(DESTDIR)$(MANDIR)/man8/
+	$(INSTALL) -m 0644 packaging/udev/60-kmsgr.rules \
+		packaging/modules-load.d/kmsgr.conf $(DESTDIR)$(EXAMPLEDIR)/
+
+# Refuses modules that are missing, built for another kernel than KDIR's,
+# or built with KMSGR_FAULT=y (make check's test build, which it leaves in
+# kmod/) unless KMSGR_FAULT=y is given here too.  kbuild's own depmod step
+# is skipped on Debian ("missing 'System.map'"): the one below does it.
+modules_install:
+	@test -n "$(KREL)" || { echo "modules_install: no kernel release (KDIR=$(KDIR))" >&2; exit 1; }
+	@for m in $(MODULES); do \
+		test -f kmod/$$m.ko || { echo "modules_install: no kmod/$$m.ko: run make first" >&2; exit 1; }; \
+		v=$$($(SBINPATH) modinfo -F vermagic kmod/$$m.ko | cut -d' ' -f1); \
+		test "$$v" = "$(KREL)" || { echo "modules_install: kmod/$$m.ko is built for \"$$v\", not $(KREL) (KDIR=$(KDIR)): make clean; make" >&2; exit 1; }; \
+		if [ "$(KMSGR_FAULT)" != y ] && $(SBINPATH) modinfo -F parm kmod/$$m.ko | grep -q '^fault_points:'; then \
+			echo "modules_install: kmod/$$m.ko is the test build with fault injection (KMSGR_FAULT=y, from make check): make clean; make" >&2; exit 1; \
+		fi; \
+	done
+	$(MAKE) -C $(KDIR) M=$(CURDIR) KERNELRELEASE=$(KREL) $(NOSIGN) \
+		INSTALL_MOD_PATH=$(INSTALL_MOD_PATH) \
+		INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) modules_install
+	$(depmod)
+
+# Without the group, udev leaves /dev/kmsgr to root (mode 0660).  udev
+# looks the group up when it loads its rules: after groupadd, udevadm
+# control --reload.
+install-udev:
+	$(INSTALL) -d $(DESTDIR)$(UDEVRULESDIR)
+	$(INSTALL) -m 0644 packaging/udev/60-kmsgr.rules $(DESTDIR)$(UDEVRULESDIR)/
+	@[ -n "$(DESTDIR)" ] || getent group kmsgr >/dev/null || \
+		echo "note: the udev rule gives /dev/kmsgr to the group kmsgr, which does not exist yet: groupadd --system kmsgr; udevadm control --reload"
+
+install-autoload:
+	$(INSTALL) -d $(DESTDIR)$(MODULESLOADDIR)
+	$(INSTALL) -m 0644 packaging/modules-load.d/kmsgr.conf $(DESTDIR)$(MODULESLOADDIR)/
+
+# Also the compressed names (CONFIG_MODULE_COMPRESS_*); the directories
+# only when empty.  A loaded module stays loaded.
+modules_uninstall:
+	@test -n "$(KREL)" || { echo "modules_uninstall: no kernel release (KDIR=$(KDIR))" >&2; exit 1; }
+	rm -f $(foreach m,$(MODULES),$(MODDIR)/$(m).ko $(MODDIR)/$(m).ko.*)
+	@for d in $(MODDIR) $(dir $(MODDIR)); do \
+		if [ -d "$$d" ]; then rmdir --ignore-fail-on-non-empty "$$d"; fi; \
+	done
+	$(depmod)
+
+uninstall: modules_uninstall
+	$(MAKE) -C lib uninstall
+	$(MAKE) -C tools uninstall
+	rm -f $(DESTDIR)$(MANDIR)/man8/kmsgrctl.8 \
+		$(DESTDIR)$(EXAMPLEDIR)/60-kmsgr.rules \
+		$(DESTDIR)$(EXAMPLEDIR)/kmsgr.conf \
+		$(DESTDIR)$(UDEVRULESDIR)/60-kmsgr.rules \
+		$(DESTDIR)$(MODULESLOADDIR)/kmsgr.conf
+	@if [ -d $(DESTDIR)$(EXAMPLEDIR) ]; then \
+		rmdir --ignore-fail-on-non-empty $(DESTDIR)$(EXAMPLEDIR); fi
 
 # Files used at build time from Debian's linux-source-6.1 (never vendored).
 ksrc: $(KSRC)/.stamp
@@ -109,6 +231,7 @@ check-host-tap: ksrc
 	@$(MAKE) --no-print-directory -C selftests/msgr2 RESULTS=$(RESULTS) check || \
 		printf 'not ok 1 msgr2 host tests did not build or run\n1..1\n' \
 			>$(RESULTS)/msgr2-incomplete.tap
+	@tools/test-install >$(RESULTS)/install.tap 2>&1 || true
 
 vm-build: ksrc
 	@mkdir -p $(RESULTS)
@@ -149,7 +272,7 @@ check-debug-tap: vm-build
 	@KMSGR_VM_APPEND="slub_debug=FZPU slab_nomerge" \
 		tools/vm/run --rxe --timeout $(VMTIMEOUT) -- \
 		env KMSGR_NO_SKIP=1 KMSGR_LOAD_MSGS=4000 KMSGR_TINY_MSGS=4000 \
-		KMSGR_RDMA_MSGS=3000 KMSGR_RDMA_LOAD_MSGS=1000 \
+		KMSGR_RDMA_MSGS=3000 KMSGR_RDMA_LOAD_MSGS=1000 KMSGR_NO_INSTALL=1 \
 		KMSGR_CYCLES=30 selftests/kmsgr/run_guest.sh 2>&1 | \
 		sed -e 's/^\(not \)\{0,1\}ok [0-9]* - /&slub_debug: /' \
 		| tee $(RESULTS)/vm-debug.tap
@@ -171,6 +294,7 @@ lint: ksrc module
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 KMSGR_FAULT=y modules
 	tools/check-layers
 	shellcheck -S warning .ci/run tools/deps tools/kver tools/testsum tools/check-layers \
+		tools/test-install \
 		tools/demo tools/bench-tcp tools/bench-rdma tools/bench-profile tools/vm/run tools/vm/init \
 		tools/vm/guest tools/vm/mkinitrd tools/vm/mkvmlinux \
 		selftests/kmsgr/*.sh selftests/msgr2/*.sh

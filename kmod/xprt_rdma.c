@@ -2692,5 +2692,5 @@ module_exit(kmsgr_rdma_exit);
 MODULE_DESCRIPTION("kmsgr RDMA transport: Ceph msgr2 sessions over kernel verbs (rdma_cm, RC QPs), credit flow control");
 MODULE_AUTHOR("The kmsgr authors");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(KMSGR_VERSION);
 MODULE_ALIAS("kmsgr-xprt-2");
-MODULE_SOFTDEP("pre: rdma_cm");

@@ -827,6 +827,11 @@ int cmd_bench(int argc, char **argv)
 	__u64 v;
 	int c, ret = 0;
 
+	if (argc < 1 || !strcmp(argv[0], "help")) {
+		bench_usage(argc < 1 ? stderr : stdout);
+		return argc < 1 ? EXIT_USAGE : EXIT_SUCCESS;
+	}
+
 	/* getopt skips argv[0]: start at the object name, "bench" */
 	argc++;
 	argv--;

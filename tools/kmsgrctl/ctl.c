@@ -159,6 +159,10 @@ static const char *device_path(void)
 	return opt.device ? opt.device : KMSGR_DEV_PATH;
 }
 
+/* The node is root's, 0600, unless the udev rule gives it to a group. */
+static const char access_hint[] =
+	"needs root, or the group kmsgr with the udev rule 60-kmsgr.rules: see kmsgrctl(8)";
+
 int ctl_open(struct kmsgr **kp)
 {
 	int ret;
@@ -167,15 +171,16 @@ int ctl_open(struct kmsgr **kp)
 	if (!ret)
 		return 0;
 
-	if (ret == -ENOENT)
-		error("cannot open %s: %s (is the module loaded?)",
+	/* The kernel creates and removes the node with the module. */
+	if (ret == -ENOENT && !opt.device)
+		error("cannot open %s: %s (the kmsgr module is not loaded: modprobe kmsgr)",
 		      device_path(), kmsgr_strerror(ret));
 	else if (ret == -ENODEV || ret == -ENXIO)
 		error("cannot open %s: %s (not a kmsgr device?)",
 		      device_path(), kmsgr_strerror(ret));
 	else if (ret == -EACCES || ret == -EPERM)
-		error("cannot open %s: %s (kmsgr needs root)",
-		      device_path(), kmsgr_strerror(ret));
+		error("cannot open %s: %s (%s)", device_path(),
+		      kmsgr_strerror(ret), access_hint);
 	else
 		error("cannot open %s: %s", device_path(), kmsgr_strerror(ret));
 	return ret;

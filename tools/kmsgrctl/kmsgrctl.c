@@ -182,6 +182,17 @@ static void print_features(__u64 features)
 		       (unsigned long long)features);
 }
 
+static void info_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s info [show]\n"
+		"\n"
+		"Prints the loaded module's version and ABI version, its features,\n"
+		"its limits, the bytes the RDMA transport pinned and registered (when\n"
+		"it is loaded) and the device node.\n",
+		progname);
+}
+
 static int cmd_info(int argc, char **argv)
 {
 	struct kmsgr_info info;
@@ -189,8 +200,12 @@ static int cmd_info(int argc, char **argv)
 	char version[KMSGR_VERSION_LEN];
 	int ret;
 
+	if (argc > 0 && !strcmp(argv[0], "help")) {
+		info_usage(stdout);
+		return EXIT_SUCCESS;
+	}
 	if (argc > 0 && strcmp(argv[0], "show") != 0) {
-		error("unknown verb \"%s\" for object \"info\"; try \"%s help\"",
+		error("unknown verb \"%s\" for object \"info\"; try \"%s info help\"",
 		      argv[0], progname);
 		return EXIT_USAGE;
 	}
@@ -252,9 +267,23 @@ static int cmd_info(int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
+static void version_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s version\n"
+		"\n"
+		"Prints the versions of kmsgrctl and libkmsgr and the ABI version\n"
+		"they were built for; needs no device.  -V, -Version and --version\n"
+		"do the same.\n",
+		progname);
+}
+
 static int cmd_version(int argc, char **argv)
 {
-	(void)argv;
+	if (argc > 0 && !strcmp(argv[0], "help")) {
+		version_usage(stdout);
+		return EXIT_SUCCESS;
+	}
 	if (argc > 0) {
 		error("\"version\" takes no arguments");
 		return EXIT_USAGE;
@@ -294,6 +323,9 @@ static void print_usage(FILE *f)
 		"  -j, --json        JSON output\n"
 		"  -p, --pretty      indented JSON (with -j)\n"
 		"  -d, --device PATH device node (default %s)\n"
+		"  -V, --version     versions, as the version object\n"
+		"  -h, --help        this text\n"
+		"Options may be shortened and take one dash or two (-json, --json).\n"
 		"\n"
 		"Exit status: 0 on success, 1 on failure, 2 on a usage error.\n",
 		progname, KMSGR_DEV_PATH);
@@ -343,6 +375,7 @@ int main(int argc, char **argv)
 		{ "json",	no_argument,		NULL, 'j' },
 		{ "pretty",	no_argument,		NULL, 'p' },
 		{ "device",	required_argument,	NULL, 'd' },
+		{ "version",	no_argument,		NULL, 'V' },
 		{ "Version",	no_argument,		NULL, 'V' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ NULL,		0,			NULL, 0 },
@@ -351,7 +384,9 @@ int main(int argc, char **argv)
 	int c, ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt_long(argc, argv, "+jpd:Vh", longopts, NULL)) != -1) {
+	/* iproute2 manners: -json as well as --json, -j, -js */
+	while ((c = getopt_long_only(argc, argv, "+jpd:Vh", longopts,
+				     NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			opt.json = true;

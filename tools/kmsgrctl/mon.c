@@ -36,13 +36,15 @@ static void mon_usage(FILE *f)
 		"       %s mon version ADDR:PORT [osdmap|monmap|mdsmap|fsmap|mgrmap]\n"
 		"       %s mon map ADDR:PORT [OPTS]\n"
 		"OPTS := [--secure] [--name client.ID] [--keyring FILE] [--timeout S]\n"
+		"        [--transport tcp|rdma]\n"
 		"\n"
 		"ping: MPing; prints the health status, its checks and the mon's state.\n"
 		"version: MMonGetVersion (default osdmap); prints version and oldest.\n"
 		"map: MMonGetMap; prints the fsid and the monmap epoch.\n"
 		"Auth none unless --keyring is given (cephx as --name, default\n"
 		"client.admin); --secure asks for secure mode (needs cephx).\n"
-		"--timeout bounds each step (default 10 s).\n",
+		"--timeout bounds each step (default 10 s).  --transport: tcp (the\n"
+		"default, what Ceph monitors speak) or rdma.\n",
 		progname, progname, progname);
 }
 
