@@ -52,4 +52,22 @@
 #include <linux/unaligned.h>
 #endif
 
+/*
+ * Generic netlink multicast groups that only CAP_NET_ADMIN may join
+ * (GENL_MCAST_CAP_NET_ADMIN): Linux 6.7, and the stable 6.1.64 and 6.6.3.
+ * Without it kmsgr's "monitor" group is open to every local user.
+ */
+#define KMSGR_LINUX_VERSION_6_1_64	KERNEL_VERSION(6, 1, 64)
+#define KMSGR_LINUX_VERSION_6_2		KERNEL_VERSION(6, 2, 0)
+#define KMSGR_LINUX_VERSION_6_6_3	KERNEL_VERSION(6, 6, 3)
+#if KMSGR_LINUX_VERSION >= KMSGR_LINUX_VERSION_6_6_3
+#define KMSGR_GENL_MCAST_ADMIN	GENL_MCAST_CAP_NET_ADMIN
+#elif KMSGR_LINUX_VERSION >= KMSGR_LINUX_VERSION_6_2
+#define KMSGR_GENL_MCAST_ADMIN	0
+#elif KMSGR_LINUX_VERSION >= KMSGR_LINUX_VERSION_6_1_64
+#define KMSGR_GENL_MCAST_ADMIN	GENL_MCAST_CAP_NET_ADMIN
+#else
+#define KMSGR_GENL_MCAST_ADMIN	0
+#endif
+
 #endif /* KMSGR_COMPAT_H */

@@ -3,6 +3,7 @@
  * kmsgr - private definitions shared by the files of kmsgr.ko.
  *
  *   main.c       module init/exit, the misc device, fops, ioctl dispatch
+ *   netlink.c    the generic netlink family: show, stats, monitor
  *   params.c     module parameters
  *   enter.c      ENTER and poll
  *   close.c      CLOSE, closing all at the end of the instance
@@ -34,8 +35,11 @@
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/socket.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
@@ -122,6 +126,9 @@ static inline void kmsgr_fault(unsigned int point, bool atomic)
 struct kmsgr_instance {
 	u64 id;
 	pid_t pid;			/* of the opener, for log messages */
+	char comm[TASK_COMM_LEN];	/* ... its comm at open() */
+	kuid_t uid;			/* ... its euid: netlink visibility */
+	struct list_head node;		/* on the registry (session.c) */
 	struct net *net;		/* the opener's; its sockets live there */
 	struct mem_cgroup *memcg;	/* the opener's: charged for the kernel
 					 * memory of sessions, also from work
@@ -187,6 +194,11 @@ struct kmsgr_instance {
 	struct list_head timed;		/* sessions with a wake-up time */
 	struct timer_list timer;	/* at the earliest of them */
 };
+
+/* ---- netlink.c: the generic netlink family "kmsgr" (below main.c) ------ */
+
+int kmsgr_nl_init(void);
+void kmsgr_nl_exit(void);
 
 /* ---- enter.c: ENTER and poll (above the sessions) ---------------------- */
 
@@ -314,8 +326,87 @@ void kmsgr_sess_rx_wait_end(struct kmsgr_instance *inst);
 /* CQ or pool room appeared: restart sessions paused by backpressure. */
 void kmsgr_sess_resume(struct kmsgr_instance *inst);
 
-/* open(): initialise the session.c fields (objs, counters) */
+/*
+ * open(): initialise the session.c fields (objs, counters), give @inst its
+ * id and add it to the registry that netlink walks.
+ */
 void kmsgr_sess_inst_init(struct kmsgr_instance *inst);
+/* release(): out of the registry, before its sessions are torn down */
+void kmsgr_sess_inst_exit(struct kmsgr_instance *inst);
+
+/*
+ * What netlink reports of a session or a listener (kmsgr_obj_info_next(),
+ * the notifier): a snapshot taken under the object's lock.
+ */
+struct kmsgr_obj_info {
+	bool listener;
+	u32 id;
+	u64 user_data;
+	u32 transport;			/* KMSGR_XPRT_* */
+	struct sockaddr_storage local;	/* ss_family 0: unknown */
+	struct sockaddr_storage peer;
+	u32 auth;			/* KMSGR_AUTH_* */
+	/* sessions */
+	bool server;
+	bool lossless;
+	u32 listener_id;
+	u8 state;			/* enum kmsgr_session_state (uapi) */
+	u8 mode;			/* enum kmsgr_session_mode */
+	u8 peer_type;
+	s64 peer_gid;
+	u64 msgs_out, bytes_out, msgs_in, bytes_in;
+	u32 in_flight;
+	u32 reconnects;
+	int last_error;
+	u16 last_reason;
+	/* listeners */
+	u32 flags;			/* KMSGR_SESS_F_* */
+	u8 my_type;
+	u32 half_open;
+	u64 accepted, refused;
+};
+
+/*
+ * The session or listener of @inst with the smallest id >= *@id (of the
+ * kind asked for): its snapshot in @info, its id in *@id; -ENOENT when
+ * there is none.  Process context; takes the object's lock.
+ */
+int kmsgr_obj_info_next(struct kmsgr_instance *inst, u32 *id, bool listener,
+			struct kmsgr_obj_info *info);
+
+/*
+ * Walk the registered instances with an id > *@after, in id order, under
+ * the registry's mutex: @fn returns 0 to go on, anything else stops the
+ * walk and is returned (*@after is then the id of the instance it stopped
+ * at, else of the last one).  Nothing is freed while @fn runs; it may
+ * sleep.
+ */
+int kmsgr_inst_walk(u64 *after,
+		    int (*fn)(struct kmsgr_instance *inst, void *arg),
+		    void *arg);
+
+/* Module-wide counters (netlink STATS_GET), summed over the CPUs. */
+struct kmsgr_stats {
+	u64 connects, accepts, refused, reconnects, faults;
+	u64 msgs_out, bytes_out, msgs_in, bytes_in;
+};
+
+void kmsgr_stats_read(struct kmsgr_stats *st);
+
+/*
+ * Where session and listener events go besides the CQ (netlink's monitor
+ * group): @want is asked first, so that nothing is built for nobody;
+ * @event gets the snapshot.  Called under the object's lock, in process
+ * context.  Set once by netlink.c at module init, cleared at exit.
+ */
+struct kmsgr_notifier {
+	bool (*want)(struct kmsgr_instance *inst);
+	void (*event)(struct kmsgr_instance *inst,
+		      const struct kmsgr_obj_info *info, u8 ev, u16 reason,
+		      int res);
+};
+
+void kmsgr_set_notifier(const struct kmsgr_notifier *n);
 
 int kmsgr_sess_init(void);	/* module init: workqueue */
 void kmsgr_sess_exit(void);

@@ -205,6 +205,9 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	ret = l->xprt->ops->getname(l->xprt, &ss, false);
 	if (ret)
 		goto out_close;
+	spin_lock(&l->lock);
+	l->bound = ss;
+	spin_unlock(&l->lock);
 	kmsgr_ss_to_addr(&ss, &la.bound);
 	la.id = l->obj.id;
 	if (copy_to_user(uarg, &la, sizeof(la))) {

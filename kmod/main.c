@@ -28,6 +28,7 @@
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/nsproxy.h>
+#include <linux/cred.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/sizes.h>
@@ -41,9 +42,6 @@
 
 /* Live instances; must be zero when the module goes away. */
 static atomic_t kmsgr_instances = ATOMIC_INIT(0);
-
-/* Source of kmsgr_instance.id. */
-static atomic64_t kmsgr_next_instance_id = ATOMIC64_INIT(0);
 
 /*
  * Module parameter "instances": read-only view of kmsgr_instances, so tests
@@ -77,14 +75,15 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 	if (!inst)
 		return NULL;
 
-	inst->id = atomic64_inc_return(&kmsgr_next_instance_id);
 	inst->pid = task_tgid_nr(current);
+	get_task_comm(inst->comm, current);
+	inst->uid = current_euid();
 	/* sockets go where the opener lives, like libceph's */
 	inst->net = get_net(current->nsproxy->net_ns);
 	inst->memcg = get_mem_cgroup_from_mm(current->mm);
 	mutex_init(&inst->lock);
 	kmsgr_inst_init(inst);
-	kmsgr_sess_inst_init(inst);
+	kmsgr_sess_inst_init(inst);	/* gives it its id */
 	atomic_inc(&kmsgr_instances);
 	pr_debug("instance %llu created\n", inst->id);
 	return inst;
@@ -158,6 +157,7 @@ static int kmsgr_ch_release(struct inode *inode, struct file *file)
 {
 	struct kmsgr_instance *inst = file->private_data;
 
+	kmsgr_sess_inst_exit(inst);	/* netlink no longer sees it */
 	kmsgr_close_all(inst);
 	kmsgr_inst_teardown(inst);
 	kmsgr_instance_free(inst);
@@ -279,12 +279,18 @@ static int __init kmsgr_init(void)
 	ret = kmsgr_xprt_register(&kmsgr_xprt_tcp);
 	if (ret)
 		goto out_sess_exit;
+	ret = kmsgr_nl_init();
+	if (ret) {
+		pr_err("cannot register the generic netlink family: error %d\n",
+		       ret);
+		goto out_xprt;
+	}
 
 	ret = misc_register(&kmsgr_misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: error %d\n",
 		       KMSGR_DEV_NAME, ret);
-		goto out_xprt;
+		goto out_nl;
 	}
 
 	pr_info("version %s, ABI %d, features 0x%llx, /dev/%s, limits sq %u cq %u buf %lu sessions %u\n",
@@ -294,6 +300,8 @@ static int __init kmsgr_init(void)
 		kmsgr_max_buf_size, kmsgr_max_sessions);
 	return 0;
 
+out_nl:
+	kmsgr_nl_exit();
 out_xprt:
 	kmsgr_xprt_unregister(&kmsgr_xprt_tcp);
 out_sess_exit:
@@ -304,6 +312,7 @@ out_sess_exit:
 static void __exit kmsgr_exit(void)
 {
 	misc_deregister(&kmsgr_misc);
+	kmsgr_nl_exit();
 	kmsgr_xprt_unregister(&kmsgr_xprt_tcp);
 	kmsgr_sess_exit();
 	/* Each open file holds a module reference: nothing can be left. */

@@ -70,6 +70,7 @@
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
@@ -80,6 +81,8 @@
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
+
+#include <linux/kmsgr_netlink.h>
 
 #include "kmsgr.h"
 #include "session.h"
@@ -101,6 +104,21 @@ static struct kmem_cache *kmsgr_tx_cache;
 /* global_seq values of our connections, and server-assigned global ids */
 static atomic64_t kmsgr_global_seq = ATOMIC64_INIT(0);
 static atomic64_t kmsgr_global_id = ATOMIC64_INIT(4096);
+
+/*
+ * The registry of open instances, in id order (netlink walks it): ids are
+ * given out under its mutex, so the list stays sorted.
+ */
+static DEFINE_MUTEX(kmsgr_insts_lock);
+static LIST_HEAD(kmsgr_insts);
+static u64 kmsgr_insts_next_id;
+
+/* module-wide counters (struct kmsgr_stats): per CPU, summed when read */
+static DEFINE_PER_CPU(struct kmsgr_stats, kmsgr_pcpu_stats);
+#define kmsgr_count(field, n)	this_cpu_add(kmsgr_pcpu_stats.field, (n))
+
+/* where events go besides the CQ (netlink's monitor group), or NULL */
+static const struct kmsgr_notifier __rcu *kmsgr_notifier;
 
 static const struct msgr2_ops kmsgr_sess_client_ops;
 static const struct msgr2_ops kmsgr_sess_server_ops;
@@ -188,6 +206,34 @@ int kmsgr_sess_charge(struct kmsgr_instance *inst)
 /* ---- CQEs --------------------------------------------------------------- */
 
 /* An event of a session or a listener: its id and user_data. */
+static void kmsgr_obj_snap(struct kmsgr_obj *obj, struct kmsgr_obj_info *info);
+
+/* Tell the notifier, if it wants to know.  Under the object's lock. */
+static void kmsgr_obj_notify(struct kmsgr_obj *obj, u8 ev, u16 reason,
+			     int res)
+{
+	const struct kmsgr_notifier *n;
+	struct kmsgr_obj_info *info;
+
+	rcu_read_lock();
+	n = rcu_dereference(kmsgr_notifier);
+	if (!n || !n->want(obj->inst)) {
+		rcu_read_unlock();
+		return;
+	}
+	rcu_read_unlock();
+	/*
+	 * @n stays: netlink.c clears it before its module text can go, and
+	 * only after the misc device is gone (no session is left then).
+	 */
+	info = kmalloc(sizeof(*info), GFP_KERNEL);
+	if (!info)
+		return;		/* a monitor misses one event: not fatal */
+	kmsgr_obj_snap(obj, info);
+	n->event(obj->inst, info, ev, reason, res);
+	kfree(info);
+}
+
 static void kmsgr_obj_event(struct kmsgr_obj *obj, u8 ev, u16 reason, int res)
 {
 	struct kmsgr_cqe cqe = {
@@ -203,9 +249,11 @@ static void kmsgr_obj_event(struct kmsgr_obj *obj, u8 ev, u16 reason, int res)
 }
 
 static void kmsgr_sess_event(struct kmsgr_sess *s, u8 ev, u16 reason, int res)
+	__must_hold(&s->lock)
 {
 	if (!s->no_cq)
 		kmsgr_obj_event(&s->obj, ev, reason, res);
+	kmsgr_obj_notify(&s->obj, ev, reason, res);
 }
 
 /*
@@ -254,6 +302,15 @@ static void kmsgr_sess_tx_complete(struct kmsgr_sess *s, struct msgr2_msg *m,
 		.session = s->obj.id,
 	};
 
+	s->in_flight--;
+	if (!status) {
+		u64 bytes = (u64)m->seg[0].len + m->seg[1].len + m->seg[2].len;
+
+		s->msgs_out++;
+		s->bytes_out += bytes;
+		kmsgr_count(msgs_out, 1);
+		kmsgr_count(bytes_out, bytes);
+	}
 	/* no_cq: the instance is going away */
 	if (!s->no_cq && !status && tx->skip_success)
 		kmsgr_cq_unreserve(s->obj.inst);
@@ -433,6 +490,10 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 		return;
 	}
 	s->active_at = jiffies;
+	s->msgs_in++;
+	s->bytes_in += (u64)len[0] + len[1] + len[2];
+	kmsgr_count(msgs_in, 1);
+	kmsgr_count(bytes_in, (u64)len[0] + len[1] + len[2]);
 	cqe->user_data = s->obj.user_data;
 	cqe->res = kmsgr_pool_deliver(s->obj.inst, cqe->seg);
 	cqe->kind = KMSGR_CQE_RECV;
@@ -566,7 +627,12 @@ static void kmsgr_listener_refused(struct kmsgr_listener *l,
 				    &((const struct sockaddr_in *)peer)->sin_addr,
 				    ntohs(((const struct sockaddr_in *)peer)->sin_port),
 				    err);
+	spin_lock(&l->lock);
+	l->refused++;
+	spin_unlock(&l->lock);
+	kmsgr_count(refused, 1);
 	kmsgr_obj_event(&l->obj, KMSGR_EV_REFUSED, reason, err);
+	kmsgr_obj_notify(&l->obj, KMSGR_EV_REFUSED, reason, err);
 }
 
 /*
@@ -637,8 +703,10 @@ static int kmsgr_sess_announce(struct kmsgr_sess *s, struct kmsgr_conn *kc)
 	list_del_init(&s->embryo);
 	s->embryo_linked = false;
 	l->nr_embryos--;
+	l->accepted++;
 	WRITE_ONCE(s->announced, true);
 	spin_unlock(&l->lock);
+	kmsgr_count(accepts, 1);
 	kmsgr_sess_event(s, KMSGR_EV_ACCEPTED, 0, 0);
 	return 0;
 
@@ -679,11 +747,16 @@ static void kmsgr_conn_event(void *priv, enum msgr2_event ev, u64 arg)
 		s->state = KMSGR_SESS_UP;
 		s->backoff_ms = 0;
 		s->down_posted = false;
+		if (s->ups++)
+			kmsgr_count(reconnects, 1);
 		kmsgr_sess_event(s, KMSGR_EV_UP, 0, 0);
 		break;
 	case MSGR2_EV_SESSION_RESET:
 		if (s->announced || !s->server)
 			kmsgr_sess_event(s, KMSGR_EV_RESET, 0, 0);
+		break;
+	case MSGR2_EV_AUTH_DONE:
+		s->con_mode = (u8)arg;
 		break;
 	default:
 		break;
@@ -1040,6 +1113,9 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 		kmsgr_conn_free(kc);
 	if (s->state == KMSGR_SESS_CLOSED || s->state == KMSGR_SESS_DEAD)
 		return;
+	s->last_error = res;
+	s->last_reason = reason;
+	kmsgr_count(faults, 1);
 
 	if (!s->ms.lossy && (!s->server || s->announced) &&
 	    !kmsgr_reason_final(reason)) {
@@ -1747,6 +1823,7 @@ int kmsgr_sess_connect(struct kmsgr_instance *inst,
 	mutex_unlock(&s->lock);
 	if (ret)
 		goto out_unpublish;
+	kmsgr_count(connects, 1);
 	return 0;
 
 out_unpublish:
@@ -2014,8 +2091,10 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		ret = -EMSGSIZE;
 	} else {
 		ret = msgr2_send(&s->ms, &tx->m);
-		if (!ret)
+		if (!ret) {
 			s->active_at = jiffies;
+			s->in_flight++;
+		}
 		if (!ret && s->conn) {
 			i = kmsgr_push_add(push, s);
 			pushed = i > 0;
@@ -2056,6 +2135,177 @@ void kmsgr_sess_resume(struct kmsgr_instance *inst)
 	rcu_read_unlock();
 }
 
+/* ---- what netlink sees --------------------------------------------------- */
+
+static void kmsgr_sess_snap(struct kmsgr_sess *s, struct kmsgr_obj_info *info)
+	__must_hold(&s->lock)
+{
+	struct kmsgr_xprt *x = s->conn ? s->conn->xprt : NULL;
+
+	BUILD_BUG_ON(KMSGR_SESS_CONNECTING + 1 != KMSGR_STATE_CONNECTING);
+	BUILD_BUG_ON(KMSGR_SESS_HANDSHAKE + 1 != KMSGR_STATE_HANDSHAKE);
+	BUILD_BUG_ON(KMSGR_SESS_UP + 1 != KMSGR_STATE_UP);
+	BUILD_BUG_ON(KMSGR_SESS_BACKOFF + 1 != KMSGR_STATE_BACKOFF);
+	BUILD_BUG_ON(KMSGR_SESS_WAITING + 1 != KMSGR_STATE_WAITING);
+	BUILD_BUG_ON(KMSGR_SESS_DEAD + 1 != KMSGR_STATE_DEAD);
+	BUILD_BUG_ON(KMSGR_SESS_CLOSED + 1 != KMSGR_STATE_CLOSED);
+	BUILD_BUG_ON(MSGR2_MODE_CRC != KMSGR_MODE_CRC);
+	BUILD_BUG_ON(MSGR2_MODE_SECURE != KMSGR_MODE_SECURE);
+
+	info->transport = s->xtype->id;
+	if (x && x->ops->getname(x, &info->local, false))
+		info->local.ss_family = 0;
+	if (x && x->ops->getname(x, &info->peer, true))
+		info->peer.ss_family = 0;
+	if (!x && !s->server)
+		info->peer = s->peer;
+	info->auth = s->cephx || s->cephx_server ? KMSGR_AUTH_CEPHX :
+						   KMSGR_AUTH_NONE;
+	info->server = s->server;
+	info->lossless = !s->ms.lossy;
+	info->listener_id = s->listener_id;
+	info->state = s->state + 1;
+	info->mode = s->con_mode;
+	info->peer_type = s->ms.peer_type;
+	info->peer_gid = s->ms.peer_gid;
+	info->msgs_out = s->msgs_out;
+	info->bytes_out = s->bytes_out;
+	info->msgs_in = s->msgs_in;
+	info->bytes_in = s->bytes_in;
+	info->in_flight = s->in_flight;
+	info->reconnects = s->ups ? s->ups - 1 : 0;
+	info->last_error = s->last_error;
+	info->last_reason = s->last_reason;
+}
+
+static void kmsgr_listener_snap(struct kmsgr_listener *l,
+				struct kmsgr_obj_info *info)
+{
+	info->listener = true;
+	info->transport = l->xtype->id;
+	info->auth = l->auth;
+	info->flags = l->flags;
+	info->my_type = l->my_type;
+	spin_lock(&l->lock);
+	info->local = l->bound;
+	info->half_open = l->nr_embryos;
+	info->accepted = l->accepted;
+	info->refused = l->refused;
+	spin_unlock(&l->lock);
+}
+
+/* Snapshot of @obj; a session's lock is held by the caller. */
+static void kmsgr_obj_snap(struct kmsgr_obj *obj, struct kmsgr_obj_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->id = obj->id;
+	info->user_data = obj->user_data;
+	if (obj->kind == KMSGR_OBJ_SESS)
+		kmsgr_sess_snap(container_of(obj, struct kmsgr_sess, obj),
+				info);
+	else
+		kmsgr_listener_snap(container_of(obj, struct kmsgr_listener,
+						 obj), info);
+}
+
+int kmsgr_obj_info_next(struct kmsgr_instance *inst, u32 *id, bool listener,
+			struct kmsgr_obj_info *info)
+{
+	u32 want = listener ? KMSGR_OBJ_LISTENER : KMSGR_OBJ_SESS;
+	unsigned long idx = *id;
+	struct kmsgr_obj *obj;
+
+	for (;;) {
+		rcu_read_lock();
+		obj = xa_find(&inst->objs, &idx, U32_MAX, XA_PRESENT);
+		while (obj && (obj->kind != want ||
+			       !kref_get_unless_zero(&obj->ref)))
+			obj = xa_find_after(&inst->objs, &idx, U32_MAX,
+					    XA_PRESENT);
+		rcu_read_unlock();
+		if (!obj)
+			return -ENOENT;
+		if (!listener) {
+			struct kmsgr_sess *s = container_of(obj,
+							    struct kmsgr_sess,
+							    obj);
+
+			mutex_lock(&s->lock);
+			/* torn down meanwhile: it is no longer there */
+			if (s->state == KMSGR_SESS_CLOSED) {
+				mutex_unlock(&s->lock);
+				kmsgr_obj_put(obj);
+				if (idx == U32_MAX)
+					return -ENOENT;
+				idx++;
+				continue;
+			}
+			kmsgr_obj_snap(obj, info);
+			mutex_unlock(&s->lock);
+		} else {
+			kmsgr_obj_snap(obj, info);
+		}
+		*id = obj->id;
+		kmsgr_obj_put(obj);
+		return 0;
+	}
+}
+
+void kmsgr_stats_read(struct kmsgr_stats *st)
+{
+	int cpu;
+
+	memset(st, 0, sizeof(*st));
+	for_each_possible_cpu(cpu) {
+		const struct kmsgr_stats *c = per_cpu_ptr(&kmsgr_pcpu_stats,
+							   cpu);
+
+		st->connects += READ_ONCE(c->connects);
+		st->accepts += READ_ONCE(c->accepts);
+		st->refused += READ_ONCE(c->refused);
+		st->reconnects += READ_ONCE(c->reconnects);
+		st->faults += READ_ONCE(c->faults);
+		st->msgs_out += READ_ONCE(c->msgs_out);
+		st->bytes_out += READ_ONCE(c->bytes_out);
+		st->msgs_in += READ_ONCE(c->msgs_in);
+		st->bytes_in += READ_ONCE(c->bytes_in);
+	}
+}
+
+void kmsgr_set_notifier(const struct kmsgr_notifier *n)
+{
+	rcu_assign_pointer(kmsgr_notifier, n);
+	if (!n)
+		synchronize_rcu();
+}
+
+int kmsgr_inst_walk(u64 *after,
+		    int (*fn)(struct kmsgr_instance *inst, void *arg),
+		    void *arg)
+{
+	struct kmsgr_instance *inst;
+	int ret = 0;
+
+	mutex_lock(&kmsgr_insts_lock);
+	list_for_each_entry(inst, &kmsgr_insts, node) {
+		if (inst->id <= *after)
+			continue;
+		ret = fn(inst, arg);
+		if (ret)
+			break;
+		*after = inst->id;
+	}
+	mutex_unlock(&kmsgr_insts_lock);
+	return ret;
+}
+
+void kmsgr_sess_inst_exit(struct kmsgr_instance *inst)
+{
+	mutex_lock(&kmsgr_insts_lock);
+	list_del_init(&inst->node);
+	mutex_unlock(&kmsgr_insts_lock);
+}
+
 void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
 {
 	xa_init_flags(&inst->objs, XA_FLAGS_ALLOC1);
@@ -2067,6 +2317,12 @@ void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
 	atomic_set(&inst->nr_sessions, 0);
 	atomic_set(&inst->nr_live, 0);
 	init_waitqueue_head(&inst->objs_wait);
+
+	/* last: netlink may look at it from here on */
+	mutex_lock(&kmsgr_insts_lock);
+	inst->id = ++kmsgr_insts_next_id;
+	list_add_tail(&inst->node, &kmsgr_insts);
+	mutex_unlock(&kmsgr_insts_lock);
 }
 
 int kmsgr_sess_init(void)

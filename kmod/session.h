@@ -131,6 +131,9 @@ struct kmsgr_listener {
 	bool closing;
 	struct list_head embryos;	/* kmsgr_sess.embryo */
 	u32 nr_embryos;
+	u64 accepted;			/* sessions announced (lock) */
+	u64 refused;			/* connections refused (lock) */
+	struct sockaddr_storage bound;	/* local address (lock) */
 	struct work_struct accept_work;
 };
 
@@ -175,6 +178,14 @@ struct kmsgr_sess {
 	bool reap_queued;		/* reap_work queued, once only (lock) */
 	struct list_head rx_node;	/* on inst->rx_list (inst->rx_lock) */
 	bool rx_queued;			/* on it, with a reference */
+	/* what netlink reports (under @lock) */
+	u8 con_mode;			/* MSGR2_CON_MODE_* of the last auth */
+	u32 ups;			/* UP events (reconnects: ups - 1) */
+	u32 in_flight;			/* SENDs queued, not completed */
+	u64 msgs_out, bytes_out;	/* SENDs completed successfully */
+	u64 msgs_in, bytes_in;		/* messages delivered */
+	int last_error;			/* of the last connection lost */
+	u16 last_reason;
 };
 
 /* ---- session.c ------------------------------------------------------------ */

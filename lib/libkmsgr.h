@@ -187,7 +187,8 @@ unsigned int kmsgr_sq_pending(const struct kmsgr *k);
  * Return: the number of SQEs consumed (>= 0; may be fewer than prepared,
  * or 0, when the instance has no room for more completions in flight:
  * reap CQEs, then submit again), or a negative errno: -ETIME when the
- * wait timed out, -EINTR on a signal, -EINVAL before kmsgr_setup().
+ * wait timed out, -EINTR on a signal (even when SQEs were consumed:
+ * kmsgr_sq_pending() tells what is left), -EINVAL before kmsgr_setup().
  */
 int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns);
 
@@ -653,6 +654,168 @@ const char *kmsgr_reason_str(unsigned int reason);
  * Return: a static lower-case word ("accepted", "up", ...), "unknown".
  */
 const char *kmsgr_event_str(unsigned int event);
+
+/*
+ * Netlink: what the module is doing, for operators (the generic netlink
+ * family "kmsgr", <linux/kmsgr_netlink.h>).  These calls live in their own
+ * object of libkmsgr.a and need libnl-genl-3 (pkg-config kmsgr gives it).
+ * A caller sees the instances its effective uid opened, all of them with
+ * CAP_NET_ADMIN; monitoring events needs CAP_NET_ADMIN.
+ */
+
+/* A netlink connection to the module; opaque. */
+struct kmsgr_nl;
+
+/* A session as netlink reports it (KMSGR_A_SESSION_*). */
+struct kmsgr_session_info {
+	__u64 instance;
+	__u32 id;
+	__u32 pid;			/* of the process that opened it */
+	char comm[16];
+	__u64 user_data;
+	__u32 transport;		/* KMSGR_XPRT_* */
+	__u32 listener;			/* server: the listener's id */
+	__u8 server;			/* 1: accepted by a listener */
+	__u8 lossless;
+	__u8 has_local, has_peer;	/* whether @local, @peer are known */
+	__u8 state;			/* enum kmsgr_session_state */
+	__u8 mode;			/* enum kmsgr_session_mode */
+	__u8 peer_type;			/* CEPH_ENTITY_TYPE_* */
+	__u8 event;			/* monitor: KMSGR_EV_*, else 0 */
+	struct kmsgr_addr local, peer;
+	__s64 peer_gid;
+	__u32 auth;			/* KMSGR_AUTH_* */
+	__u32 in_flight;		/* SENDs not completed */
+	__u64 msgs_out, bytes_out;	/* SENDs completed, payload bytes */
+	__u64 msgs_in, bytes_in;	/* messages delivered */
+	__u32 reconnects;
+	__s32 last_error;		/* -errno of the last connection lost */
+	__u32 last_reason;		/* KMSGR_REASON_* of it */
+	__u32 reason;			/* monitor: the event's reason */
+	__s32 res;			/* monitor: the event's -errno */
+	__u32 reserved[7];
+};
+
+/* A listener (KMSGR_A_LISTENER_*). */
+struct kmsgr_listener_info {
+	__u64 instance;
+	__u32 id;
+	__u32 pid;
+	char comm[16];
+	__u64 user_data;
+	__u32 transport;
+	__u32 auth;
+	__u32 flags;			/* KMSGR_SESS_F_* of its sessions */
+	__u32 half_open;		/* handshakes in progress */
+	__u8 my_type;
+	__u8 has_local;
+	__u8 event;			/* monitor: KMSGR_EV_REFUSED */
+	__u8 reserved0;
+	__u32 reason;			/* monitor */
+	__s32 res;			/* monitor */
+	struct kmsgr_addr local;
+	__u64 accepted, refused;
+	__u64 reserved[4];
+};
+
+/* An instance (KMSGR_A_INSTANCE_*). */
+struct kmsgr_instance_info {
+	__u64 id;
+	__u32 pid;
+	__u32 uid;
+	char comm[16];
+	__u32 sq_entries, cq_entries;	/* 0 before SETUP */
+	__u64 buf_size, pool_size, pool_used;
+	__u64 locked;			/* bytes charged to RLIMIT_MEMLOCK */
+	__u32 sessions;			/* sessions and listeners */
+	__u32 cq_paused;		/* 1: delivery waits for CQ room */
+	__u64 sqes, sqe_errors, cqes;
+	__u64 cq_full, cq_overflow, cq_lost, pool_full;
+	__u64 reserved[4];
+};
+
+/* Module-wide counters (KMSGR_A_STATS_*). */
+struct kmsgr_stats_info {
+	__u32 instances, sessions;
+	__u64 connects, accepts, refused, reconnects, faults;
+	__u64 msgs_out, bytes_out, msgs_in, bytes_in;
+	__u64 pinned, registered;	/* bytes, RDMA */
+	__u64 reserved[4];
+};
+
+/**
+ * kmsgr_nl_open() - connect to the module's netlink family
+ * @out: on success, the new handle
+ *
+ * Return: 0, -ENOENT when the family is not there (module not loaded),
+ * -ENOMEM, or another negative errno.
+ */
+int kmsgr_nl_open(struct kmsgr_nl **out);
+
+/** kmsgr_nl_close() - close a handle from kmsgr_nl_open() (NULL: no-op) */
+void kmsgr_nl_close(struct kmsgr_nl *nl);
+
+/**
+ * kmsgr_nl_errmsg() - the kernel's message for the last failed request
+ * @nl: the handle
+ *
+ * Return: a string owned by @nl, "" when the kernel gave none.
+ */
+const char *kmsgr_nl_errmsg(const struct kmsgr_nl *nl);
+
+/*
+ * Dumps: @fn is called once per object (its argument is valid during the
+ * call only); a non-zero return stops the dump and is returned.  Return:
+ * the number of objects, or a negative errno.  @instance 0: all visible
+ * instances.  The _get() calls return 0 or a negative errno (-ENOENT: no
+ * such object, or one the caller may not see).
+ */
+int kmsgr_nl_sessions(struct kmsgr_nl *nl, __u64 instance,
+		      int (*fn)(const struct kmsgr_session_info *s, void *arg),
+		      void *arg);
+int kmsgr_nl_session_get(struct kmsgr_nl *nl, __u64 instance, __u32 id,
+			 struct kmsgr_session_info *out);
+int kmsgr_nl_listeners(struct kmsgr_nl *nl, __u64 instance,
+		       int (*fn)(const struct kmsgr_listener_info *l,
+				 void *arg),
+		       void *arg);
+int kmsgr_nl_listener_get(struct kmsgr_nl *nl, __u64 instance, __u32 id,
+			  struct kmsgr_listener_info *out);
+int kmsgr_nl_instances(struct kmsgr_nl *nl,
+		       int (*fn)(const struct kmsgr_instance_info *i,
+				 void *arg),
+		       void *arg);
+int kmsgr_nl_instance_get(struct kmsgr_nl *nl, __u64 id,
+			  struct kmsgr_instance_info *out);
+int kmsgr_nl_stats(struct kmsgr_nl *nl, struct kmsgr_stats_info *out);
+
+/* Callbacks of kmsgr_nl_monitor_read(); either may be NULL. */
+struct kmsgr_nl_monitor_ops {
+	int (*session)(const struct kmsgr_session_info *s, void *arg);
+	int (*listener)(const struct kmsgr_listener_info *l, void *arg);
+};
+
+/**
+ * kmsgr_nl_monitor_start() - join the "monitor" group
+ * @nl: the handle
+ *
+ * Return: a descriptor to poll(2) for events (owned by @nl), or -EPERM
+ * without CAP_NET_ADMIN, or another negative errno.
+ */
+int kmsgr_nl_monitor_start(struct kmsgr_nl *nl);
+
+/**
+ * kmsgr_nl_monitor_read() - read the events that arrived
+ * @nl:  the handle, after kmsgr_nl_monitor_start()
+ * @ops: what to call for each event (@s->event, @l->event say which)
+ * @arg: passed to them
+ *
+ * Waits for one batch of events (unless the descriptor was made
+ * non-blocking) and calls @ops for each.  Return: the number of events,
+ * what a callback returned when it stopped, or a negative errno.
+ */
+int kmsgr_nl_monitor_read(struct kmsgr_nl *nl,
+			  const struct kmsgr_nl_monitor_ops *ops, void *arg);
 
 #ifdef __cplusplus
 }

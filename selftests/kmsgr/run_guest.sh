@@ -1092,6 +1092,10 @@ kernel_quiet_since "echo-listener"
 check "ceph -s reaches READY against a kmsgr listener presenting a mon (and not against one presenting a client)" ceph_client_test
 check "ceph -s with a keyring completes cephx against a kmsgr listener (crc and secure; another key is refused)" ceph_cephx_client_test
 
+# --- the netlink family (kmsgrctl session/listener/instance show, stats,
+# monitor; a fuzz pass) --------------------------------------------------------
+run_harness "$TOP/selftests/kmsgr/netlink_test.sh"
+
 # --- harness programs ------------------------------------------------------------
 for prog in "$BIN"/*_test; do
 	name=${prog##*/}

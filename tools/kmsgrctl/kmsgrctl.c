@@ -306,13 +306,19 @@ static void print_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [OPTIONS] OBJECT [VERB [ARGS]]\n"
-		"where  OBJECT := { info | session | mon | bench | version | help }\n"
+		"where  OBJECT := { info | session | listener | instance | stats |\n"
+		"                   monitor | mon | bench | version | help }\n"
 		"       OPTIONS := { -j[son] | -p[retty] | -d[evice] PATH |\n"
 		"                    -V[ersion] | -h[elp] }\n"
 		"\n"
 		"  info [show]                   module version, ABI, features, limits\n"
+		"  session [show [INST [ID]]]    sessions: peer, state, mode, counters\n"
 		"  session listen [OPTS] ADDR    serve msgr2 sessions (--echo: answer each message)\n"
 		"  session connect [OPTS] ADDR   open a session, optionally send messages\n"
+		"  listener [show [INST [ID]]]   listeners: address, accepted, refused\n"
+		"  instance [show [ID]]          open instances: owner, rings, pool, counters\n"
+		"  stats [show]                  module-wide counters\n"
+		"  monitor [--count N]           session and listener events as they happen\n"
 		"  mon ping|version|map ADDR     ask a Ceph monitor (MPing, MMonGetVersion, MMonGetMap)\n"
 		"  bench [OPTS] ADDR             throughput and latency against \"session listen\"\n"
 		"  version                       versions of kmsgrctl, libkmsgr and the ABI\n"
@@ -345,6 +351,10 @@ static const struct command {
 } commands[] = {
 	{ "info",	cmd_info },
 	{ "session",	cmd_session },
+	{ "listener",	cmd_listener },
+	{ "instance",	cmd_instance },
+	{ "stats",	cmd_stats },
+	{ "monitor",	cmd_monitor },
 	{ "mon",	cmd_mon },
 	{ "bench",	cmd_bench },
 	{ "version",	cmd_version },

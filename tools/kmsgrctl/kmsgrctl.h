@@ -136,6 +136,12 @@ void ctl_report_event(const char *what, const struct kmsgr_cqe *cqe);
 /* ---- objects ------------------------------------------------------------ */
 
 int cmd_session(int argc, char **argv);
+/* show.c: over the netlink family */
+int cmd_session_show(int argc, char **argv);
+int cmd_listener(int argc, char **argv);
+int cmd_instance(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_monitor(int argc, char **argv);
 int cmd_mon(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 

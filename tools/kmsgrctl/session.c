@@ -26,13 +26,15 @@
 static void session_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s session listen [--transport tcp|rdma] [--echo] [--lossless]\n"
+		"Usage: %s session [show [INSTANCE [ID]]]\n"
+		"       %s session listen [--transport tcp|rdma] [--echo] [--lossless]\n"
 		"                  [--as TYPE] [--count N] [--time S] [--pool-size BYTES]\n"
 		"                  [--sq N] [--keyring FILE [--name client.ID] [--secure]]\n"
 		"                  ADDR:PORT\n"
 		"       %s session connect [--transport tcp|rdma] [--lossless] [--secure]\n"
 		"                  [--name client.ID --keyring FILE] [--peer-type TYPE]\n"
 		"                  [--send N [--size BYTES] [--verify-echo]] [--timeout S]\n"
+		"                  [--hold S]\n"
 		"                  ADDR:PORT\n"
 		"\n"
 		"listen: serve sessions on ADDR:PORT (port 0: any; the bound address is\n"
@@ -56,14 +58,18 @@ static void session_usage(FILE *f)
 		"  32 messages without their echo (a request/response client); then close.\n"
 		"  TYPE: mon, osd, mds, mgr, client or any (default any).  cephx when\n"
 		"  --keyring is given (--name defaults to client.admin); --secure needs\n"
-		"  cephx.  --timeout: bound for each wait (default 10 s).\n",
-		progname, progname, CTL_SEND_DEPTH);
+		"  cephx.  --timeout: bound for each wait (default 10 s).  --hold S:\n"
+		"  stay connected S seconds after the messages before closing.\n"
+		"show (also the object alone): the sessions of the instances the\n"
+		"  caller may see (its effective uid's; all with CAP_NET_ADMIN), or\n"
+		"  one instance's, or one session: peer, state, mode, counters.\n",
+		progname, progname, progname, CTL_SEND_DEPTH);
 }
 
 enum {
 	OPT_TRANSPORT = 256, OPT_ECHO, OPT_LOSSLESS, OPT_COUNT, OPT_TIME,
 	OPT_POOL, OPT_SECURE, OPT_NAME, OPT_KEYRING, OPT_PEER, OPT_SEND,
-	OPT_SIZE, OPT_VERIFY, OPT_TIMEOUT, OPT_AS, OPT_SQ, OPT_HELP,
+	OPT_SIZE, OPT_VERIFY, OPT_TIMEOUT, OPT_AS, OPT_SQ, OPT_HELP, OPT_HOLD,
 };
 
 /* ---- listen ------------------------------------------------------------- */
@@ -515,6 +521,37 @@ static int send_messages(struct ctl_conn *c, struct send_state *st)
 	}
 }
 
+/*
+ * --hold: keep the session open for @ns (for session show and monitor to
+ * look at), releasing what arrives; ends early on SIGINT or CLOSED.
+ */
+static int hold_session(struct ctl_conn *c, __u64 ns)
+{
+	__u64 deadline = ctl_now_ns() + ns;
+	struct kmsgr_cqe cqe;
+	int ret;
+
+	while (!ctl_stopped()) {
+		ret = ctl_wait(&cqe, deadline);
+		if (ret == -ETIME || ret == -EINTR)
+			return 0;
+		if (ret)
+			return ret;
+		if (cqe.kind == KMSGR_CQE_RECV && !cqe.res) {
+			ret = ctl_queue_release(&cqe);
+			if (ret)
+				return ret;
+		} else if (cqe.kind == KMSGR_CQE_EVENT &&
+			   cqe.session == c->id &&
+			   cqe.event == KMSGR_EV_CLOSED) {
+			ctl_report_event("closed", &cqe);
+			c->open = false;
+			return -ECONNRESET;
+		}
+	}
+	return 0;
+}
+
 static int session_connect(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -528,9 +565,11 @@ static int session_connect(int argc, char **argv)
 		{ "size", required_argument, NULL, OPT_SIZE },
 		{ "verify-echo", no_argument, NULL, OPT_VERIFY },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "hold", required_argument, NULL, OPT_HOLD },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
+	__u64 hold_ns = 0;
 	struct ctl_conn conn = {
 		.transport = KMSGR_XPRT_TCP,
 		.name = "client.admin",
@@ -587,6 +626,12 @@ static int session_connect(int argc, char **argv)
 		case OPT_TIMEOUT:
 			if (ctl_parse_secs(optarg, &conn.timeout_ns)) {
 				error("bad --timeout \"%s\" (seconds)", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_HOLD:
+			if (ctl_parse_secs(optarg, &hold_ns)) {
+				error("bad --hold \"%s\" (seconds)", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -669,6 +714,8 @@ static int session_connect(int argc, char **argv)
 		if (!ret && (st.failed || st.bad_echoes))
 			ret = -EIO;
 	}
+	if (!ret && hold_ns)
+		ret = hold_session(&conn, hold_ns);
 	if (opt.json)
 		jw_close('}');
 	else if (!ret)
@@ -681,15 +728,43 @@ out:
 
 int cmd_session(int argc, char **argv)
 {
-	if (argc < 1 || !strcmp(argv[0], "help")) {
-		session_usage(argc < 1 ? stderr : stdout);
-		return argc < 1 ? EXIT_USAGE : EXIT_SUCCESS;
+	static const char *const verbs[] = {
+		"show", "listen", "connect", "help",
+	};
+	const char *verb = NULL;
+	size_t i, len;
+
+	/* the object alone means show, as in ip(8) */
+	if (argc < 1)
+		return cmd_session_show(0, argv);
+	if (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help")) {
+		session_usage(stdout);
+		return EXIT_SUCCESS;
 	}
-	if (!strcmp(argv[0], "listen"))
+	/* verbs abbreviate to any unique prefix */
+	len = strlen(argv[0]);
+	for (i = 0; len && i < ARRAY_SIZE(verbs); i++) {
+		if (strncmp(verbs[i], argv[0], len))
+			continue;
+		if (verb) {
+			error("verb \"%s\" of object \"session\" is ambiguous; try \"%s session help\"",
+			      argv[0], progname);
+			return EXIT_USAGE;
+		}
+		verb = verbs[i];
+	}
+	if (!verb) {
+		error("unknown verb \"%s\" for object \"session\"; try \"%s session help\"",
+		      argv[0], progname);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(verb, "help")) {
+		session_usage(stdout);
+		return EXIT_SUCCESS;
+	}
+	if (!strcmp(verb, "show"))
+		return cmd_session_show(argc - 1, argv + 1);
+	if (!strcmp(verb, "listen"))
 		return session_listen(argc, argv);
-	if (!strcmp(argv[0], "connect"))
-		return session_connect(argc, argv);
-	error("unknown verb \"%s\" for object \"session\"; try \"%s session help\"",
-	      argv[0], progname);
-	return EXIT_USAGE;
+	return session_connect(argc, argv);
 }

@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr - the generic netlink family "kmsgr": sessions, listeners and
+ * instances as operators see them (kmsgrctl session/listener/instance
+ * show, stats), and the "monitor" multicast group carrying session and
+ * listener events.  The messages are described in
+ * uapi/linux/kmsgr_netlink.h and uapi/netlink/kmsgr.yaml.
+ *
+ * Locking: a dump holds no lock across the whole walk.  Each pass (one
+ * reply skb) walks the instance registry under its mutex (session.c,
+ * kmsgr_inst_walk()), so no instance is freed under it, and takes each
+ * session's lock only while it copies that session
+ * (kmsgr_obj_info_next()); the position between passes is an instance id
+ * and an object id, so objects that come and go meanwhile are simply
+ * seen or not.  Events reach the monitor group from the session code with
+ * the session's lock held (struct kmsgr_notifier).
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <linux/uidgid.h>
+#include <net/genetlink.h>
+#include <net/netlink.h>
+#include <net/sock.h>
+
+#include <linux/kmsgr_netlink.h>
+
+#include "kmsgr.h"
+#include "session.h"
+#include "xprt.h"
+
+enum {
+	KMSGR_NL_GRP_MONITOR,
+};
+
+static struct genl_family kmsgr_nl_family;
+
+/*
+ * Whether the sender of @skb (a request) may see @inst: same network
+ * namespace, and CAP_NET_ADMIN there or the effective uid that opened it.
+ */
+static bool kmsgr_nl_visible(const struct sk_buff *skb,
+			     const struct kmsgr_instance *inst)
+{
+	struct sock *sk = NETLINK_CB(skb).sk;
+	struct socket *sock = sk ? sk->sk_socket : NULL;
+
+	if (!sk || !net_eq(sock_net(sk), inst->net))
+		return false;
+	if (netlink_net_capable(skb, CAP_NET_ADMIN))
+		return true;
+	return sock && sock->file &&
+	       uid_eq(sock->file->f_cred->euid, inst->uid);
+}
+
+static int kmsgr_nl_put_addr(struct sk_buff *skb, int type,
+			     const struct sockaddr_storage *ss)
+{
+	struct kmsgr_addr a;
+
+	if (ss->ss_family != AF_INET && ss->ss_family != AF_INET6)
+		return 0;
+	kmsgr_ss_to_addr(ss, &a);
+	return nla_put(skb, type, sizeof(a), &a);
+}
+
+/* An event for the monitor group (SESSION_NTF, LISTENER_NTF), or none. */
+struct kmsgr_nl_ev {
+	u8 ev;
+	u16 reason;
+	int res;
+};
+
+static int kmsgr_nl_fill_sess(struct sk_buff *skb,
+			      const struct kmsgr_instance *inst,
+			      const struct kmsgr_obj_info *o,
+			      const struct kmsgr_nl_ev *e)
+{
+	const int pad = KMSGR_A_SESSION_PAD;
+
+	if (nla_put_u64_64bit(skb, KMSGR_A_SESSION_INSTANCE, inst->id, pad) ||
+	    nla_put_u32(skb, KMSGR_A_SESSION_ID, o->id) ||
+	    nla_put_u32(skb, KMSGR_A_SESSION_PID, inst->pid) ||
+	    nla_put_string(skb, KMSGR_A_SESSION_COMM, inst->comm) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_SESSION_USER_DATA, o->user_data,
+			      pad) ||
+	    nla_put_u32(skb, KMSGR_A_SESSION_TRANSPORT, o->transport) ||
+	    (o->server && nla_put_flag(skb, KMSGR_A_SESSION_SERVER)) ||
+	    (o->server &&
+	     nla_put_u32(skb, KMSGR_A_SESSION_LISTENER, o->listener_id)) ||
+	    kmsgr_nl_put_addr(skb, KMSGR_A_SESSION_LOCAL, &o->local) ||
+	    kmsgr_nl_put_addr(skb, KMSGR_A_SESSION_PEER, &o->peer) ||
+	    nla_put_u8(skb, KMSGR_A_SESSION_PEER_TYPE, o->peer_type) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_SESSION_PEER_GID, o->peer_gid,
+			      pad) ||
+	    nla_put_u8(skb, KMSGR_A_SESSION_STATE, o->state) ||
+	    nla_put_u8(skb, KMSGR_A_SESSION_MODE, o->mode) ||
+	    (o->lossless && nla_put_flag(skb, KMSGR_A_SESSION_LOSSLESS)) ||
+	    nla_put_u32(skb, KMSGR_A_SESSION_AUTH, o->auth) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_SESSION_MSGS_OUT, o->msgs_out,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_SESSION_BYTES_OUT, o->bytes_out,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_SESSION_MSGS_IN, o->msgs_in,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_SESSION_BYTES_IN, o->bytes_in,
+			      pad) ||
+	    nla_put_u32(skb, KMSGR_A_SESSION_IN_FLIGHT, o->in_flight) ||
+	    nla_put_u32(skb, KMSGR_A_SESSION_RECONNECTS, o->reconnects) ||
+	    nla_put_s32(skb, KMSGR_A_SESSION_LAST_ERROR, o->last_error) ||
+	    nla_put_u32(skb, KMSGR_A_SESSION_LAST_REASON, o->last_reason))
+		return -EMSGSIZE;
+	if (e && (nla_put_u8(skb, KMSGR_A_SESSION_EVENT, e->ev) ||
+		  nla_put_u32(skb, KMSGR_A_SESSION_REASON, e->reason) ||
+		  nla_put_s32(skb, KMSGR_A_SESSION_RES, e->res)))
+		return -EMSGSIZE;
+	return 0;
+}
+
+static int kmsgr_nl_fill_listener(struct sk_buff *skb,
+				  const struct kmsgr_instance *inst,
+				  const struct kmsgr_obj_info *o,
+				  const struct kmsgr_nl_ev *e)
+{
+	const int pad = KMSGR_A_LISTENER_PAD;
+
+	if (nla_put_u64_64bit(skb, KMSGR_A_LISTENER_INSTANCE, inst->id, pad) ||
+	    nla_put_u32(skb, KMSGR_A_LISTENER_ID, o->id) ||
+	    nla_put_u32(skb, KMSGR_A_LISTENER_PID, inst->pid) ||
+	    nla_put_string(skb, KMSGR_A_LISTENER_COMM, inst->comm) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_LISTENER_USER_DATA, o->user_data,
+			      pad) ||
+	    nla_put_u32(skb, KMSGR_A_LISTENER_TRANSPORT, o->transport) ||
+	    kmsgr_nl_put_addr(skb, KMSGR_A_LISTENER_LOCAL, &o->local) ||
+	    nla_put_u32(skb, KMSGR_A_LISTENER_AUTH, o->auth) ||
+	    nla_put_u32(skb, KMSGR_A_LISTENER_FLAGS, o->flags) ||
+	    nla_put_u8(skb, KMSGR_A_LISTENER_MY_TYPE, o->my_type) ||
+	    nla_put_u32(skb, KMSGR_A_LISTENER_HALF_OPEN, o->half_open) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_LISTENER_ACCEPTED, o->accepted,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_LISTENER_REFUSED, o->refused, pad))
+		return -EMSGSIZE;
+	if (e && (nla_put_u8(skb, KMSGR_A_LISTENER_EVENT, e->ev) ||
+		  nla_put_u32(skb, KMSGR_A_LISTENER_REASON, e->reason) ||
+		  nla_put_s32(skb, KMSGR_A_LISTENER_RES, e->res)))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* One message for a session or a listener: 0 or -EMSGSIZE (nothing). */
+static int kmsgr_nl_put_obj(struct sk_buff *skb, u32 portid, u32 seq,
+			    int flags, const struct kmsgr_instance *inst,
+			    const struct kmsgr_obj_info *o,
+			    const struct kmsgr_nl_ev *e)
+{
+	u8 cmd;
+	void *hdr;
+	int ret;
+
+	if (o->listener)
+		cmd = e ? KMSGR_CMD_LISTENER_NTF : KMSGR_CMD_LISTENER_GET;
+	else
+		cmd = e ? KMSGR_CMD_SESSION_NTF : KMSGR_CMD_SESSION_GET;
+	hdr = genlmsg_put(skb, portid, seq, &kmsgr_nl_family, flags, cmd);
+	if (!hdr)
+		return -EMSGSIZE;
+	ret = o->listener ? kmsgr_nl_fill_listener(skb, inst, o, e) :
+			    kmsgr_nl_fill_sess(skb, inst, o, e);
+	if (ret) {
+		genlmsg_cancel(skb, hdr);
+		return ret;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
+			     int flags, struct kmsgr_instance *inst)
+{
+	const int pad = KMSGR_A_INSTANCE_PAD;
+	struct kmsgr_inst_stats st;
+	u64 buf_size, pool_size, pool_used, locked;
+	u32 sq_entries, cq_entries;
+	bool paused;
+	void *hdr;
+
+	/* SETUP is done under inst->lock: a consistent view of the rings */
+	mutex_lock(&inst->lock);
+	sq_entries = inst->setup_done ? inst->sq_entries : 0;
+	cq_entries = inst->setup_done ? inst->cq_entries : 0;
+	buf_size = inst->setup_done ? inst->buf_size : 0;
+	pool_size = inst->setup_done ? inst->buf_size - inst->pool_off : 0;
+	locked = (u64)inst->locked_pages << PAGE_SHIFT;
+	mutex_unlock(&inst->lock);
+	pool_used = kmsgr_pool_in_use(inst);
+	/* counters: read racily, as struct kmsgr_inst_stats allows */
+	memcpy(&st, &inst->stats, sizeof(st));
+	paused = READ_ONCE(inst->cq_paused);
+
+	hdr = genlmsg_put(skb, portid, seq, &kmsgr_nl_family, flags,
+			  KMSGR_CMD_INSTANCE_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_ID, inst->id, pad) ||
+	    nla_put_u32(skb, KMSGR_A_INSTANCE_PID, inst->pid) ||
+	    nla_put_string(skb, KMSGR_A_INSTANCE_COMM, inst->comm) ||
+	    nla_put_u32(skb, KMSGR_A_INSTANCE_UID,
+			from_kuid_munged(current_user_ns(), inst->uid)) ||
+	    nla_put_u32(skb, KMSGR_A_INSTANCE_SQ_ENTRIES, sq_entries) ||
+	    nla_put_u32(skb, KMSGR_A_INSTANCE_CQ_ENTRIES, cq_entries) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_BUF_SIZE, buf_size, pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_POOL_SIZE, pool_size,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_POOL_USED, pool_used,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_LOCKED, locked, pad) ||
+	    nla_put_u32(skb, KMSGR_A_INSTANCE_SESSIONS,
+			atomic_read(&inst->nr_sessions)) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_SQES, st.sqes, pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_SQE_ERRORS, st.sqe_errors,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_CQES, st.cqes, pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_CQ_FULL, st.cq_full, pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_CQ_OVERFLOW,
+			      st.cq_overflow, pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_CQ_LOST, st.cq_lost, pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_POOL_FULL, st.pool_full,
+			      pad) ||
+	    (paused && nla_put_flag(skb, KMSGR_A_INSTANCE_CQ_PAUSED))) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* ---- do: one object ---------------------------------------------------- */
+
+struct kmsgr_nl_get {
+	struct sk_buff *skb;		/* the request */
+	struct genl_info *info;
+	u64 inst_id;
+	u32 id;
+	u8 cmd;
+	struct sk_buff *msg;
+};
+
+/* kmsgr_inst_walk() callback: fill the reply for the instance asked for */
+static int kmsgr_nl_get_one(struct kmsgr_instance *inst, void *arg)
+{
+	struct kmsgr_nl_get *g = arg;
+	struct genl_info *info = g->info;
+	struct kmsgr_obj_info *o;
+	u32 id = g->id;
+	int ret;
+
+	if (inst->id != g->inst_id)
+		return inst->id > g->inst_id ? -ENOENT : 0;
+	if (!kmsgr_nl_visible(g->skb, inst))
+		return -ENOENT;
+	if (g->cmd == KMSGR_CMD_INSTANCE_GET)
+		return kmsgr_nl_put_inst(g->msg, info->snd_portid,
+					 info->snd_seq, 0, inst) ?: 1;
+
+	o = kmalloc(sizeof(*o), GFP_KERNEL);
+	if (!o)
+		return -ENOMEM;
+	ret = kmsgr_obj_info_next(inst, &id,
+				  g->cmd == KMSGR_CMD_LISTENER_GET, o);
+	if (!ret && id != g->id)
+		ret = -ENOENT;
+	if (!ret)
+		ret = kmsgr_nl_put_obj(g->msg, info->snd_portid,
+				       info->snd_seq, 0, inst, o, NULL) ?: 1;
+	kfree(o);
+	return ret;
+}
+
+static int kmsgr_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	u8 cmd = info->genlhdr->cmd;
+	struct kmsgr_nl_get g = {
+		.skb = skb,
+		.info = info,
+		.cmd = cmd,
+	};
+	int inst_attr, id_attr;
+	u64 after;
+	int ret;
+
+	switch (cmd) {
+	case KMSGR_CMD_SESSION_GET:
+		inst_attr = KMSGR_A_SESSION_INSTANCE;
+		id_attr = KMSGR_A_SESSION_ID;
+		break;
+	case KMSGR_CMD_LISTENER_GET:
+		inst_attr = KMSGR_A_LISTENER_INSTANCE;
+		id_attr = KMSGR_A_LISTENER_ID;
+		break;
+	default:
+		inst_attr = KMSGR_A_INSTANCE_ID;
+		id_attr = 0;
+		break;
+	}
+	if (GENL_REQ_ATTR_CHECK(info, inst_attr) ||
+	    (id_attr && GENL_REQ_ATTR_CHECK(info, id_attr)))
+		return -EINVAL;
+	g.inst_id = nla_get_u64(info->attrs[inst_attr]);
+	if (id_attr)
+		g.id = nla_get_u32(info->attrs[id_attr]);
+	if (!g.inst_id) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[inst_attr],
+				    "no instance has id 0");
+		return -ENOENT;
+	}
+
+	g.msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!g.msg)
+		return -ENOMEM;
+	after = g.inst_id - 1;
+	ret = kmsgr_inst_walk(&after, kmsgr_nl_get_one, &g);
+	if (ret == 1)
+		return genlmsg_reply(g.msg, info);
+	nlmsg_free(g.msg);
+	if (!ret || ret == -ENOENT) {
+		if (id_attr)
+			NL_SET_ERR_MSG(info->extack,
+				       "no such instance or object");
+		else
+			NL_SET_ERR_MSG(info->extack, "no such instance");
+		ret = -ENOENT;
+	}
+	return ret;
+}
+
+/* ---- dump: every object, a pass at a time ------------------------------ */
+
+/*
+ * cb->args[0]: id of the last instance fully dumped; cb->args[1]: the
+ * object id to go on from in the next one.
+ */
+struct kmsgr_nl_dump {
+	struct sk_buff *skb;
+	struct netlink_callback *cb;
+	u8 cmd;
+	u64 only;			/* instance filter, 0: all */
+	struct kmsgr_obj_info *o;
+};
+
+static int kmsgr_nl_dump_one(struct kmsgr_instance *inst, void *arg)
+{
+	struct kmsgr_nl_dump *d = arg;
+	struct netlink_callback *cb = d->cb;
+	u32 portid = NETLINK_CB(cb->skb).portid;
+	u32 seq = cb->nlh->nlmsg_seq;
+	u32 id = cb->args[1];
+
+	if ((d->only && inst->id != d->only) ||
+	    !kmsgr_nl_visible(cb->skb, inst))
+		goto next;
+	if (d->cmd == KMSGR_CMD_INSTANCE_GET) {
+		if (kmsgr_nl_put_inst(d->skb, portid, seq, NLM_F_MULTI, inst))
+			return -EMSGSIZE;
+		goto next;
+	}
+	while (!kmsgr_obj_info_next(inst, &id,
+				    d->cmd == KMSGR_CMD_LISTENER_GET, d->o)) {
+		if (kmsgr_nl_put_obj(d->skb, portid, seq, NLM_F_MULTI, inst,
+				     d->o, NULL)) {
+			cb->args[1] = id;	/* this one goes next time */
+			return -EMSGSIZE;
+		}
+		if (id == U32_MAX)
+			break;
+		id++;
+	}
+next:
+	cb->args[1] = 0;
+	return 0;
+}
+
+static int kmsgr_nl_get_dumpit(struct sk_buff *skb,
+			       struct netlink_callback *cb)
+{
+	const struct genl_dumpit_info *info = genl_dumpit_info(cb);
+	struct kmsgr_nl_dump d = {
+		.skb = skb,
+		.cb = cb,
+		.cmd = info->op.cmd,
+	};
+	u64 after = cb->args[0];
+	int filter = 0;
+	int ret;
+
+	if (d.cmd == KMSGR_CMD_SESSION_GET)
+		filter = KMSGR_A_SESSION_INSTANCE;
+	else if (d.cmd == KMSGR_CMD_LISTENER_GET)
+		filter = KMSGR_A_LISTENER_INSTANCE;
+	if (filter && info->attrs[filter])
+		d.only = nla_get_u64(info->attrs[filter]);
+	if (d.cmd != KMSGR_CMD_INSTANCE_GET) {
+		d.o = kmalloc(sizeof(*d.o), GFP_KERNEL);
+		if (!d.o)
+			return -ENOMEM;
+	}
+	ret = kmsgr_inst_walk(&after, kmsgr_nl_dump_one, &d);
+	cb->args[0] = after;
+	kfree(d.o);
+	if (ret && ret != -EMSGSIZE)
+		return ret;
+	/* -EMSGSIZE with nothing in @skb: one object bigger than a reply */
+	if (ret == -EMSGSIZE && !skb->len)
+		return -EMSGSIZE;
+	return skb->len;
+}
+
+/* ---- stats ----------------------------------------------------------- */
+
+struct kmsgr_nl_count {
+	u32 instances, sessions;
+};
+
+static int kmsgr_nl_count_one(struct kmsgr_instance *inst, void *arg)
+{
+	struct kmsgr_nl_count *c = arg;
+
+	c->instances++;
+	c->sessions += atomic_read(&inst->nr_sessions);
+	return 0;
+}
+
+static int kmsgr_nl_stats_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	const int pad = KMSGR_A_STATS_PAD;
+	struct kmsgr_nl_count c = { };
+	u64 after = 0, pinned, registered;
+	struct kmsgr_stats st;
+	struct sk_buff *msg;
+	void *hdr;
+
+	kmsgr_inst_walk(&after, kmsgr_nl_count_one, &c);
+	kmsgr_stats_read(&st);
+	kmsgr_xprt_mem(&pinned, &registered);
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &kmsgr_nl_family, 0,
+				KMSGR_CMD_STATS_GET);
+	if (!hdr)
+		goto out_free;
+	if (nla_put_u32(msg, KMSGR_A_STATS_INSTANCES, c.instances) ||
+	    nla_put_u32(msg, KMSGR_A_STATS_SESSIONS, c.sessions) ||
+	    nla_put_u64_64bit(msg, KMSGR_A_STATS_CONNECTS, st.connects, pad) ||
+	    nla_put_u64_64bit(msg, KMSGR_A_STATS_ACCEPTS, st.accepts, pad) ||
+	    nla_put_u64_64bit(msg, KMSGR_A_STATS_REFUSED, st.refused, pad) ||
+	    nla_put_u64_64bit(msg, KMSGR_A_STATS_RECONNECTS, st.reconnects,
+			      pad) ||
+	    nla_put_u64_64bit(msg, KMSGR_A_STATS_FAULTS, st.faults, pad) ||
+	    nla_put_u64_64bit(msg, KMSGR_A_STATS_MSGS_OUT, st.msgs_out, pad) ||
+	    nla_put_u64_64bit(msg, KMSGR_A_STATS_BYTES_OUT, st.bytes_out,
+			      pad) ||
+	    nla_put_u64_64bit(msg, KMSGR_A_STATS_MSGS_IN, st.msgs_in, pad) ||
+	    nla_put_u64_64bit(msg, KMSGR_A_STATS_BYTES_IN, st.bytes_in, pad) ||
+	    nla_put_u64_64bit(msg, KMSGR_A_STATS_PINNED, pinned, pad) ||
+	    nla_put_u64_64bit(msg, KMSGR_A_STATS_REGISTERED, registered, pad))
+		goto out_free;
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+
+out_free:
+	nlmsg_free(msg);
+	return -EMSGSIZE;
+}
+
+/* ---- monitor --------------------------------------------------------- */
+
+static bool kmsgr_nl_want(struct kmsgr_instance *inst)
+{
+	return genl_has_listeners(&kmsgr_nl_family, inst->net,
+				  KMSGR_NL_GRP_MONITOR);
+}
+
+static void kmsgr_nl_event(struct kmsgr_instance *inst,
+			   const struct kmsgr_obj_info *o, u8 ev, u16 reason,
+			   int res)
+{
+	const struct kmsgr_nl_ev e = {
+		.ev = ev,
+		.reason = reason,
+		.res = res,
+	};
+	struct sk_buff *msg;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return;
+	if (kmsgr_nl_put_obj(msg, 0, 0, 0, inst, o, &e)) {
+		nlmsg_free(msg);
+		return;
+	}
+	genlmsg_multicast_netns(&kmsgr_nl_family, inst->net, msg, 0,
+				KMSGR_NL_GRP_MONITOR, GFP_KERNEL);
+}
+
+static const struct kmsgr_notifier kmsgr_nl_notifier = {
+	.want = kmsgr_nl_want,
+	.event = kmsgr_nl_event,
+};
+
+/* ---- the family ------------------------------------------------------ */
+
+static const struct nla_policy kmsgr_nl_session_policy[] = {
+	[KMSGR_A_SESSION_INSTANCE]	= { .type = NLA_U64 },
+	[KMSGR_A_SESSION_ID]		= { .type = NLA_U32 },
+};
+
+static const struct nla_policy kmsgr_nl_listener_policy[] = {
+	[KMSGR_A_LISTENER_INSTANCE]	= { .type = NLA_U64 },
+	[KMSGR_A_LISTENER_ID]		= { .type = NLA_U32 },
+};
+
+static const struct nla_policy kmsgr_nl_instance_policy[] = {
+	[KMSGR_A_INSTANCE_ID]		= { .type = NLA_U64 },
+};
+
+static const struct genl_ops kmsgr_nl_ops[] = {
+	{
+		.cmd		= KMSGR_CMD_SESSION_GET,
+		.doit		= kmsgr_nl_get_doit,
+		.dumpit		= kmsgr_nl_get_dumpit,
+		.policy		= kmsgr_nl_session_policy,
+		.maxattr	= ARRAY_SIZE(kmsgr_nl_session_policy) - 1,
+	},
+	{
+		.cmd		= KMSGR_CMD_LISTENER_GET,
+		.doit		= kmsgr_nl_get_doit,
+		.dumpit		= kmsgr_nl_get_dumpit,
+		.policy		= kmsgr_nl_listener_policy,
+		.maxattr	= ARRAY_SIZE(kmsgr_nl_listener_policy) - 1,
+	},
+	{
+		.cmd		= KMSGR_CMD_INSTANCE_GET,
+		.doit		= kmsgr_nl_get_doit,
+		.dumpit		= kmsgr_nl_get_dumpit,
+		.policy		= kmsgr_nl_instance_policy,
+		.maxattr	= ARRAY_SIZE(kmsgr_nl_instance_policy) - 1,
+	},
+	{
+		.cmd		= KMSGR_CMD_STATS_GET,
+		.doit		= kmsgr_nl_stats_doit,
+		/* no attributes: the core rejects any */
+	},
+};
+
+static const struct genl_multicast_group kmsgr_nl_mcgrps[] = {
+	[KMSGR_NL_GRP_MONITOR] = {
+		.name	= KMSGR_MCGRP_MONITOR,
+		/* events name every instance's peers and processes */
+		.flags	= KMSGR_GENL_MCAST_ADMIN,
+	},
+};
+
+static struct genl_family kmsgr_nl_family __ro_after_init = {
+	.name		= KMSGR_GENL_NAME,
+	.version	= KMSGR_GENL_VERSION,
+	.netnsok	= true,
+	.module		= THIS_MODULE,
+	.ops		= kmsgr_nl_ops,
+	.n_ops		= ARRAY_SIZE(kmsgr_nl_ops),
+	.mcgrps		= kmsgr_nl_mcgrps,
+	.n_mcgrps	= ARRAY_SIZE(kmsgr_nl_mcgrps),
+};
+
+int kmsgr_nl_init(void)
+{
+	int ret;
+
+	ret = genl_register_family(&kmsgr_nl_family);
+	if (ret)
+		return ret;
+	kmsgr_set_notifier(&kmsgr_nl_notifier);
+	return 0;
+}
+
+void kmsgr_nl_exit(void)
+{
+	kmsgr_set_notifier(NULL);
+	genl_unregister_family(&kmsgr_nl_family);
+}

@@ -1,0 +1,257 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# netlink_test.sh - the generic netlink family "kmsgr" seen through
+# kmsgrctl, in the guest, with kmsgr.ko loaded (run_guest.sh runs it):
+#
+#   - session show -j after a known exchange (a lossless client sends N
+#     echoed messages of S bytes, then holds the session): both ends'
+#     state, peer, mode and message and byte counts are the exchange's;
+#     listener show counts the accepted session; instance show and stats
+#     agree; session show INSTANCE ID finds one session, a wrong id fails;
+#   - monitor -j sees ACCEPTED and UP, then DOWN and UP again when the
+#     client's TCP connection is killed with ss -K, then CLOSED;
+#   - every -j output parses as JSON;
+#   - an unprivileged user (its own group on /dev/kmsgr) sees its own
+#     session and none of root's, and may not join the monitor group;
+#   - kmsgr_nl_fuzz (random commands, flags and attributes) leaves no
+#     kernel warning.
+#
+# Prints TAP; exit status 0 when all passed.
+
+set -u
+
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+K=$TOP/tools/kmsgrctl/kmsgrctl
+FUZZ=${KMSGR_TEST_BIN:-$TOP/.build/selftests/kmsgr}/kmsgr_nl_fuzz
+PORT=${KMSGR_NL_PORT:-46210}
+ADDR=127.0.0.1:$PORT
+N=25
+SIZE=3000
+
+n=0
+failed=0
+tmp=$(mktemp -d) || exit 1
+pids=
+cleanup() {
+	for p in $pids; do
+		kill "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+tap() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n $2"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n $2"
+	fi
+}
+
+# json FILE EXPR: evaluate a Python expression over the parsed JSON of
+# FILE (as j; monitor files: a list of the objects of each line as j);
+# true/false becomes the exit status, anything else is printed.
+json() {
+	python3 - "$@" <<'EOF'
+import json, sys
+f, expr = sys.argv[1], sys.argv[2]
+with open(f) as fh:
+    text = fh.read()
+try:
+    j = json.loads(text)
+except ValueError:
+    j = [json.loads(l) for l in text.splitlines() if l.strip()]
+r = eval("(" + expr + ")", {"j": j})
+if isinstance(r, bool):
+    sys.exit(0 if r else 1)
+print(r)
+EOF
+}
+
+# wait_for SECONDS CMD...: until CMD succeeds
+wait_for() {
+	t=$1
+	shift
+	i=0
+	while [ "$i" -lt $((t * 5)) ]; do
+		"$@" && return 0
+		sleep 0.2
+		i=$((i + 1))
+	done
+	return 1
+}
+
+dmesg_mark=$(dmesg | wc -l)
+
+# ---- the exchange --------------------------------------------------------
+
+"$K" -j monitor --timeout 120 >"$tmp/mon.json" 2>"$tmp/mon.err" &
+pids="$pids $!"
+"$K" session listen --echo --lossless "$ADDR" >"$tmp/listen.out" 2>&1 &
+lpid=$!
+pids="$pids $lpid"
+wait_for 20 grep -q "listening" "$tmp/listen.out"
+"$K" -j session connect --lossless --send $N --size $SIZE --verify-echo \
+	--hold 600 "$ADDR" >"$tmp/client.json" 2>"$tmp/client.err" &
+cpid=$!
+pids="$pids $cpid"
+
+client_done() {
+	"$K" -j session show >"$tmp/show.json" 2>"$tmp/show.err" &&
+		json "$tmp/show.json" \
+		"any(s['role'] == 'client' and s['msgs_in'] == $N for s in j)"
+}
+wait_for 60 client_done
+tap $? "session show -j lists the client after its $N echoes"
+json "$tmp/show.json" "True" 2>&1 | sed 's/^/# /'
+tap $? "session show -j parses"
+
+check_client="[s for s in j if s['role'] == 'client' and s['comm'] == 'kmsgrctl']"
+json "$tmp/show.json" "len($check_client) == 1 and all(
+	s['state'] == 'up' and s['transport'] == 'tcp' and s['lossless'] and
+	s['mode'] == 'crc' and s['auth'] == 'none' and
+	s['peer'] == '$ADDR' and s['local'].startswith('127.0.0.1:') and
+	s['msgs_out'] == $N and s['bytes_out'] == $N * $SIZE and
+	s['msgs_in'] == $N and s['bytes_in'] == $N * $SIZE and
+	s['in_flight'] == 0 and s['reconnects'] == 0
+	for s in $check_client)"
+tap $? "the client session: up, crc, lossless, $N messages and $((N * SIZE)) bytes each way"
+
+check_server="[s for s in j if s['role'] == 'server']"
+json "$tmp/show.json" "len($check_server) == 1 and all(
+	s['state'] == 'up' and s['local'] == '$ADDR' and
+	s['msgs_in'] == $N and s['bytes_in'] == $N * $SIZE and
+	s['msgs_out'] == $N and s['bytes_out'] == $N * $SIZE and
+	s['listener'] >= 1 for s in $check_server)"
+tap $? "the server session: up, $N messages in and echoed"
+[ "$failed" -eq 0 ] || sed 's/^/# /' "$tmp/show.json" "$tmp/show.err"
+
+inst=$(json "$tmp/show.json" "${check_client}[0]['instance']")
+sid=$(json "$tmp/show.json" "${check_client}[0]['id']")
+"$K" -j session show "$inst" "$sid" >"$tmp/one.json" 2>&1 &&
+	json "$tmp/one.json" "len(j) == 1 and j[0]['id'] == $sid and j[0]['instance'] == $inst"
+tap $? "session show INSTANCE ID shows that one session"
+out=$("$K" session show "$inst" 99999 2>&1)
+rc=$?
+echo "$out" | sed 's/^/# /'
+[ $rc -eq 1 ] && echo "$out" | grep -q "No such file or directory"
+tap $? "session show of an unknown id fails with ENOENT"
+out=$("$K" session show 0 2>&1)
+[ $? -eq 2 ]
+tap $? "session show 0: a usage error"
+
+"$K" -j listener show >"$tmp/lsn.json" 2>&1 &&
+	json "$tmp/lsn.json" "len(j) == 1 and j[0]['local'] == '$ADDR' and
+		j[0]['accepted'] == 1 and j[0]['refused'] == 0 and
+		j[0]['half_open'] == 0 and j[0]['auth'] == 'none'"
+tap $? "listener show -j: the listener, 1 accepted"
+
+"$K" -j instance show >"$tmp/inst.json" 2>&1 &&
+	json "$tmp/inst.json" "len(j) == 2 and all(i['comm'] == 'kmsgrctl' and
+		i['sessions'] >= 1 and i['sq_entries'] > 0 and i['buf_size'] > 0
+		for i in j) and any(i['id'] == $inst for i in j)"
+tap $? "instance show -j: both kmsgrctl instances with their rings"
+"$K" -j instance show "$inst" >"$tmp/inst1.json" 2>&1 &&
+	json "$tmp/inst1.json" "len(j) == 1 and j[0]['id'] == $inst and
+		j[0]['sqes'] >= $N and j[0]['cqes'] >= $N and j[0]['cq_lost'] == 0"
+tap $? "instance show ID: the client's, its SQE and CQE counts"
+
+"$K" -j stats >"$tmp/stats.json" 2>&1 &&
+	json "$tmp/stats.json" "j['instances'] == 2 and j['sessions'] >= 3 and
+		j['msgs_out'] >= 2 * $N and j['msgs_in'] >= 2 * $N and
+		j['connects'] >= 1 and j['accepts'] >= 1"
+tap $? "stats -j: instances, sessions and message counters"
+for f in "$tmp"/lsn.json "$tmp"/inst.json "$tmp"/stats.json; do
+	sed 's/^/# /' "$f"
+done
+
+# the unprivileged user: its own session, none of root's
+chgrp nogroup /dev/kmsgr && chmod 0660 /dev/kmsgr
+prlimit --memlock=unlimited setpriv --reuid=nobody --regid=nogroup \
+	--clear-groups "$K" session connect --send 2 --size 100 \
+	--verify-echo --hold 600 "$ADDR" >"$tmp/nobody.out" 2>&1 &
+npid=$!
+pids="$pids $npid"
+nobody_up() {
+	"$K" -j session show >"$tmp/all.json" 2>/dev/null &&
+		json "$tmp/all.json" "sum(1 for s in j if s['role'] == 'client') == 2"
+}
+wait_for 30 nobody_up
+setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$K" -j session show >"$tmp/nb.json" 2>&1
+json "$tmp/nb.json" "len(j) == 1 and j[0]['role'] == 'client' and
+	j[0]['msgs_in'] == 2 and j[0]['instance'] != $inst"
+tap $? "an unprivileged user sees its own session and none of root's"
+sed 's/^/# /' "$tmp/nb.json" "$tmp/nobody.out"
+setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$K" -j instance show >"$tmp/nbi.json" 2>&1
+json "$tmp/nbi.json" "len(j) == 1"
+tap $? "an unprivileged user sees only its own instance"
+out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$K" instance show "$inst" 2>&1)
+[ $? -eq 1 ]
+tap $? "an unprivileged user cannot show root's instance by id"
+out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$K" monitor --timeout 1 2>&1)
+rc=$?
+echo "$out" | sed 's/^/# /'
+[ $rc -eq 1 ] && echo "$out" | grep -q "CAP_NET_ADMIN"
+tap $? "an unprivileged user may not join the monitor group"
+kill "$npid" 2>/dev/null
+wait "$npid" 2>/dev/null
+chmod 0600 /dev/kmsgr && chgrp root /dev/kmsgr
+
+# ss -K: the client's connection killed; lossless, it comes back
+ss -K dst 127.0.0.1 dport = ":$PORT" >/dev/null 2>&1
+came_back() {
+	json "$tmp/mon.json" "[e['event'] for e in j if e.get('role') == 'client'
+		and e['instance'] == $inst].count('up') >= 2"
+}
+wait_for 30 came_back
+tap $? "ss -K: the lossless client reconnects (monitor: up again)"
+"$K" -j session show "$inst" "$sid" >"$tmp/after.json" 2>&1 &&
+	json "$tmp/after.json" "j[0]['reconnects'] == 1 and j[0]['state'] == 'up' and
+		j[0]['last_reason'] != 'none'"
+tap $? "session show: one reconnect and the reason of the fault"
+sed 's/^/# /' "$tmp/after.json" "$tmp/client.json" "$tmp/client.err"
+
+kill -INT "$cpid" 2>/dev/null
+wait "$cpid" 2>/dev/null
+closed() {
+	json "$tmp/mon.json" "any(e['event'] == 'closed' and e['role'] == 'client'
+		and e['instance'] == $inst for e in j if 'role' in e)"
+}
+wait_for 20 closed
+sed 's/^/# /' "$tmp/mon.json" "$tmp/mon.err"
+json "$tmp/mon.json" "[e['event'] for e in j if e.get('role') == 'client'
+	and e['instance'] == $inst] == ['up', 'down', 'up', 'closed']"
+tap $? "monitor: the client's events were up, down, up, closed"
+json "$tmp/mon.json" "[e['event'] for e in j if e.get('role') == 'server'][:2] ==
+	['accepted', 'up'] and all(e['pid'] == $lpid for e in j
+	if e.get('role') == 'server')"
+tap $? "monitor: the server session was accepted, then up, in the listener's process"
+
+kill -INT "$lpid" 2>/dev/null
+wait "$lpid" 2>/dev/null
+
+# ---- fuzz ------------------------------------------------------------------
+
+timeout 300 "$FUZZ" 20000 >"$tmp/fuzz.out" 2>&1
+tap $? "kmsgr_nl_fuzz: 20000 random requests answered"
+sed 's/^/# /' "$tmp/fuzz.out"
+timeout 120 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$FUZZ" 5000 \
+	>"$tmp/fuzz2.out" 2>&1
+tap $? "kmsgr_nl_fuzz as an unprivileged user: 5000 requests answered"
+sed 's/^/# /' "$tmp/fuzz2.out"
+dmesg | tail -n +"$((dmesg_mark + 1))" >"$tmp/dmesg"
+! grep -qE "WARNING|BUG|Oops|general protection|KASAN|refcount" "$tmp/dmesg"
+tap $? "no kernel warning"
+grep -E "WARNING|BUG|Oops" -A5 "$tmp/dmesg" | head -40 | sed 's/^/# /'
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
