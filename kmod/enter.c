@@ -366,7 +366,8 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
  * Return: the number of SQEs consumed, also written to submitted; if none
  * was: 0; -EBUSY (without GETEVENTS) when SQEs were waiting but the CQ had
  * no room for their completions (reap CQEs first); -ETIME when the wait
- * timed out, -EINTR on a signal.  -EINVAL before SETUP or for a bad flag or reserved field;
+ * timed out, -EINTR on a signal (also when SQEs were consumed: see
+ * submitted).  -EINVAL before SETUP or for a bad flag or reserved field;
  * -EFAULT.
  */
 int kmsgr_inst_enter(struct kmsgr_instance *inst,
@@ -408,6 +409,14 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 
 	if (put_user(done, &uarg->submitted) && !done)
 		return -EFAULT;
+	/*
+	 * A signal ends the call as -EINTR even when SQEs were consumed
+	 * (submitted says how many): reported as a count, the wait would
+	 * look merely short, the caller would wait again, and a handler
+	 * that asked it to stop would not be heard.
+	 */
+	if (ret == -EINTR)
+		return ret;
 	return done ? done : ret;
 }
 

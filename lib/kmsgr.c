@@ -484,6 +484,9 @@ int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns)
 	ret = kmsgr_ioctl(k->fd, KMSGR_IOC_ENTER, &enter);
 	if (ret == -ETIMEDOUT)
 		ret = -ETIME;
+	/* a signal is always reported (the SQ head shows what was taken) */
+	if (ret == -EINTR)
+		return ret;
 	/* as the kernel does: what was consumed counts more than the wait */
 	if (ret && !done)
 		return ret;

@@ -1068,6 +1068,15 @@ TEST_F(ring, wait_is_interruptible)
 	alarm(1);
 	EXPECT_EQ(-EINTR, enter_ioctl(r->fd, 0, 1, KMSGR_ENTER_F_GETEVENTS,
 				      0));
+	/*
+	 * Also when the call consumed an SQE: a count would read as a short
+	 * wait, and the caller would sleep again past its handler's stop.
+	 */
+	prep_nop(sqe_get(r), 3);
+	alarm(1);
+	EXPECT_EQ(-EINTR, ring_submit(r, 2, KMSGR_ENTER_F_GETEVENTS, 0));
+	EXPECT_EQ(r->sq_tail, load_acquire(r->sqh));	/* it was consumed */
+	EXPECT_EQ(1U, cq_ready(r));
 }
 
 TEST_F(ring, poll_reports_cq_readiness)

@@ -342,7 +342,9 @@ struct kmsgr_close {
  * ready (it is not woken for fewer), the timeout passes, or, when SQEs
  * were left unconsumed for want of a CQ slot, a slot is given back
  * without a CQE (KMSGR_SQE_F_SKIP_SUCCESS): it returns then, and the
- * caller submits again.
+ * caller submits again.  Returns the number of SQEs consumed, or -1 with
+ * errno; a signal during the wait gives EINTR even when SQEs were
+ * consumed (@submitted tells how many, as does the SQ head).
  */
 struct kmsgr_enter {
 	__u32 to_submit;	/* in: SQEs to consume (up to the SQ tail) */
