@@ -34,6 +34,7 @@
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
+#include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
@@ -122,6 +123,7 @@ static inline void kmsgr_fault(unsigned int point, bool atomic)
 struct kmsgr_instance {
 	u64 id;
 	pid_t pid;			/* of the opener, for log messages */
+	char comm[TASK_COMM_LEN];	/* of the opener, for log messages */
 	struct net *net;		/* the opener's; its sockets live there */
 	struct mem_cgroup *memcg;	/* the opener's: charged for the kernel
 					 * memory of sessions, also from work

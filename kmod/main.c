@@ -37,6 +37,7 @@
 #include <net/net_namespace.h>
 
 #include "kmsgr.h"
+#include "log.h"
 #include "xprt.h"
 
 /* Live instances; must be zero when the module goes away. */
@@ -79,6 +80,7 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 
 	inst->id = atomic64_inc_return(&kmsgr_next_instance_id);
 	inst->pid = task_tgid_nr(current);
+	get_task_comm(inst->comm, current);
 	/* sockets go where the opener lives, like libceph's */
 	inst->net = get_net(current->nsproxy->net_ns);
 	inst->memcg = get_mem_cgroup_from_mm(current->mm);
@@ -86,13 +88,13 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 	kmsgr_inst_init(inst);
 	kmsgr_sess_inst_init(inst);
 	atomic_inc(&kmsgr_instances);
-	pr_debug("instance %llu created\n", inst->id);
+	kmsgr_inst_dbg(inst, "created\n");
 	return inst;
 }
 
 static void kmsgr_instance_free(struct kmsgr_instance *inst)
 {
-	pr_debug("instance %llu freed\n", inst->id);
+	kmsgr_inst_dbg(inst, "freed\n");
 	put_net(inst->net);
 	mem_cgroup_put(inst->memcg);
 	mutex_destroy(&inst->lock);
