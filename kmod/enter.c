@@ -147,7 +147,7 @@ static void kmsgr_sqe_exec(struct kmsgr_instance *inst,
 
 	ret = kmsgr_sqe_check(inst, sqe);
 	if (ret) {
-		kmsgr_inst_dbg_rl(inst, "bad SQE opcode %u\n", sqe->opcode);
+		kmsgr_inst_dbg_ratelimited(inst, "bad SQE opcode %u\n", sqe->opcode);
 		kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, ret);
 		return;
 	}

@@ -80,8 +80,8 @@ static void kmsgr_listener_accept(struct work_struct *work)
 		if (ret == -EAGAIN)
 			goto out;
 		if (ret) {
-			kmsgr_inst_warn_rl(l->obj.inst, "listener %u: accept failed: %d\n",
-					   l->obj.id, ret);
+			kmsgr_inst_warn_ratelimited(l->obj.inst, "listener %u: accept failed: %d\n",
+						    l->obj.id, ret);
 			goto out;
 		}
 		ret = kmsgr_sess_accept(l, x);

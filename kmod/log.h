@@ -9,9 +9,10 @@
  *   kmsgr: instance 3 pid 812 (ceph-osd) session 2 peer 10.0.0.7:6801: ...
  *
  * kmsgr_inst_*(inst, fmt, ...) and kmsgr_sess_*(s, fmt, ...), one per
- * printk level used; _rl: ratelimited (anything a peer or an application
- * can repeat).  A session's peer is the address it dials (client) or the
- * one its connection came from (server).
+ * printk level used; _ratelimited: anything a peer or an application can
+ * repeat (the names are what checkpatch takes for logging functions).  A
+ * session's peer is the address it dials (client) or the one its
+ * connection came from (server).
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -20,29 +21,39 @@
 
 #include <linux/printk.h>
 
+/* @pr: a pr_*() macro; @inst and @s are evaluated once */
 #define kmsgr_inst_log(pr, inst, fmt, ...)				\
-	pr("instance %llu pid %d (%s): " fmt, (inst)->id, (inst)->pid,	\
-	   (inst)->comm, ##__VA_ARGS__)
+	do {								\
+		const struct kmsgr_instance *inst_ = (inst);		\
+									\
+		pr("instance %llu pid %d (%s): " fmt, inst_->id,	\
+		   inst_->pid, inst_->comm, ##__VA_ARGS__);		\
+	} while (0)
 
 #define kmsgr_sess_log(pr, s, fmt, ...)					\
-	pr("instance %llu pid %d (%s) session %u peer %pISpc: " fmt,		\
-	   (s)->obj.inst->id, (s)->obj.inst->pid, (s)->obj.inst->comm,	\
-	   (s)->obj.id, &(s)->peer, ##__VA_ARGS__)
+	do {								\
+		const struct kmsgr_sess *s_ = (s);			\
+									\
+		pr("instance %llu pid %d (%s) session %u peer %pISpc: " fmt, \
+		   s_->obj.inst->id, s_->obj.inst->pid,			\
+		   s_->obj.inst->comm, s_->obj.id, &s_->peer,		\
+		   ##__VA_ARGS__);					\
+	} while (0)
 
 #define kmsgr_inst_warn(inst, fmt, ...)					\
 	kmsgr_inst_log(pr_warn, inst, fmt, ##__VA_ARGS__)
-#define kmsgr_inst_warn_rl(inst, fmt, ...)				\
+#define kmsgr_inst_warn_ratelimited(inst, fmt, ...)			\
 	kmsgr_inst_log(pr_warn_ratelimited, inst, fmt, ##__VA_ARGS__)
-#define kmsgr_inst_info_rl(inst, fmt, ...)				\
+#define kmsgr_inst_info_ratelimited(inst, fmt, ...)			\
 	kmsgr_inst_log(pr_info_ratelimited, inst, fmt, ##__VA_ARGS__)
 #define kmsgr_inst_dbg(inst, fmt, ...)					\
 	kmsgr_inst_log(pr_debug, inst, fmt, ##__VA_ARGS__)
-#define kmsgr_inst_dbg_rl(inst, fmt, ...)				\
+#define kmsgr_inst_dbg_ratelimited(inst, fmt, ...)			\
 	kmsgr_inst_log(pr_debug_ratelimited, inst, fmt, ##__VA_ARGS__)
 
-#define kmsgr_sess_warn_rl(s, fmt, ...)					\
+#define kmsgr_sess_warn_ratelimited(s, fmt, ...)			\
 	kmsgr_sess_log(pr_warn_ratelimited, s, fmt, ##__VA_ARGS__)
-#define kmsgr_sess_info_rl(s, fmt, ...)					\
+#define kmsgr_sess_info_ratelimited(s, fmt, ...)			\
 	kmsgr_sess_log(pr_info_ratelimited, s, fmt, ##__VA_ARGS__)
 #define kmsgr_sess_dbg(s, fmt, ...)					\
 	kmsgr_sess_log(pr_debug, s, fmt, ##__VA_ARGS__)

@@ -752,8 +752,8 @@ out_unlock:
 
 	kmsgr_cq_wake_if(inst, tail);
 	if (lost)
-		kmsgr_inst_warn_rl(inst, "CQ overflow list full, event %u of session %u lost (%llu lost)\n",
-				   cqe->event, cqe->session, lost);
+		kmsgr_inst_warn_ratelimited(inst, "CQ overflow list full, event %u of session %u lost (%llu lost)\n",
+					    cqe->event, cqe->session, lost);
 }
 
 /**

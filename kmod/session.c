@@ -392,9 +392,9 @@ static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 				   MSGR2_NSEG);
 	if (ret == -EMSGSIZE) {		/* larger than the pool: never fits */
 		kmsgr_sess_set_paused(s, false);
-		kmsgr_sess_warn_rl(s, "a %u+%u+%u-byte message cannot fit the %llu-byte receive pool\n",
-				   m->len[0], m->len[1], m->len[2],
-				   inst->buf_size - inst->pool_off);
+		kmsgr_sess_warn_ratelimited(s, "a %u+%u+%u-byte message cannot fit the %llu-byte receive pool\n",
+					    m->len[0], m->len[1], m->len[2],
+					    inst->buf_size - inst->pool_off);
 		return ret;
 	}
 	if (ret) {
@@ -557,8 +557,8 @@ static void kmsgr_listener_refused(struct kmsgr_listener *l,
 				   const struct sockaddr_storage *peer,
 				   u16 reason, int err)
 {
-	kmsgr_inst_warn_rl(l->obj.inst, "listener %u: refused %pISpc: %d\n",
-			   l->obj.id, peer, err);
+	kmsgr_inst_warn_ratelimited(l->obj.inst, "listener %u: refused %pISpc: %d\n",
+				    l->obj.id, peer, err);
 	kmsgr_obj_event(&l->obj, KMSGR_EV_REFUSED, reason, err);
 }
 
@@ -1092,13 +1092,13 @@ static void kmsgr_sess_fail(struct kmsgr_sess *s, int err)
 		reason = KMSGR_REASON_DEVICE;
 
 	if (s->server && !s->announced)	/* an embryo: no id yet */
-		kmsgr_inst_info_rl(s->obj.inst, "listener %u: handshake with %pISpc failed: %s (%d)\n",
-				   s->listener_id, &s->peer,
-				   r == MSGR2_R_EOF && err ? "connection lost" :
-				   msgr2_reason_str(r), err);
+		kmsgr_inst_info_ratelimited(s->obj.inst, "listener %u: handshake with %pISpc failed: %s (%d)\n",
+					    s->listener_id, &s->peer,
+					    r == MSGR2_R_EOF && err ? "connection lost" :
+					    msgr2_reason_str(r), err);
 	else if (r != MSGR2_R_NONE && r != MSGR2_R_EOF && r != MSGR2_R_LOCAL)
-		kmsgr_sess_warn_rl(s, "connection failed: %s (%d)\n",
-				   msgr2_reason_str(r), err);
+		kmsgr_sess_warn_ratelimited(s, "connection failed: %s (%d)\n",
+					    msgr2_reason_str(r), err);
 	else
 		kmsgr_sess_dbg(s, "connection closed (%d)\n", err);
 	kmsgr_sess_conn_lost(s, reason, err);
@@ -1200,7 +1200,7 @@ static void kmsgr_sess_describe_xprt(struct kmsgr_sess *s)
 	if (!x || !x->ops->describe)
 		return;
 	x->ops->describe(x, line, sizeof(line));
-	kmsgr_sess_info_rl(s, "%s\n", line);
+	kmsgr_sess_info_ratelimited(s, "%s\n", line);
 }
 
 /*
@@ -1218,16 +1218,16 @@ static void kmsgr_sess_report_stall(struct kmsgr_sess *s)
 	    time_before(jiffies, s->paused_at + KMSGR_SESS_STALL_S * HZ))
 		return;
 	s->stall_logged = true;
-	kmsgr_sess_info_rl(s, "stalled for %u s: %s (CQ room %u, pool %llu of %llu bytes in use, first waiter session %u; seq in %llu, out %llu, acked %llu; %u bytes spilled)\n",
-			   KMSGR_SESS_STALL_S,
-			   s->rx_held ? "a message waits for CQ room" :
-			   list_empty(&s->spill) ?
-					"no room for the next message" :
-					"spilled messages wait for pool room",
-			   kmsgr_cq_room(inst), READ_ONCE(inst->stats.pool_bytes),
-			   inst->buf_size - inst->pool_off,
-			   READ_ONCE(inst->pool_waiter), s->ms.in_seq,
-			   s->ms.out_seq, s->ms.acked_seq, s->spill_bytes);
+	kmsgr_sess_info_ratelimited(s, "stalled for %u s: %s (CQ room %u, pool %llu of %llu bytes in use, first waiter session %u; seq in %llu, out %llu, acked %llu; %u bytes spilled)\n",
+				    KMSGR_SESS_STALL_S,
+				    s->rx_held ? "a message waits for CQ room" :
+				    list_empty(&s->spill) ?
+						 "no room for the next message" :
+						 "spilled messages wait for pool room",
+				    kmsgr_cq_room(inst), READ_ONCE(inst->stats.pool_bytes),
+				    inst->buf_size - inst->pool_off,
+				    READ_ONCE(inst->pool_waiter), s->ms.in_seq,
+				    s->ms.out_seq, s->ms.acked_seq, s->spill_bytes);
 	kmsgr_sess_describe_xprt(s);
 }
 
@@ -1270,7 +1270,7 @@ static int kmsgr_sess_check_timeouts(struct kmsgr_sess *s,
 		what = "idle_timeout: no message";
 	else
 		return 0;
-	kmsgr_sess_info_rl(s, "%s\n", what);
+	kmsgr_sess_info_ratelimited(s, "%s\n", what);
 	kmsgr_sess_describe_xprt(s);
 	msgr2_conn_fail(kc->mc, MSGR2_R_TIMEOUT);
 	return -ETIMEDOUT;

@@ -20,7 +20,10 @@
 #if !defined(KMSGR_RDMA_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
 #define KMSGR_RDMA_TRACE_H
 
+#include <linux/in.h>
+#include <linux/in6.h>
 #include <linux/socket.h>
+#include <linux/string.h>
 #include <linux/tracepoint.h>
 #include <linux/types.h>
 #include <rdma/ib_verbs.h>
@@ -50,14 +53,19 @@ TRACE_DEFINE_ENUM(IB_WC_GENERAL_ERR);
 			 { IB_WC_RETRY_EXC_ERR, "RETRY_EXC_ERR" },	\
 			 { IB_WC_GENERAL_ERR, "GENERAL_ERR" })
 
-/* the peer (AF_INET or AF_INET6), zero-padded, for %pISpc */
-#define kmsgr_rdma_trace_peer(dst, ss)					\
-	do {								\
-		memset(dst, 0, sizeof(struct sockaddr_in6));		\
-		memcpy(dst, ss, (ss)->ss_family == AF_INET6 ?		\
-		       sizeof(struct sockaddr_in6) :			\
-		       sizeof(struct sockaddr_in));			\
-	} while (0)
+#ifndef KMSGR_RDMA_TRACE_HELPERS
+#define KMSGR_RDMA_TRACE_HELPERS
+/* the peer (AF_INET or AF_INET6) into @dst, zero-padded, for %pISpc */
+static inline void kmsgr_rdma_trace_peer(u8 *dst,
+					 const struct sockaddr_storage *ss)
+{
+	size_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+						 sizeof(struct sockaddr_in);
+
+	memset(dst, 0, sizeof(struct sockaddr_in6));
+	memcpy(dst, ss, len);
+}
+#endif
 
 /*
  * kmsgr_rdma_read_post - the READ of @len bytes of a PULL (@rkey) was
