@@ -20,6 +20,9 @@
  *            show each READ posted (res 0) and completed (SUCCESS), and
  *            the bytes they read add up to the module's pulled_bytes
  *            growth.
+ *  cq_pause  a client with an 8-entry CQ does not reap while the server
+ *            sends it 32 messages: kmsgr_cq_pause shows its full CQ; when
+ *            it reaps again kmsgr_cq_resume follows, and all 32 arrive.
  *
  * tracefs is mounted at /sys/kernel/tracing when it is not; the instance
  * is removed at the end, its events disabled and its buffer cleared first.
@@ -526,19 +529,11 @@ static void check_pulls(struct __test_metadata *_metadata,
 	EXPECT_LE(want, bytes);
 }
 
-TEST_F_TIMEOUT(trace, exchange, 120)
+/* A lossless session from the client instance to the server's listener. */
+static void pair_up(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(trace) *self)
 {
-	struct tev *ev = NULL;
-	long long cli_inst, srv_inst, pulled = 0;
-	unsigned int i, n, first[2] = { ~0U, ~0U }, last[2] = { 0, 0 };
-	struct kt_stream a, b;
-	char *text;
 	int ret;
-
-	if (self->why)
-		SKIP(return, "%s", self->why);
-	if (self->x.transport == KMSGR_XPRT_RDMA)
-		pulled = kt_rdma_counter("pulled_bytes");
 
 	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, KMSGR_SESS_F_LOSSLESS,
 			       UD_LSN, &self->l));
@@ -550,7 +545,52 @@ TEST_F_TIMEOUT(trace, exchange, 120)
 	ASSERT_EQ(0, ret) TH_LOG("session %s:%u not up: %s", self->x.ip,
 				 ntohs(self->l.bound.port),
 				 kmsgr_strerror(ret));
+}
 
+/* Stop the events and parse the trace into *@ev; returns the count. */
+static unsigned int trace_collect(struct __test_metadata *_metadata,
+				  FIXTURE_DATA(trace) *self, struct tev **ev)
+{
+	unsigned int n;
+	char *text;
+
+	trace_write(&self->t, "events/kmsgr/enable", "0");
+	if (self->t.rdma)
+		trace_write(&self->t, "events/kmsgr_rdma/enable", "0");
+	text = trace_read(&self->t);
+	ASSERT_NE(NULL, text);
+	*ev = calloc(MAX_TEV, sizeof(**ev));
+	ASSERT_NE(NULL, *ev);
+	n = tev_parse(text, *ev, MAX_TEV);
+	free(text);
+	TH_LOG("%s: %u kmsgr events traced", self->x.name, n);
+	return n;
+}
+
+static void trace_show(struct __test_metadata *_metadata,
+		       const struct tev *ev, unsigned int n)
+{
+	unsigned int i;
+
+	if (!_metadata->passed || getenv("KMSGR_TRACE_SHOW"))
+		for (i = 0; i < n; i++)
+			fprintf(stderr, "# %s:%s\n", ev[i].name, ev[i].args);
+}
+
+TEST_F_TIMEOUT(trace, exchange, 120)
+{
+	struct tev *ev = NULL;
+	long long cli_inst, srv_inst, pulled = 0;
+	unsigned int n, first[2] = { ~0U, ~0U }, last[2] = { 0, 0 };
+	struct kt_stream a, b;
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (self->x.transport == KMSGR_XPRT_RDMA)
+		pulled = kt_rdma_counter("pulled_bytes");
+
+	pair_up(_metadata, self);
 	ASSERT_EQ(0, stream_plan(&a, &self->cli, self->cli_id, &self->srv,
 				 self->srv_id, 0x4100));
 	ASSERT_EQ(0, stream_plan(&b, &self->srv, self->srv_id, &self->cli,
@@ -574,16 +614,7 @@ TEST_F_TIMEOUT(trace, exchange, 120)
 	if (self->x.transport == KMSGR_XPRT_RDMA)
 		pulled = kt_rdma_counter("pulled_bytes") - pulled;
 
-	trace_write(&self->t, "events/kmsgr/enable", "0");
-	if (self->t.rdma)
-		trace_write(&self->t, "events/kmsgr_rdma/enable", "0");
-	text = trace_read(&self->t);
-	ASSERT_NE(NULL, text);
-	ev = calloc(MAX_TEV, sizeof(*ev));
-	ASSERT_NE(NULL, ev);
-	n = tev_parse(text, ev, MAX_TEV);
-	TH_LOG("%s: %u kmsgr events traced", self->x.name, n);
-
+	n = trace_collect(_metadata, self, &ev);
 	cli_inst = find_inst(ev, n, "UP", self->cli_id, UD_CLI);
 	srv_inst = find_inst(ev, n, "ACCEPTED", self->srv_id, UD_LSN);
 	EXPECT_NE(0, cli_inst) TH_LOG("no UP of client session %u",
@@ -611,12 +642,89 @@ TEST_F_TIMEOUT(trace, exchange, 120)
 	}
 	if (self->x.transport == KMSGR_XPRT_RDMA)
 		check_pulls(_metadata, ev, n, self->x.ip, pulled);
-	if (!_metadata->passed || getenv("KMSGR_TRACE_SHOW"))
-		for (i = 0; i < n; i++)
-			fprintf(stderr, "# %s:%s\n", ev[i].name, ev[i].args);
-	free(text);
+	trace_show(_metadata, ev, n);
 	free(ev);
 	kt_stream_free(&a);
+	kt_stream_free(&b);
+}
+
+/*
+ * A client whose CQ has CQ_SMALL entries does not reap while the server
+ * sends it CQ_MSGS messages: its CQ fills, delivery pauses
+ * (kmsgr_cq_pause: a full CQ of CQ_SMALL entries); once it reaps again,
+ * delivery resumes (kmsgr_cq_resume) and every message arrives.
+ */
+#define CQ_SMALL	8
+#define CQ_MSGS		32
+#define CQ_IDLE_MS	1000
+
+TEST_F_TIMEOUT(trace, cq_pause, 120)
+{
+	struct kt_plan p = { .count = CQ_MSGS, .max_log2 = 10,
+			     .small_log2 = 10, .big_one_in = 1, .seed = 0x7ace };
+	unsigned int i, n, pauses = 0, resumes = 0, resumed_after = 0;
+	long long cli_inst, paused_at = -1;
+	struct tev *ev = NULL;
+	struct kt_stream b;
+	struct kt_loop lp;
+	uint64_t end;
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	/* the same client, with a small CQ */
+	kt_inst_close(&self->cli);
+	ASSERT_EQ(0, kt_inst_open_cq(&self->cli, "client", CQ_SMALL, CQ_SMALL,
+				     TX_AREA, RX_POOL, 22));
+	self->cli.transport = self->x.transport;
+	pair_up(_metadata, self);
+
+	ASSERT_EQ(0, kt_stream_init(&b, &self->srv, self->srv_id, &self->cli,
+				    self->cli_id, &p, CQ_MSGS));
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &self->srv);		/* the client is not run */
+	kt_loop_add_stream(&lp, &b);
+	end = kt_now_ms() + CQ_IDLE_MS;
+	while (kt_now_ms() < end)
+		ASSERT_LE(0, kt_loop_run_once(&lp, 50));
+	EXPECT_EQ(0, b.received);
+	kt_loop_add(&lp, &self->cli);		/* it reaps from here on */
+	ret = kt_loop_run(&lp, kt_loop_streams_finished, RUN_MS);
+	EXPECT_EQ(0, ret) TH_LOG("loop: %s", kmsgr_strerror(ret));
+	EXPECT_EQ(0, b.failed) TH_LOG("server->client: %s", b.why);
+	EXPECT_EQ(CQ_MSGS, b.received);
+
+	n = trace_collect(_metadata, self, &ev);
+	cli_inst = find_inst(ev, n, "UP", self->cli_id, UD_CLI);
+	ASSERT_NE(0, cli_inst) TH_LOG("no UP of client session %u",
+				      self->cli_id);
+	for (i = 0; i < n; i++) {
+		if (tev_num(&ev[i], "instance") != cli_inst)
+			continue;
+		if (tev_is(&ev[i], "kmsgr_cq_pause")) {
+			pauses++;
+			if (paused_at < 0)
+				paused_at = i;
+			EXPECT_EQ(CQ_SMALL, tev_num(&ev[i], "entries"))
+				TH_LOG("pause:%s", ev[i].args);
+			/* full: what is ready and what is promised */
+			EXPECT_EQ(CQ_SMALL, tev_num(&ev[i], "ready") +
+					    tev_num(&ev[i], "reserved"))
+				TH_LOG("pause:%s", ev[i].args);
+		} else if (tev_is(&ev[i], "kmsgr_cq_resume")) {
+			resumes++;
+			if (paused_at >= 0 && i > paused_at)
+				resumed_after++;
+			EXPECT_GT(CQ_SMALL, tev_num(&ev[i], "ready"))
+				TH_LOG("resume:%s", ev[i].args);
+		}
+	}
+	TH_LOG("client instance %lld: %u pauses, %u resumes", cli_inst,
+	       pauses, resumes);
+	EXPECT_LE(1, pauses);
+	EXPECT_LE(1, resumed_after);
+	trace_show(_metadata, ev, n);
+	free(ev);
 	kt_stream_free(&b);
 }
 
