@@ -19,7 +19,7 @@
  * checkpatch waiver is needed for this file.
  *
  * Supported: Linux 6.1 and later (tested: Debian 6.1.0-57-amd64).
- * Shims: the unaligned-access header.
+ * Shims: the unaligned-access header, __assign_str() of the tracepoints.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -68,6 +68,17 @@
 #define KMSGR_GENL_MCAST_ADMIN	GENL_MCAST_CAP_NET_ADMIN
 #else
 #define KMSGR_GENL_MCAST_ADMIN	0
+#endif
+
+/*
+ * Tracepoints: __assign_str() lost its source argument in Linux 6.10 (it
+ * copies what __string() named).  kmsgr_assign_str(dst, src) is either.
+ */
+#define KMSGR_LINUX_VERSION_ASSIGN_STR KERNEL_VERSION(6, 10, 0)
+#if KMSGR_LINUX_VERSION < KMSGR_LINUX_VERSION_ASSIGN_STR
+#define kmsgr_assign_str(dst, src)	__assign_str(dst, src)
+#else
+#define kmsgr_assign_str(dst, src)	__assign_str(dst)
 #endif
 
 #endif /* KMSGR_COMPAT_H */

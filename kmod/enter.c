@@ -29,6 +29,7 @@
 #include <linux/wait.h>
 
 #include "kmsgr.h"
+#include "log.h"
 
 /* SQEs consumed between two cond_resched() calls in ENTER. */
 #define KMSGR_ENTER_BATCH	64
@@ -146,8 +147,7 @@ static void kmsgr_sqe_exec(struct kmsgr_instance *inst,
 
 	ret = kmsgr_sqe_check(inst, sqe);
 	if (ret) {
-		pr_debug_ratelimited("instance %llu: bad SQE opcode %u\n",
-				     inst->id, sqe->opcode);
+		kmsgr_inst_dbg_ratelimited(inst, "bad SQE opcode %u\n", sqe->opcode);
 		kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, ret);
 		return;
 	}

@@ -26,6 +26,7 @@
 #include <linux/xarray.h>
 
 #include "kmsgr.h"
+#include "log.h"
 #include "session.h"
 
 /* connections taken per run of the accept work */
@@ -79,8 +80,8 @@ static void kmsgr_listener_accept(struct work_struct *work)
 		if (ret == -EAGAIN)
 			goto out;
 		if (ret) {
-			pr_warn_ratelimited("instance %llu listener %u: accept failed: %d\n",
-					    l->obj.inst->id, l->obj.id, ret);
+			kmsgr_inst_warn_ratelimited(l->obj.inst, "listener %u: accept failed: %d\n",
+						    l->obj.id, ret);
 			goto out;
 		}
 		ret = kmsgr_sess_accept(l, x);

@@ -38,6 +38,7 @@
 #include <net/net_namespace.h>
 
 #include "kmsgr.h"
+#include "log.h"
 #include "xprt.h"
 
 /* Live instances; must be zero when the module goes away. */
@@ -85,13 +86,13 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 	kmsgr_inst_init(inst);
 	kmsgr_sess_inst_init(inst);	/* gives it its id */
 	atomic_inc(&kmsgr_instances);
-	pr_debug("instance %llu created\n", inst->id);
+	kmsgr_inst_dbg(inst, "created\n");
 	return inst;
 }
 
 static void kmsgr_instance_free(struct kmsgr_instance *inst)
 {
-	pr_debug("instance %llu freed\n", inst->id);
+	kmsgr_inst_dbg(inst, "freed\n");
 	put_net(inst->net);
 	mem_cgroup_put(inst->memcg);
 	mutex_destroy(&inst->lock);

@@ -71,6 +71,8 @@
 #include <linux/vmalloc.h>
 
 #include "kmsgr.h"
+#include "log.h"
+#include "trace/kmsgr_trace.h"
 
 /*
  * Most events kept on one instance's overflow list.  Events are rare (a
@@ -331,8 +333,8 @@ int kmsgr_inst_setup(struct kmsgr_instance *inst,
 	inst->locked_pages = pages;
 	/* Publish the rings: ENTER, mmap and poll read setup_done locklessly. */
 	smp_store_release(&inst->setup_done, true);
-	pr_debug("instance %llu: sq %u cq %u buf %llu pool %llu\n", inst->id,
-		 p.sq_entries, p.cq_entries, p.buf_size, p.rx_pool_size);
+	kmsgr_inst_dbg(inst, "sq %u cq %u buf %llu pool %llu\n",
+		       p.sq_entries, p.cq_entries, p.buf_size, p.rx_pool_size);
 	return 0;
 
 out_free:
@@ -370,8 +372,8 @@ void kmsgr_inst_teardown(struct kmsgr_instance *inst)
 		inst->setup_done = false;
 	}
 	if (inst->stats.cq_lost)
-		pr_warn("instance %llu lost %llu events\n", inst->id,
-			inst->stats.cq_lost);
+		kmsgr_inst_warn(inst, "lost %llu events\n",
+				inst->stats.cq_lost);
 	mutex_destroy(&inst->submit_lock);
 }
 
@@ -476,6 +478,7 @@ static void kmsgr_cq_set_paused(struct kmsgr_instance *inst)
 	if (!inst->cq_paused) {
 		inst->cq_paused = true;
 		WRITE_ONCE(inst->cq->flags, KMSGR_RING_F_CQ_PAUSED);
+		trace_kmsgr_cq_pause(inst);
 	}
 	inst->stats.cq_full++;
 }
@@ -561,6 +564,7 @@ u32 kmsgr_cq_refresh(struct kmsgr_instance *inst, bool *resume)
 		inst->cq_paused = false;
 		WRITE_ONCE(inst->cq->flags, 0);
 		*resume = true;
+		trace_kmsgr_cq_resume(inst);
 	}
 	ready = inst->cq_tail - inst->cq_head;
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
@@ -748,8 +752,8 @@ out_unlock:
 
 	kmsgr_cq_wake_if(inst, tail);
 	if (lost)
-		pr_warn_ratelimited("instance %llu: CQ overflow list full, event %u of session %u lost (%llu lost)\n",
-				    inst->id, cqe->event, cqe->session, lost);
+		kmsgr_inst_warn_ratelimited(inst, "CQ overflow list full, event %u of session %u lost (%llu lost)\n",
+					    cqe->event, cqe->session, lost);
 }
 
 /**

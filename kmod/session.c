@@ -85,7 +85,9 @@
 #include <linux/kmsgr_netlink.h>
 
 #include "kmsgr.h"
+#include "log.h"
 #include "session.h"
+#include "trace/kmsgr_trace.h"
 
 #define KMSGR_SESS_BUDGET		64	/* receive rounds per work run */
 #define KMSGR_SESS_TICK_MS		1000	/* msgr2_tick() period */
@@ -245,6 +247,7 @@ static void kmsgr_obj_event(struct kmsgr_obj *obj, u8 ev, u16 reason, int res)
 		.session = obj->id,
 	};
 
+	trace_kmsgr_event(obj, ev, reason, res);
 	kmsgr_cq_post_event(obj->inst, &cqe);
 }
 
@@ -311,6 +314,7 @@ static void kmsgr_sess_tx_complete(struct kmsgr_sess *s, struct msgr2_msg *m,
 		kmsgr_count(msgs_out, 1);
 		kmsgr_count(bytes_out, bytes);
 	}
+	trace_kmsgr_msg_send_done(s, m, status);
 	/* no_cq: the instance is going away */
 	if (!s->no_cq && !status && tx->skip_success)
 		kmsgr_cq_unreserve(s->obj.inst);
@@ -445,9 +449,9 @@ static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 				   MSGR2_NSEG);
 	if (ret == -EMSGSIZE) {		/* larger than the pool: never fits */
 		kmsgr_sess_set_paused(s, false);
-		pr_warn_ratelimited("instance %llu session %u: a %u+%u+%u-byte message cannot fit the %llu-byte receive pool\n",
-				    inst->id, s->obj.id, m->len[0], m->len[1],
-				    m->len[2], inst->buf_size - inst->pool_off);
+		kmsgr_sess_warn_ratelimited(s, "a %u+%u+%u-byte message cannot fit the %llu-byte receive pool\n",
+					    m->len[0], m->len[1], m->len[2],
+					    inst->buf_size - inst->pool_off);
 		return ret;
 	}
 	if (ret) {
@@ -478,6 +482,7 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 	struct kmsgr_cqe *cqe = &s->rx_cqe;
 	int i;
 
+	trace_kmsgr_msg_recv(s, hdr, len);
 	memset(cqe, 0, sizeof(*cqe));
 	for (i = 0; i < MSGR2_NSEG; i++) {
 		if (!len[i])
@@ -613,20 +618,8 @@ static void kmsgr_listener_refused(struct kmsgr_listener *l,
 				   const struct sockaddr_storage *peer,
 				   u16 reason, int err)
 {
-	struct kmsgr_instance *inst = l->obj.inst;
-
-	if (peer->ss_family == AF_INET6)
-		pr_warn_ratelimited("instance %llu (pid %d) listener %u: refused [%pI6c]:%u: %d\n",
-				    inst->id, inst->pid, l->obj.id,
-				    &((const struct sockaddr_in6 *)peer)->sin6_addr,
-				    ntohs(((const struct sockaddr_in6 *)peer)->sin6_port),
-				    err);
-	else
-		pr_warn_ratelimited("instance %llu (pid %d) listener %u: refused %pI4:%u: %d\n",
-				    inst->id, inst->pid, l->obj.id,
-				    &((const struct sockaddr_in *)peer)->sin_addr,
-				    ntohs(((const struct sockaddr_in *)peer)->sin_port),
-				    err);
+	kmsgr_inst_warn_ratelimited(l->obj.inst, "listener %u: refused %pISpc: %d\n",
+				    l->obj.id, peer, err);
 	spin_lock(&l->lock);
 	l->refused++;
 	spin_unlock(&l->lock);
@@ -1175,18 +1168,15 @@ static void kmsgr_sess_fail(struct kmsgr_sess *s, int err)
 		reason = KMSGR_REASON_DEVICE;
 
 	if (s->server && !s->announced)	/* an embryo: no id yet */
-		pr_info_ratelimited("instance %llu (pid %d) listener %u: handshake failed: %s (%d)\n",
-				    s->obj.inst->id, s->obj.inst->pid,
-				    s->listener_id,
-				    r == MSGR2_R_EOF && err ? "connection lost" :
-				    msgr2_reason_str(r), err);
+		kmsgr_inst_info_ratelimited(s->obj.inst, "listener %u: handshake with %pISpc failed: %s (%d)\n",
+					    s->listener_id, &s->peer,
+					    r == MSGR2_R_EOF && err ? "connection lost" :
+					    msgr2_reason_str(r), err);
 	else if (r != MSGR2_R_NONE && r != MSGR2_R_EOF && r != MSGR2_R_LOCAL)
-		pr_warn_ratelimited("instance %llu session %u: connection failed: %s (%d)\n",
-				    s->obj.inst->id, s->obj.id,
-				    msgr2_reason_str(r), err);
+		kmsgr_sess_warn_ratelimited(s, "connection failed: %s (%d)\n",
+					    msgr2_reason_str(r), err);
 	else
-		pr_debug("instance %llu session %u: connection closed (%d)\n",
-			 s->obj.inst->id, s->obj.id, err);
+		kmsgr_sess_dbg(s, "connection closed (%d)\n", err);
 	kmsgr_sess_conn_lost(s, reason, err);
 }
 
@@ -1266,6 +1256,7 @@ static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
 	kc->adopt = NULL;
 	WRITE_ONCE(kc->sess, x);
 	x->conn = kc;
+	x->peer = self->peer;	/* where the client resumed it from */
 	self->conn = NULL;
 	self->state = KMSGR_SESS_DEAD;
 	queue_work(kmsgr_wq, &x->work);
@@ -1285,8 +1276,7 @@ static void kmsgr_sess_describe_xprt(struct kmsgr_sess *s)
 	if (!x || !x->ops->describe)
 		return;
 	x->ops->describe(x, line, sizeof(line));
-	pr_info_ratelimited("instance %llu session %u: %s\n",
-			    s->obj.inst->id, s->obj.id, line);
+	kmsgr_sess_info_ratelimited(s, "%s\n", line);
 }
 
 /*
@@ -1304,16 +1294,16 @@ static void kmsgr_sess_report_stall(struct kmsgr_sess *s)
 	    time_before(jiffies, s->paused_at + KMSGR_SESS_STALL_S * HZ))
 		return;
 	s->stall_logged = true;
-	pr_info_ratelimited("instance %llu (pid %d) session %u: stalled for %u s: %s (CQ room %u, pool %llu of %llu bytes in use, first waiter session %u; seq in %llu, out %llu, acked %llu; %u bytes spilled)\n",
-			    inst->id, inst->pid, s->obj.id, KMSGR_SESS_STALL_S,
-			    s->rx_held ? "a message waits for CQ room" :
-			    list_empty(&s->spill) ?
-					"no room for the next message" :
-					"spilled messages wait for pool room",
-			    kmsgr_cq_room(inst), READ_ONCE(inst->stats.pool_bytes),
-			    inst->buf_size - inst->pool_off,
-			    READ_ONCE(inst->pool_waiter), s->ms.in_seq,
-			    s->ms.out_seq, s->ms.acked_seq, s->spill_bytes);
+	kmsgr_sess_info_ratelimited(s, "stalled for %u s: %s (CQ room %u, pool %llu of %llu bytes in use, first waiter session %u; seq in %llu, out %llu, acked %llu; %u bytes spilled)\n",
+				    KMSGR_SESS_STALL_S,
+				    s->rx_held ? "a message waits for CQ room" :
+				    list_empty(&s->spill) ?
+						 "no room for the next message" :
+						 "spilled messages wait for pool room",
+				    kmsgr_cq_room(inst), READ_ONCE(inst->stats.pool_bytes),
+				    inst->buf_size - inst->pool_off,
+				    READ_ONCE(inst->pool_waiter), s->ms.in_seq,
+				    s->ms.out_seq, s->ms.acked_seq, s->spill_bytes);
 	kmsgr_sess_describe_xprt(s);
 }
 
@@ -1356,8 +1346,7 @@ static int kmsgr_sess_check_timeouts(struct kmsgr_sess *s,
 		what = "idle_timeout: no message";
 	else
 		return 0;
-	pr_info_ratelimited("instance %llu session %u: %s\n",
-			    s->obj.inst->id, s->obj.id, what);
+	kmsgr_sess_info_ratelimited(s, "%s\n", what);
 	kmsgr_sess_describe_xprt(s);
 	msgr2_conn_fail(kc->mc, MSGR2_R_TIMEOUT);
 	return -ETIMEDOUT;
@@ -1905,6 +1894,7 @@ int kmsgr_sess_accept(struct kmsgr_listener *l, struct kmsgr_xprt *x)
 	s->listener_id = l->obj.id;
 	kref_get(&l->obj.ref);
 	s->listener = l;
+	s->peer = peer;		/* for the log */
 	s->obj.user_data = l->obj.user_data;
 	s->xtype = l->xtype;
 	kmsgr_xprt_hold(s->xtype);
@@ -2091,6 +2081,7 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		ret = -EMSGSIZE;
 	} else {
 		ret = msgr2_send(&s->ms, &tx->m);
+		trace_kmsgr_msg_send(s, &tx->m, ret);
 		if (!ret) {
 			s->active_at = jiffies;
 			s->in_flight++;

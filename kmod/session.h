@@ -162,7 +162,9 @@ struct kmsgr_sess {
 	unsigned long retry_at;		/* jiffies: BACKOFF redial, WAITING end */
 	unsigned long active_at;	/* jiffies: last message in or out */
 	const struct kmsgr_xprt_type *xtype;
-	struct sockaddr_storage peer;	/* client: where to dial */
+	struct sockaddr_storage peer;	/* client: where to dial; server:
+					 * where the connection came from
+					 */
 	struct kmsgr_conn *conn;
 	struct msgr2_session ms;
 	struct msgr2_config cfg;

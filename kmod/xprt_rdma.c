@@ -65,6 +65,7 @@
 #include <linux/kmsgr.h>
 
 #include "kmsgr.h"
+#include "trace/kmsgr_rdma_trace.h"
 #include "xprt.h"
 
 /* ---- wire (docs/rdma-wire.md) ---- */
@@ -766,6 +767,7 @@ static void kmsgr_rdma_read_done(struct ib_cq *cq, struct ib_wc *wc)
 	del_timer(&c->rd_timer);
 	c->rd_done = true;
 	c->rd_status = wc->status;
+	trace_kmsgr_rdma_read_done(wc->qp, &c->peer, c->rd_len, wc->status);
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
 		pr_warn_ratelimited("connection %pISpc: RDMA READ failed: %s\n",
 				    &c->peer, ib_wc_status_msg(wc->status));
@@ -1817,6 +1819,7 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 				mod_timer(&c->rd_timer, c->rd_at +
 					  msecs_to_jiffies(READ_ONCE(read_timeout)));
 		}
+		trace_kmsgr_rdma_read_post(c->qp, &c->peer, k, rkey, ret);
 		spin_unlock_bh(&c->lock);
 		ret = ret ? ret : -EAGAIN;
 		goto out;
