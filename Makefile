@@ -271,6 +271,7 @@ check-host-tap: ksrc
 		printf 'not ok 1 msgr2 host tests did not build or run\n1..1\n' \
 			>$(RESULTS)/msgr2-incomplete.tap
 	@tools/test-install >$(RESULTS)/install.tap 2>&1 || true
+	@tools/test-deb >$(RESULTS)/deb.tap 2>&1 || true
 
 vm-build: ksrc
 	@mkdir -p $(RESULTS)
@@ -333,7 +334,7 @@ lint: ksrc module
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 KMSGR_FAULT=y modules
 	tools/check-layers
 	shellcheck -S warning .ci/run tools/deps tools/kver tools/testsum tools/check-layers \
-		tools/test-install \
+		tools/test-install tools/test-deb packaging/bash-completion/kmsgrctl \
 		tools/demo tools/bench-tcp tools/bench-rdma tools/bench-profile tools/vm/run tools/vm/init \
 		tools/vm/guest tools/vm/mkinitrd tools/vm/mkvmlinux \
 		selftests/kmsgr/*.sh selftests/msgr2/*.sh
