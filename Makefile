@@ -11,8 +11,9 @@
 #   make fuzz         longer fuzzing run (FUZZ_SECONDS, default 300)
 #   make bench        benchmarks (docs/bench.md)
 #   make lint         checkpatch --strict and sparse on kmod/ and uapi/, shellcheck
-#   make install      libkmsgr, its headers, kmsgrctl, its man page; the udev
-#                     rule and the modules-load.d file disabled, as examples
+#   make install      libkmsgr, its headers, kmsgrctl, the man pages, kmsgrctl's
+#                     bash completion; the udev rule and the modules-load.d
+#                     file disabled, as examples; ldconfig (without DESTDIR)
 #   make modules_install  kmsgr.ko and kmsgr_rdma.ko into /lib/modules, then depmod
 #   make install-udev the udev rule, enabled (/dev/kmsgr for the group kmsgr)
 #   make install-autoload the modules-load.d file, enabled (kmsgr loaded at boot)
@@ -71,9 +72,12 @@ deps:
 
 # --- installing -------------------------------------------------------------
 # `make install` puts libkmsgr (.so, .a, kmsgr.pc, headers) and kmsgrctl
-# under PREFIX (lib/Makefile, tools/kmsgrctl/Makefile), the man page
-# kmsgrctl.8 under MANDIR, and the udev rule and the modules-load.d file in
-# EXAMPLEDIR, where neither udev nor systemd reads them: disabled.  `make
+# under PREFIX (lib/Makefile, tools/kmsgrctl/Makefile), the man pages
+# (kmsgrctl.8, kmsgr.4, libkmsgr.3 and a page per call family, with a link
+# for every function a page names) under MANDIR, kmsgrctl's bash completion
+# under COMPLETIONDIR, and the udev rule and the modules-load.d file in
+# EXAMPLEDIR, where neither udev nor systemd reads them: disabled.  It runs
+# ldconfig unless DESTDIR is set (a package's postinst does that).  `make
 # install-udev` enables the rule (/dev/kmsgr 0660, group kmsgr) in
 # UDEVRULESDIR, `make install-autoload` the modules-load.d file in
 # MODULESLOADDIR.  `make modules_install` installs the modules as built
@@ -89,6 +93,7 @@ deps:
 PREFIX		?= /usr/local
 MANDIR		?= $(PREFIX)/share/man
 EXAMPLEDIR	?= $(PREFIX)/share/kmsgr
+COMPLETIONDIR	?= $(PREFIX)/share/bash-completion/completions
 UDEVRULESDIR	?= /etc/udev/rules.d
 MODULESLOADDIR	?= /etc/modules-load.d
 INSTALL		?= install
@@ -103,6 +108,25 @@ KREL = $(eval KREL := $(or $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p
 	$(KDIR)/include/generated/utsrelease.h 2>/dev/null),$(KVER)))$(KREL)
 MODDIR = $(INSTALL_MOD_PATH)/lib/modules/$(KREL)/$(INSTALL_MOD_DIR)/kmod
 MODULES	:= kmsgr kmsgr_rdma
+# Section 3: one page per call family of lib/libkmsgr.h; PAGE:FUNCTION
+# installs FUNCTION.3 as a link to PAGE.3 (tools/test-install checks that
+# every function of libkmsgr.h has a page).
+MAN3	:= libkmsgr kmsgr_open kmsgr_setup kmsgr_submit kmsgr_wait_cqe \
+	   kmsgr_connect kmsgr_addr_parse
+MAN3LINKS := $(addprefix kmsgr_open:,kmsgr_close kmsgr_fd kmsgr_info \
+		kmsgr_feature_name kmsgr_strerror kmsgr_version) \
+	$(addprefix kmsgr_setup:,kmsgr_buf kmsgr_buf_size kmsgr_tx_size) \
+	$(addprefix kmsgr_submit:,kmsgr_get_sqe kmsgr_prep_send \
+		kmsgr_prep_release kmsgr_prep_nop kmsgr_sq_pending \
+		kmsgr_set_busy_poll) \
+	$(addprefix kmsgr_wait_cqe:,kmsgr_peek_cqe kmsgr_cqe_seen \
+		kmsgr_peek_batch_cqe kmsgr_cq_advance kmsgr_cq_ready \
+		kmsgr_for_each_cqe kmsgr_cq_entry kmsgr_cq \
+		kmsgr_cq_check_paused kmsgr_cq_resume) \
+	$(addprefix kmsgr_connect:,kmsgr_listen kmsgr_close_id \
+		kmsgr_event_str kmsgr_reason_str) \
+	$(addprefix kmsgr_addr_parse:,kmsgr_addr_format kmsgr_key_decode \
+		kmsgr_keyring_load)
 # kbuild signs what it installs when the kernel's config says so
 # (CONFIG_MODULE_SIG_ALL) with the kernel's build-time key, certificate
 # certs/signing_key.x509 in KDIR.  Debian's headers have neither: there the
@@ -125,10 +149,20 @@ endef
 install: lib tools
 	$(MAKE) -C lib install
 	$(MAKE) -C tools install
-	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(EXAMPLEDIR)
+	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man4 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(EXAMPLEDIR) \
+		$(DESTDIR)$(COMPLETIONDIR)
+	$(INSTALL) -m 0644 $(patsubst %,man/%.3,$(MAN3)) $(DESTDIR)$(MANDIR)/man3/
+	@for l in $(MAN3LINKS); do \
+		ln -sf $${l%%:*}.3 $(DESTDIR)$(MANDIR)/man3/$${l#*:}.3 || exit 1; \
+	done
+	$(INSTALL) -m 0644 man/kmsgr.4 $(DESTDIR)$(MANDIR)/man4/
 	$(INSTALL) -m 0644 man/kmsgrctl.8 $(DESTDIR)$(MANDIR)/man8/
+	$(INSTALL) -m 0644 packaging/bash-completion/kmsgrctl \
+		$(DESTDIR)$(COMPLETIONDIR)/kmsgrctl
 	$(INSTALL) -m 0644 packaging/udev/60-kmsgr.rules \
 		packaging/modules-load.d/kmsgr.conf $(DESTDIR)$(EXAMPLEDIR)/
+	@if [ -z "$(DESTDIR)" ]; then echo ldconfig; $(SBINPATH) ldconfig; fi
 
 # Refuses modules that are missing, built for another kernel than KDIR's,
 # or built with KMSGR_FAULT=y (make check's test build, which it leaves in
@@ -175,13 +209,18 @@ modules_uninstall:
 uninstall: modules_uninstall
 	$(MAKE) -C lib uninstall
 	$(MAKE) -C tools uninstall
-	rm -f $(DESTDIR)$(MANDIR)/man8/kmsgrctl.8 \
+	rm -f $(patsubst %,$(DESTDIR)$(MANDIR)/man3/%.3,$(MAN3) \
+		$(foreach l,$(MAN3LINKS),$(lastword $(subst :, ,$(l))))) \
+		$(DESTDIR)$(MANDIR)/man4/kmsgr.4 \
+		$(DESTDIR)$(COMPLETIONDIR)/kmsgrctl \
+		$(DESTDIR)$(MANDIR)/man8/kmsgrctl.8 \
 		$(DESTDIR)$(EXAMPLEDIR)/60-kmsgr.rules \
 		$(DESTDIR)$(EXAMPLEDIR)/kmsgr.conf \
 		$(DESTDIR)$(UDEVRULESDIR)/60-kmsgr.rules \
 		$(DESTDIR)$(MODULESLOADDIR)/kmsgr.conf
 	@if [ -d $(DESTDIR)$(EXAMPLEDIR) ]; then \
 		rmdir --ignore-fail-on-non-empty $(DESTDIR)$(EXAMPLEDIR); fi
+	@if [ -z "$(DESTDIR)" ]; then echo ldconfig; $(SBINPATH) ldconfig; fi
 
 # Files used at build time from Debian's linux-source-6.1 (never vendored).
 ksrc: $(KSRC)/.stamp
@@ -232,6 +271,7 @@ check-host-tap: ksrc
 		printf 'not ok 1 msgr2 host tests did not build or run\n1..1\n' \
 			>$(RESULTS)/msgr2-incomplete.tap
 	@tools/test-install >$(RESULTS)/install.tap 2>&1 || true
+	@tools/test-deb >$(RESULTS)/deb.tap 2>&1 || true
 
 vm-build: ksrc
 	@mkdir -p $(RESULTS)
@@ -297,7 +337,7 @@ lint: ksrc module
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 KMSGR_FAULT=y modules
 	tools/check-layers
 	shellcheck -S warning .ci/run tools/deps tools/kver tools/testsum tools/check-layers \
-		tools/test-install \
+		tools/test-install tools/test-deb packaging/bash-completion/kmsgrctl \
 		tools/demo tools/bench-tcp tools/bench-rdma tools/bench-profile tools/vm/run tools/vm/init \
 		tools/vm/guest tools/vm/mkinitrd tools/vm/mkvmlinux \
 		selftests/kmsgr/*.sh selftests/msgr2/*.sh

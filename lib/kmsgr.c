@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * libkmsgr - thin user-space library over /dev/kmsgr (see libkmsgr.h).
  *

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
  * libkmsgr - thin user-space library over /dev/kmsgr.
  *
@@ -19,6 +19,34 @@
  */
 #ifndef LIBKMSGR_H
 #define LIBKMSGR_H
+
+/*
+ * The kmsgr release this header belongs to; kmsgr_version() gives the
+ * library's at run time.  lib/Makefile refuses to build when they differ
+ * from KMSGR_VERSION (kmod/kmsgr.h).
+ */
+#define LIBKMSGR_VERSION_MAJOR	0
+#define LIBKMSGR_VERSION_MINOR	1
+#define LIBKMSGR_VERSION_PATCH	0
+
+/* True when this header is of release @major.@minor.@patch or later. */
+#define LIBKMSGR_CHECK_VERSION(major, minor, patch)			\
+	(LIBKMSGR_VERSION_MAJOR > (major) ||				\
+	 (LIBKMSGR_VERSION_MAJOR == (major) &&				\
+	  (LIBKMSGR_VERSION_MINOR > (minor) ||				\
+	   (LIBKMSGR_VERSION_MINOR == (minor) &&			\
+	    LIBKMSGR_VERSION_PATCH >= (patch)))))
+
+/*
+ * The header compiles as C89 and later and as C++: C89 has no inline,
+ * GNU C's __inline__ is the same there.
+ */
+#if defined(__cplusplus) || \
+	(defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)
+#define LIBKMSGR_INLINE inline
+#else
+#define LIBKMSGR_INLINE __inline__
+#endif
 
 #include <stddef.h>
 
@@ -258,7 +286,7 @@ struct kmsgr_cq {
  *
  * Return: the struct kmsgr_cq that starts @k, valid until kmsgr_close().
  */
-static inline struct kmsgr_cq *kmsgr_cq(struct kmsgr *k)
+static LIBKMSGR_INLINE struct kmsgr_cq *kmsgr_cq(struct kmsgr *k)
 {
 	return (struct kmsgr_cq *)(void *)k;
 }
@@ -272,7 +300,7 @@ static inline struct kmsgr_cq *kmsgr_cq(struct kmsgr *k)
  *
  * Return: the count (0 before kmsgr_setup()).
  */
-static inline unsigned int kmsgr_cq_ready(struct kmsgr *k)
+static LIBKMSGR_INLINE unsigned int kmsgr_cq_ready(struct kmsgr *k)
 {
 	const struct kmsgr_cq *cq = kmsgr_cq(k);
 
@@ -289,7 +317,7 @@ static inline unsigned int kmsgr_cq_ready(struct kmsgr *k)
  * reads KMSGR_RING_F_CQ_PAUSED and, only when it is set, calls
  * kmsgr_cq_resume().
  */
-static inline void kmsgr_cq_check_paused(struct kmsgr *k)
+static LIBKMSGR_INLINE void kmsgr_cq_check_paused(struct kmsgr *k)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(kmsgr_cq(k)->kflags, __ATOMIC_ACQUIRE) &
@@ -306,7 +334,7 @@ static inline void kmsgr_cq_check_paused(struct kmsgr *k)
  *
  * Return: the entry at @pos, or NULL when @pos is the tail (not posted).
  */
-static inline struct kmsgr_cqe *kmsgr_cq_entry(struct kmsgr *k, __u32 pos)
+static LIBKMSGR_INLINE struct kmsgr_cqe *kmsgr_cq_entry(struct kmsgr *k, __u32 pos)
 {
 	const struct kmsgr_cq *cq = kmsgr_cq(k);
 
@@ -332,11 +360,13 @@ struct kmsgr_cq_iter {
  *
  * Return: the loop's state.
  */
-static inline struct kmsgr_cq_iter
+static LIBKMSGR_INLINE struct kmsgr_cq_iter
 kmsgr_cq_iter_start(struct kmsgr *k, __u32 *pos)
 {
-	struct kmsgr_cq_iter it = { k, pos };
+	struct kmsgr_cq_iter it;
 
+	it.handle = k;
+	it.pos = pos;
 	*pos = *kmsgr_cq(k)->khead;
 	return it;
 }
@@ -352,7 +382,8 @@ kmsgr_cq_iter_start(struct kmsgr *k, __u32 *pos)
  * consuming them (no system call); follow it with kmsgr_cq_advance() by
  * the number visited.  Entries posted while the loop runs are visited
  * too.  It does not look at KMSGR_RING_F_CQ_PAUSED (see "Completion
- * helpers" above).
+ * helpers" above).  It declares its state in the for statement: C99 or
+ * later, or C++.
  */
 #define kmsgr_for_each_cqe(k, head, cqe)				\
 	for (struct kmsgr_cq_iter kmsgr_cq_it_ =			\
@@ -382,7 +413,7 @@ kmsgr_cq_iter_start(struct kmsgr *k, __u32 *pos)
  * @max is 0).
  */
 #ifndef LIBKMSGR_BUILD
-static inline
+static LIBKMSGR_INLINE
 #endif
 unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
 				  unsigned int max)
@@ -416,7 +447,7 @@ unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
  * the application's until it submits a KMSGR_OP_RELEASE for them.
  */
 #ifndef LIBKMSGR_BUILD
-static inline
+static LIBKMSGR_INLINE
 #endif
 void kmsgr_cq_advance(struct kmsgr *k, unsigned int n)
 {
@@ -438,7 +469,7 @@ void kmsgr_cq_advance(struct kmsgr *k, unsigned int n)
  * Return: the entry, or NULL when the CQ is empty (or not set up).
  */
 #ifndef LIBKMSGR_BUILD
-static inline
+static LIBKMSGR_INLINE
 #endif
 struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k)
 {
@@ -460,7 +491,7 @@ struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k)
  * until it submits a KMSGR_OP_RELEASE for them.
  */
 #ifndef LIBKMSGR_BUILD
-static inline
+static LIBKMSGR_INLINE
 #endif
 void kmsgr_cqe_seen(struct kmsgr *k)
 {
