@@ -112,7 +112,7 @@ MODULES	:= kmsgr kmsgr_rdma
 # installs FUNCTION.3 as a link to PAGE.3 (tools/test-install checks that
 # every function of libkmsgr.h has a page).
 MAN3	:= libkmsgr kmsgr_open kmsgr_setup kmsgr_submit kmsgr_wait_cqe \
-	   kmsgr_connect kmsgr_addr_parse
+	   kmsgr_connect kmsgr_addr_parse kmsgr_nl_open
 MAN3LINKS := $(addprefix kmsgr_open:,kmsgr_close kmsgr_fd kmsgr_info \
 		kmsgr_feature_name kmsgr_strerror kmsgr_version) \
 	$(addprefix kmsgr_setup:,kmsgr_buf kmsgr_buf_size kmsgr_tx_size) \
@@ -125,6 +125,11 @@ MAN3LINKS := $(addprefix kmsgr_open:,kmsgr_close kmsgr_fd kmsgr_info \
 		kmsgr_cq_check_paused kmsgr_cq_resume) \
 	$(addprefix kmsgr_connect:,kmsgr_listen kmsgr_close_id \
 		kmsgr_event_str kmsgr_reason_str) \
+	$(addprefix kmsgr_nl_open:,kmsgr_nl_close kmsgr_nl_errmsg \
+		kmsgr_nl_sessions kmsgr_nl_session_get kmsgr_nl_listeners \
+		kmsgr_nl_listener_get kmsgr_nl_instances \
+		kmsgr_nl_instance_get kmsgr_nl_stats kmsgr_nl_monitor_start \
+		kmsgr_nl_monitor_read) \
 	$(addprefix kmsgr_addr_parse:,kmsgr_addr_format kmsgr_key_decode \
 		kmsgr_keyring_load)
 # kbuild signs what it installs when the kernel's config says so

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * libkmsgr - queries and events of the "kmsgr" generic netlink family
  * (<linux/kmsgr_netlink.h>), on libnl-genl-3.  A separate object file, so

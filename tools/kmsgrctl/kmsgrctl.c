@@ -306,8 +306,7 @@ static void print_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [OPTIONS] OBJECT [VERB [ARGS]]\n"
-		"where  OBJECT := { info | session | listener | instance | stats |\n"
-		"                   monitor | mon | bench | version | help }\n"
+		"where  OBJECT := { info | session | listener | instance | stats | monitor | mon | bench | version | help }\n"
 		"       OPTIONS := { -j[son] | -p[retty] | -d[evice] PATH |\n"
 		"                    -V[ersion] | -h[elp] }\n"
 		"\n"
