@@ -276,6 +276,7 @@ check-host-tap: ksrc
 		printf 'not ok 1 msgr2 host tests did not build or run\n1..1\n' \
 			>$(RESULTS)/msgr2-incomplete.tap
 	@tools/test-install >$(RESULTS)/install.tap 2>&1 || true
+	@tools/check-nlspec >$(RESULTS)/nlspec.tap 2>&1 || true
 	@tools/test-deb >$(RESULTS)/deb.tap 2>&1 || true
 
 vm-build: ksrc
