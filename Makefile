@@ -128,7 +128,8 @@ MAN3LINKS := $(addprefix kmsgr_open:,kmsgr_close kmsgr_fd kmsgr_info \
 	$(addprefix kmsgr_nl_open:,kmsgr_nl_close kmsgr_nl_errmsg \
 		kmsgr_nl_sessions kmsgr_nl_session_get kmsgr_nl_listeners \
 		kmsgr_nl_listener_get kmsgr_nl_instances \
-		kmsgr_nl_instance_get kmsgr_nl_stats kmsgr_nl_monitor_start \
+		kmsgr_nl_instance_get kmsgr_nl_stats kmsgr_nl_devs \
+		kmsgr_nl_monitor_start \
 		kmsgr_nl_monitor_read) \
 	$(addprefix kmsgr_addr_parse:,kmsgr_addr_format kmsgr_key_decode \
 		kmsgr_keyring_load)

@@ -479,6 +479,70 @@ out_free:
 	return -EMSGSIZE;
 }
 
+/* ---- devices ---------------------------------------------------------- */
+
+#define KMSGR_NL_MAX_DEVS	64
+
+struct kmsgr_nl_devs {
+	u32 n;
+	u32 xprt[KMSGR_NL_MAX_DEVS];
+	struct kmsgr_xprt_dev dev[KMSGR_NL_MAX_DEVS];
+};
+
+static int kmsgr_nl_dev_one(u32 xprt, const struct kmsgr_xprt_dev *d,
+			    void *arg)
+{
+	struct kmsgr_nl_devs *all = arg;
+
+	if (all->n == KMSGR_NL_MAX_DEVS)
+		return -E2BIG;
+	all->xprt[all->n] = xprt;
+	all->dev[all->n++] = *d;
+	return 0;
+}
+
+/* cb->args[0]: devices sent so far (the list is taken again each pass). */
+static int kmsgr_nl_dev_dumpit(struct sk_buff *skb,
+			       struct netlink_callback *cb)
+{
+	const int pad = KMSGR_A_DEV_PAD;
+	struct kmsgr_nl_devs *all;
+	const struct kmsgr_xprt_dev *d;
+	u32 i;
+	void *hdr;
+	int ret;
+
+	all = kzalloc(sizeof(*all), GFP_KERNEL);
+	if (!all)
+		return -ENOMEM;
+	ret = kmsgr_xprt_devices(kmsgr_nl_dev_one, all);
+	if (ret == -E2BIG)
+		ret = 0;	/* the first KMSGR_NL_MAX_DEVS */
+	for (i = cb->args[0]; !ret && i < all->n; i++) {
+		d = &all->dev[i];
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, &kmsgr_nl_family,
+				  NLM_F_MULTI, KMSGR_CMD_DEV_GET);
+		if (!hdr)
+			break;
+		if (nla_put_u32(skb, KMSGR_A_DEV_TRANSPORT, all->xprt[i]) ||
+		    nla_put_string(skb, KMSGR_A_DEV_NAME, d->name) ||
+		    nla_put_u32(skb, KMSGR_A_DEV_PORTS, d->ports) ||
+		    nla_put_u64_64bit(skb, KMSGR_A_DEV_PORTS_DOWN, d->ports_down,
+				      pad) ||
+		    nla_put_u32(skb, KMSGR_A_DEV_CONNS, d->conns) ||
+		    nla_put_u32(skb, KMSGR_A_DEV_PARKED, d->parked) ||
+		    (d->dying && nla_put_flag(skb, KMSGR_A_DEV_DYING))) {
+			genlmsg_cancel(skb, hdr);
+			break;
+		}
+		genlmsg_end(skb, hdr);
+	}
+	cb->args[0] = i;
+	kfree(all);
+	return ret ?: skb->len;
+}
+
 /* ---- monitor --------------------------------------------------------- */
 
 static bool kmsgr_nl_want(struct kmsgr_instance *inst)
@@ -556,6 +620,10 @@ static const struct genl_ops kmsgr_nl_ops[] = {
 		.cmd		= KMSGR_CMD_STATS_GET,
 		.doit		= kmsgr_nl_stats_doit,
 		/* no attributes: the core rejects any */
+	},
+	{
+		.cmd		= KMSGR_CMD_DEV_GET,
+		.dumpit		= kmsgr_nl_dev_dumpit,
 	},
 };
 

@@ -131,6 +131,37 @@ void kmsgr_xprt_mem(u64 *pinned, u64 *registered)
 	}
 }
 
+struct kmsgr_xprt_devs {
+	int (*fn)(u32 xprt, const struct kmsgr_xprt_dev *d, void *arg);
+	void *arg;
+	u32 id;
+};
+
+static int kmsgr_xprt_dev_one(const struct kmsgr_xprt_dev *d, void *arg)
+{
+	struct kmsgr_xprt_devs *w = arg;
+
+	return w->fn(w->id, d, w->arg);
+}
+
+int kmsgr_xprt_devices(int (*fn)(u32 xprt, const struct kmsgr_xprt_dev *d,
+				 void *arg), void *arg)
+{
+	struct kmsgr_xprt_devs w = { .fn = fn, .arg = arg };
+	const struct kmsgr_xprt_type *t;
+	int ret = 0;
+
+	for (w.id = 1; w.id < KMSGR_XPRT_TYPES && !ret; w.id++) {
+		t = kmsgr_xprt_try_get(w.id);
+		if (!t)
+			continue;
+		if (t->devices)
+			ret = t->devices(kmsgr_xprt_dev_one, &w);
+		kmsgr_xprt_put(t);
+	}
+	return ret;
+}
+
 /* KMSGR_FEAT_* bits of the transports registered now. */
 u64 kmsgr_xprt_features(void)
 {

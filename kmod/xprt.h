@@ -68,6 +68,19 @@ struct kmsgr_xprt_zc {
 struct kmsgr_xprt;
 struct net;
 
+/* A device a transport uses, as netlink's dev-get reports it. */
+struct kmsgr_xprt_dev {
+	char name[64];
+	u32 ports;			/* its ports: 1 .. @ports */
+	u64 ports_down;			/* bit N: port N is down */
+	u32 conns;			/* connections on it now */
+	u32 parked;			/* closed while their port was down */
+	bool dying;			/* being removed */
+};
+
+/* Called once per device; a non-zero return stops the walk. */
+typedef int (*kmsgr_xprt_dev_fn)(const struct kmsgr_xprt_dev *d, void *arg);
+
 struct kmsgr_xprt_ops {
 	/* Install @kick (an accepted connection) and kick once. */
 	void (*start)(struct kmsgr_xprt *x, kmsgr_xprt_kick_t kick, void *priv);
@@ -150,6 +163,11 @@ struct kmsgr_xprt_type {
 		      struct kmsgr_xprt **out);
 	/* Optional: bytes kept DMA-mapped and registered for peers now. */
 	void (*mem)(u64 *pinned, u64 *registered);
+	/*
+	 * Optional: the devices it uses, @fn called for each under the
+	 * transport's lock (it may allocate, not wait for the transport).
+	 */
+	int (*devices)(kmsgr_xprt_dev_fn fn, void *arg);
 };
 
 extern const struct kmsgr_xprt_type kmsgr_xprt_tcp;
@@ -162,5 +180,8 @@ void kmsgr_xprt_hold(const struct kmsgr_xprt_type *t);
 void kmsgr_xprt_put(const struct kmsgr_xprt_type *t);
 u64 kmsgr_xprt_features(void);
 void kmsgr_xprt_mem(u64 *pinned, u64 *registered);
+/* Every registered transport's devices: @fn(id, device, arg). */
+int kmsgr_xprt_devices(int (*fn)(u32 xprt, const struct kmsgr_xprt_dev *d,
+				 void *arg), void *arg);
 
 #endif /* KMSGR_XPRT_H */

@@ -2654,6 +2654,36 @@ static void kmsgr_rdma_mem(u64 *pinned, u64 *registered)
 	*registered = atomic64_read(&kmsgr_rdma_registered);
 }
 
+static int kmsgr_rdma_devices(kmsgr_xprt_dev_fn fn, void *arg)
+{
+	struct kmsgr_xprt_dev *x;
+	struct kmsgr_rdma_conn *c;
+	struct kmsgr_rdma_dev *d;
+	int ret = 0;
+
+	x = kmalloc(sizeof(*x), GFP_KERNEL);
+	if (!x)
+		return -ENOMEM;
+	mutex_lock(&kmsgr_rdma_lock);
+	list_for_each_entry(d, &kmsgr_rdma_devs, node) {
+		memset(x, 0, sizeof(*x));
+		strscpy(x->name, dev_name(&d->ibdev->dev), sizeof(x->name));
+		x->ports = rdma_end_port(d->ibdev);
+		x->ports_down = READ_ONCE(d->ports_down);
+		list_for_each_entry(c, &d->conns, dev_node)
+			x->conns++;
+		list_for_each_entry(c, &d->parked, dev_node)
+			x->parked++;
+		x->dying = d->dying;
+		ret = fn(x, arg);
+		if (ret)
+			break;
+	}
+	mutex_unlock(&kmsgr_rdma_lock);
+	kfree(x);
+	return ret;
+}
+
 static const struct kmsgr_xprt_type kmsgr_xprt_rdma = {
 	.id		= KMSGR_XPRT_RDMA,
 	.name		= "rdma",
@@ -2661,6 +2691,7 @@ static const struct kmsgr_xprt_type kmsgr_xprt_rdma = {
 	.connect	= kmsgr_rdma_connect,
 	.listen		= kmsgr_rdma_listen,
 	.mem		= kmsgr_rdma_mem,
+	.devices	= kmsgr_rdma_devices,
 };
 
 static int __init kmsgr_rdma_init(void)

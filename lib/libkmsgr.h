@@ -765,6 +765,19 @@ struct kmsgr_instance_info {
 	__u64 reserved[4];
 };
 
+/* A device a transport uses (KMSGR_A_DEV_*). */
+struct kmsgr_dev_info {
+	__u32 transport;		/* KMSGR_XPRT_* */
+	__u32 ports;			/* ports 1 .. @ports */
+	char name[64];
+	__u64 ports_down;		/* bit N: port N is down */
+	__u32 conns;			/* connections on it */
+	__u32 parked;			/* closed while their port was down */
+	__u32 dying;			/* 1: being removed */
+	__u32 reserved0;
+	__u64 reserved[4];
+};
+
 /* Module-wide counters (KMSGR_A_STATS_*). */
 struct kmsgr_stats_info {
 	__u32 instances, sessions;
@@ -819,6 +832,9 @@ int kmsgr_nl_instances(struct kmsgr_nl *nl,
 int kmsgr_nl_instance_get(struct kmsgr_nl *nl, __u64 id,
 			  struct kmsgr_instance_info *out);
 int kmsgr_nl_stats(struct kmsgr_nl *nl, struct kmsgr_stats_info *out);
+int kmsgr_nl_devs(struct kmsgr_nl *nl,
+		  int (*fn)(const struct kmsgr_dev_info *d, void *arg),
+		  void *arg);
 
 /* Callbacks of kmsgr_nl_monitor_read(); either may be NULL. */
 struct kmsgr_nl_monitor_ops {

@@ -307,6 +307,22 @@ static int parse_stats(struct nlattr **tb, void *out)
 	return 0;
 }
 
+static int parse_dev(struct nlattr **tb, void *out)
+{
+	struct kmsgr_dev_info *d = out;
+
+	if (!tb[KMSGR_A_DEV_NAME])
+		return -EPROTO;
+	d->transport = u32_or_0(tb[KMSGR_A_DEV_TRANSPORT]);
+	get_comm(tb[KMSGR_A_DEV_NAME], d->name, sizeof(d->name));
+	d->ports = u32_or_0(tb[KMSGR_A_DEV_PORTS]);
+	d->ports_down = u64_or_0(tb[KMSGR_A_DEV_PORTS_DOWN]);
+	d->conns = u32_or_0(tb[KMSGR_A_DEV_CONNS]);
+	d->parked = u32_or_0(tb[KMSGR_A_DEV_PARKED]);
+	d->dying = !!tb[KMSGR_A_DEV_DYING];
+	return 0;
+}
+
 /* ---- requests ------------------------------------------------------------ */
 
 static int kmsgr_nl_valid_cb(struct nl_msg *msg, void *arg)
@@ -429,6 +445,7 @@ struct kmsgr_nl_user {
 		int (*session)(const struct kmsgr_session_info *, void *);
 		int (*listener)(const struct kmsgr_listener_info *, void *);
 		int (*instance)(const struct kmsgr_instance_info *, void *);
+		int (*dev)(const struct kmsgr_dev_info *, void *);
 	};
 	void *arg;
 };
@@ -452,6 +469,13 @@ static int call_instance(const void *obj, void *arg)
 	const struct kmsgr_nl_user *u = arg;
 
 	return u->instance(obj, u->arg);
+}
+
+static int call_dev(const void *obj, void *arg)
+{
+	const struct kmsgr_nl_user *u = arg;
+
+	return u->dev(obj, u->arg);
 }
 
 int kmsgr_nl_session_get(struct kmsgr_nl *nl, __u64 instance, __u32 id,
@@ -522,6 +546,16 @@ int kmsgr_nl_stats(struct kmsgr_nl *nl, struct kmsgr_stats_info *out)
 {
 	return kmsgr_nl_get(nl, KMSGR_CMD_STATS_GET, 0, 0, 0, 0, parse_stats,
 			    KMSGR_A_STATS_MAX, out, sizeof(*out));
+}
+
+int kmsgr_nl_devs(struct kmsgr_nl *nl,
+		  int (*fn)(const struct kmsgr_dev_info *, void *), void *arg)
+{
+	struct kmsgr_nl_user u = { .dev = fn, .arg = arg };
+	struct kmsgr_dev_info d;
+
+	return kmsgr_nl_dump(nl, KMSGR_CMD_DEV_GET, 0, 0, parse_dev,
+			     KMSGR_A_DEV_MAX, &d, sizeof(d), call_dev, &u);
 }
 
 /* ---- monitor ------------------------------------------------------------- */

@@ -11,7 +11,7 @@
 #     agree; session show INSTANCE ID finds one session, a wrong id fails;
 #   - monitor -j sees ACCEPTED and UP, then DOWN and UP again when the
 #     client's TCP connection is killed with ss -K, then CLOSED;
-#   - every -j output parses as JSON;
+#   - every -j output parses as JSON; dev show lists the RDMA device;
 #   - an unprivileged user (its own group on /dev/kmsgr) sees its own
 #     session and none of root's, and may not join the monitor group;
 #   - kmsgr_nl_fuzz (random commands, flags and attributes) leaves no
@@ -168,6 +168,19 @@ tap $? "stats -j: instances, sessions and message counters"
 for f in "$tmp"/lsn.json "$tmp"/inst.json "$tmp"/stats.json; do
 	sed 's/^/# /' "$f"
 done
+
+# devices: what kmsgr_rdma found (run_guest.sh loads it on rxe0)
+"$K" -j dev >"$tmp/dev.json" 2>&1
+sed 's/^/# /' "$tmp/dev.json"
+if [ -d /sys/module/kmsgr_rdma ]; then
+	json "$tmp/dev.json" "len(j) >= 1 and all(d['transport'] == 'rdma' and
+		d['ports'] >= 1 and d['ports_down'] == [] and not d['dying']
+		for d in j) and any(d['name'] == '${KMSGR_RXE:-rxe0}' for d in j)"
+	tap $? "dev show -j: ${KMSGR_RXE:-rxe0}, its port up, as kmsgr_rdma sees it"
+else
+	json "$tmp/dev.json" "j == []"
+	tap $? "dev show -j: no device without kmsgr_rdma"
+fi
 
 # the unprivileged user: its own session, none of root's
 chgrp nogroup /dev/kmsgr && chmod 0660 /dev/kmsgr

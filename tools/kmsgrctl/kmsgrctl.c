@@ -306,7 +306,7 @@ static void print_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [OPTIONS] OBJECT [VERB [ARGS]]\n"
-		"where  OBJECT := { info | session | listener | instance | stats | monitor | mon | bench | version | help }\n"
+		"where  OBJECT := { info | session | listener | instance | stats | monitor | dev | mon | bench | version | help }\n"
 		"       OPTIONS := { -j[son] | -p[retty] | -d[evice] PATH |\n"
 		"                    -V[ersion] | -h[elp] }\n"
 		"\n"
@@ -318,6 +318,7 @@ static void print_usage(FILE *f)
 		"  instance [show [ID]]          open instances: owner, rings, pool, counters\n"
 		"  stats [show]                  module-wide counters\n"
 		"  monitor [--count N]           session and listener events as they happen\n"
+		"  dev [show]                    RDMA devices and ports kmsgr uses\n"
 		"  mon ping|version|map ADDR     ask a Ceph monitor (MPing, MMonGetVersion, MMonGetMap)\n"
 		"  bench [OPTS] ADDR             throughput and latency against \"session listen\"\n"
 		"  version                       versions of kmsgrctl, libkmsgr and the ABI\n"
@@ -354,6 +355,7 @@ static const struct command {
 	{ "instance",	cmd_instance },
 	{ "stats",	cmd_stats },
 	{ "monitor",	cmd_monitor },
+	{ "dev",	cmd_dev },
 	{ "mon",	cmd_mon },
 	{ "bench",	cmd_bench },
 	{ "version",	cmd_version },

@@ -142,6 +142,7 @@ int cmd_listener(int argc, char **argv);
 int cmd_instance(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
+int cmd_dev(int argc, char **argv);
 int cmd_mon(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 

@@ -505,6 +505,73 @@ int cmd_stats(int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
+/* ---- dev --------------------------------------------------------------- */
+
+static void dev_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s dev [show]\n"
+		"\n"
+		"Lists the devices kmsgr's transports use (the RDMA devices\n"
+		"kmsgr_rdma found): name, transport, ports and which are down,\n"
+		"connections on it, and connections closed while their port was\n"
+		"down, parked until it is up again.  Nothing without kmsgr_rdma.\n",
+		progname);
+}
+
+static int each_dev(const struct kmsgr_dev_info *d, void *arg)
+{
+	unsigned int p, up = 0;
+
+	(void)arg;
+	for (p = 1; p <= d->ports && p < 64; p++)
+		up += !(d->ports_down & (1ULL << p));
+	if (opt.json) {
+		jw_open(NULL, '{');
+		jw_string("name", d->name);
+		jw_string("transport", ctl_transport_name(d->transport));
+		jw_u64("ports", d->ports);
+		jw_open("ports_down", '[');
+		for (p = 1; p <= d->ports && p < 64; p++)
+			if (d->ports_down & (1ULL << p))
+				jw_u64(NULL, p);
+		jw_close(']');
+		jw_u64("conns", d->conns);
+		jw_u64("parked", d->parked);
+		jw_bool("dying", d->dying);
+		jw_close('}');
+		return 0;
+	}
+	printf("dev %s transport %s ports %u up %u conns %u parked %u%s\n",
+	       d->name, ctl_transport_name(d->transport), d->ports, up,
+	       d->conns, d->parked, d->dying ? " dying" : "");
+	return 0;
+}
+
+int cmd_dev(int argc, char **argv)
+{
+	struct kmsgr_nl *nl;
+	int ret = show_verb(&argc, &argv, "dev", dev_usage);
+
+	if (ret >= 0)
+		return ret;
+	if (argc > 0) {
+		error("\"dev show\" takes no arguments");
+		return EXIT_USAGE;
+	}
+	if (nl_open(&nl))
+		return EXIT_FAILURE;
+	if (opt.json)
+		jw_open(NULL, '[');
+	ret = kmsgr_nl_devs(nl, each_dev, NULL);
+	if (opt.json)
+		jw_close(']');
+	if (ret < 0)
+		nl_failed(nl, "dev", ret);
+	kmsgr_nl_close(nl);
+	return ret < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 /* ---- monitor ----------------------------------------------------------- */
 
 struct monitor {

@@ -17,6 +17,8 @@
  *   SESSION_NTF   multicast on "monitor": a session event (its attributes
  *                 plus _EVENT, _REASON, _RES)
  *   LISTENER_NTF  multicast on "monitor": a listener event (_REFUSED)
+ *   DEV_GET       dump: the devices the transports use (RDMA devices and
+ *                 their ports; KMSGR_A_DEV_*), visible to every caller
  *
  * Visibility: a caller sees the objects of the instances opened in its
  * network namespace by its own effective uid; with CAP_NET_ADMIN (in the
@@ -159,12 +161,29 @@ enum {
 };
 
 enum {
+	KMSGR_A_DEV_PAD = 1,
+	KMSGR_A_DEV_TRANSPORT,		/* u32: KMSGR_XPRT_* using it */
+	KMSGR_A_DEV_NAME,		/* string: e.g. "rxe0" */
+	KMSGR_A_DEV_PORTS,		/* u32: ports 1 .. N */
+	KMSGR_A_DEV_PORTS_DOWN,		/* u64: bit N set: port N is down */
+	KMSGR_A_DEV_CONNS,		/* u32: connections on it */
+	KMSGR_A_DEV_PARKED,		/* u32: closed while their port was down,
+					 * waiting for it to come back
+					 */
+	KMSGR_A_DEV_DYING,		/* flag: being removed */
+
+	__KMSGR_A_DEV_MAX,
+	KMSGR_A_DEV_MAX = (__KMSGR_A_DEV_MAX - 1)
+};
+
+enum {
 	KMSGR_CMD_SESSION_GET = 1,
 	KMSGR_CMD_LISTENER_GET,
 	KMSGR_CMD_INSTANCE_GET,
 	KMSGR_CMD_STATS_GET,
 	KMSGR_CMD_SESSION_NTF,
 	KMSGR_CMD_LISTENER_NTF,
+	KMSGR_CMD_DEV_GET,
 
 	__KMSGR_CMD_MAX,
 	KMSGR_CMD_MAX = (__KMSGR_CMD_MAX - 1)
