@@ -11,6 +11,7 @@
  *   session.c    sessions: CONNECT, server sessions, the engine's
  *                callbacks, SEND, timers, reconnects
  *   conn_io.c    bytes between a msgr2_conn and its transport
+ *   keys.c       cephx secrets from the kernel's "logon" keys
  *   mem.c        SETUP, mmap, the SQ and CQ rings, the CQ producer, the
  *                buffer area and its receive pool
  *   xprt.h       the transport interface; xprt_tcp.c: kernel TCP sockets
@@ -54,7 +55,7 @@
 				 KMSGR_FEAT_SECURE | KMSGR_FEAT_RELEASE_TOKEN | \
 				 KMSGR_FEAT_LISTEN_CEPHX | \
 				 KMSGR_FEAT_SKIP_SUCCESS | KMSGR_FEAT_INFO_POOL | \
-				 KMSGR_FEAT_RING_LINES)
+				 KMSGR_FEAT_RING_LINES | KMSGR_FEAT_LOGON_KEYS)
 
 /* Receive-pool allocation unit (bytes). */
 #define KMSGR_POOL_GRAIN	512
@@ -279,6 +280,20 @@ int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token);
  * range is not inside the area (or SETUP has not happened).
  */
 void *kmsgr_buf_ptr(struct kmsgr_instance *inst, u64 off, u64 len);
+
+/* ---- keys.c: cephx secrets from logon keys (below the sessions) --------- */
+
+/*
+ * Copy the payload of the caller's "logon" key @desc (exactly @len bytes)
+ * into @secret.  -ENOKEY (none), -EKEYREVOKED, -EKEYEXPIRED, -EACCES,
+ * -EKEYREJECTED (its payload is not @len bytes), -EOPNOTSUPP without
+ * CONFIG_KEYS.
+ */
+int kmsgr_key_logon(const char *desc, u8 *secret, size_t len);
+/* longest key description CONNECT takes, NUL included */
+#define KMSGR_KEY_DESC_MAX	256
+/* "kmsgr:TYPE.ID" for an entity (a listener's logon keys); -EINVAL type */
+int kmsgr_key_entity_desc(char *buf, size_t size, u8 type, const char *id);
 
 /* ---- session.c ---------------------------------------------------------- */
 

@@ -32,6 +32,22 @@
 /* connections taken per run of the accept work */
 #define KMSGR_LISTENER_ACCEPT_BUDGET	16
 
+/* The secret of @k from the caller's logon key "kmsgr:TYPE.ID". */
+static int kmsgr_listener_logon_key(struct msgr2_cephx_entity *e,
+				    const struct kmsgr_listen_key *k)
+{
+	char desc[sizeof(k->name) + 16];
+	int ret;
+
+	if (memchr_inv(k->key, 0, sizeof(k->key)))
+		return -EINVAL;		/* one or the other */
+	ret = kmsgr_key_entity_desc(desc, sizeof(desc), k->entity_type,
+				    k->name);
+	if (!ret)
+		ret = kmsgr_key_logon(desc, e->key, sizeof(e->key));
+	return ret;
+}
+
 /* Copy a cephx listener's keys in (LISTEN): -EINVAL on a bad entry. */
 static int kmsgr_listener_copy_keys(struct kmsgr_listener *l,
 				    const struct kmsgr_listen *la)
@@ -51,13 +67,17 @@ static int kmsgr_listener_copy_keys(struct kmsgr_listener *l,
 			break;
 		}
 		if (memchr_inv(k.reserved, 0, sizeof(k.reserved)) ||
+		    (k.flags & ~KMSGR_LISTEN_KEY_F_LOGON) ||
 		    !kmsgr_entity_type_ok(k.entity_type) || !k.name[0] ||
 		    strnlen(k.name, sizeof(k.name)) == sizeof(k.name))
 			ret = -EINVAL;
 		l->keys[i].entity_type = k.entity_type;
 		BUILD_BUG_ON(sizeof(l->keys[i].name) != sizeof(k.name));
 		memcpy(l->keys[i].name, k.name, sizeof(k.name));
-		memcpy(l->keys[i].key, k.key, sizeof(k.key));
+		if (!ret && (k.flags & KMSGR_LISTEN_KEY_F_LOGON))
+			ret = kmsgr_listener_logon_key(&l->keys[i], &k);
+		else
+			memcpy(l->keys[i].key, k.key, sizeof(k.key));
 	}
 	memzero_explicit(&k, sizeof(k));
 	return ret;	/* on failure the listener's release wipes them */

@@ -1682,11 +1682,17 @@ static int kmsgr_connect_check(const struct kmsgr_connect *c)
 		return -EINVAL;
 	switch (c->auth) {
 	case KMSGR_AUTH_NONE:
-		if (c->key_len || c->key || (c->flags & KMSGR_SESS_F_SECURE))
+		if (c->key_len || c->key || c->key_desc ||
+		    (c->flags & KMSGR_SESS_F_SECURE))
 			return -EINVAL;
 		return 0;
 	case KMSGR_AUTH_CEPHX:
-		if (c->key_len != MSGR2_CEPHX_KEY_LEN || !c->key || !c->name[0])
+		if (!c->name[0])
+			return -EINVAL;
+		/* the secret: raw bytes, or a logon key's name */
+		if (c->key_desc)
+			return c->key || c->key_len ? -EINVAL : 0;
+		if (c->key_len != MSGR2_CEPHX_KEY_LEN || !c->key)
 			return -EINVAL;
 		return 0;
 	default:
@@ -1767,9 +1773,22 @@ static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 		return -ENOMEM;
 	s->cephx->entity_type = my_type;
 	strscpy(s->cephx->name, c->name, sizeof(s->cephx->name));
-	if (copy_from_user(s->cephx->key, u64_to_user_ptr(c->key),
-			   MSGR2_CEPHX_KEY_LEN))
+	if (c->key_desc) {
+		char *desc = strndup_user(u64_to_user_ptr(c->key_desc),
+					  KMSGR_KEY_DESC_MAX);
+		int ret;
+
+		if (IS_ERR(desc))
+			return PTR_ERR(desc) == -EINVAL ? -ENAMETOOLONG :
+							  PTR_ERR(desc);
+		ret = kmsgr_key_logon(desc, s->cephx->key, MSGR2_CEPHX_KEY_LEN);
+		kfree(desc);
+		if (ret)
+			return ret;
+	} else if (copy_from_user(s->cephx->key, u64_to_user_ptr(c->key),
+				  MSGR2_CEPHX_KEY_LEN)) {
 		return -EFAULT;
+	}
 	cfg->auth[0] = &msgr2_auth_cephx_ops;
 	cfg->auth_priv[0] = s->cephx;
 	if (c->flags & KMSGR_SESS_F_SECURE)

@@ -80,6 +80,7 @@ static const char *const kmsgr_feature_names[] = {
 	[8] = "info-pool",	/* KMSGR_FEAT_INFO_POOL */
 	[9] = "ring-lines",	/* KMSGR_FEAT_RING_LINES */
 	[10] = "rdma",		/* KMSGR_FEAT_RDMA */
+	[11] = "logon-keys",	/* KMSGR_FEAT_LOGON_KEYS */
 };
 
 /* ioctl() returning 0 or a negative errno. */

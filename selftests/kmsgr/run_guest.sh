@@ -1095,6 +1095,8 @@ check "ceph -s with a keyring completes cephx against a kmsgr listener (crc and 
 # --- the netlink family (kmsgrctl session/listener/instance show, stats,
 # monitor; a fuzz pass) --------------------------------------------------------
 run_harness "$TOP/selftests/kmsgr/netlink_test.sh"
+# cephx secrets from kernel logon keys (kmsgrctl key add, --key-desc)
+run_harness "$TOP/selftests/kmsgr/logon_key_test.sh"
 
 # --- harness programs ------------------------------------------------------------
 for prog in "$BIN"/*_test; do

@@ -365,8 +365,12 @@ int ctl_conn_check(struct ctl_conn *c)
 		      c->addr_str);
 		return -EINVAL;
 	}
-	if ((c->flags & KMSGR_SESS_F_SECURE) && !c->keyring) {
-		error("--secure needs cephx (a session key): give --keyring FILE");
+	if (c->keyring && c->key_desc) {
+		error("--keyring and --key-desc both name the key: give one");
+		return -EINVAL;
+	}
+	if ((c->flags & KMSGR_SESS_F_SECURE) && !c->keyring && !c->key_desc) {
+		error("--secure needs cephx (a session key): give --keyring FILE or --key-desc DESC");
 		return -EINVAL;
 	}
 	if (strncmp(c->name, "client.", 7) || !c->name[7] ||
@@ -384,7 +388,7 @@ const char *ctl_conn_mode(const struct ctl_conn *c)
 
 const char *ctl_conn_auth(const struct ctl_conn *c)
 {
-	return c->keyring ? "cephx" : "none";
+	return c->keyring || c->key_desc ? "cephx" : "none";
 }
 
 void ctl_report_event(const char *what, const struct kmsgr_cqe *cqe)
@@ -433,12 +437,25 @@ int ctl_conn_open(struct ctl_conn *c)
 		kc.auth = KMSGR_AUTH_CEPHX;
 		kc.key = (uintptr_t)key;
 		kc.key_len = sizeof(key);
+	} else if (c->key_desc) {
+		/* the kernel reads the secret from the logon key itself */
+		kc.auth = KMSGR_AUTH_CEPHX;
+		kc.key_desc = (uintptr_t)c->key_desc;
 	}
 
 	snprintf(what, sizeof(what), "connecting to %s", c->addr_str);
 	start = ctl_now_ns();
 	ret = kmsgr_connect(ctl_k, &kc);
 	explicit_bzero(key, sizeof(key));
+	if (ret && c->key_desc && (ret == -ENOKEY || ret == -EKEYREJECTED ||
+				   ret == -EKEYREVOKED || ret == -EKEYEXPIRED ||
+				   ret == -EACCES)) {
+		error("%s: the logon key \"%s\": %s%s", what, c->key_desc,
+		      kmsgr_strerror(ret), ret == -EKEYREJECTED ?
+		      " (its payload must be the 16 raw bytes: kmsgrctl key add)" :
+		      "");
+		return ret;
+	}
 	if (ret) {
 		error("%s: %s", what, kmsgr_strerror(ret));
 		return ret;

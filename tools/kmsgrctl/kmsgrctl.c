@@ -306,7 +306,7 @@ static void print_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [OPTIONS] OBJECT [VERB [ARGS]]\n"
-		"where  OBJECT := { info | session | listener | instance | stats | monitor | dev | mon | bench | version | help }\n"
+		"where  OBJECT := { info | session | listener | instance | stats | monitor | dev | key | mon | bench | version | help }\n"
 		"       OPTIONS := { -j[son] | -p[retty] | -d[evice] PATH |\n"
 		"                    -V[ersion] | -h[elp] }\n"
 		"\n"
@@ -319,6 +319,7 @@ static void print_usage(FILE *f)
 		"  stats [show]                  module-wide counters\n"
 		"  monitor [--count N]           session and listener events as they happen\n"
 		"  dev [show]                    RDMA devices and ports kmsgr uses\n"
+		"  key add --keyring FILE        a keyring's secret as a kernel logon key\n"
 		"  mon ping|version|map ADDR     ask a Ceph monitor (MPing, MMonGetVersion, MMonGetMap)\n"
 		"  bench [OPTS] ADDR             throughput and latency against \"session listen\"\n"
 		"  version                       versions of kmsgrctl, libkmsgr and the ABI\n"
@@ -356,6 +357,7 @@ static const struct command {
 	{ "stats",	cmd_stats },
 	{ "monitor",	cmd_monitor },
 	{ "dev",	cmd_dev },
+	{ "key",	cmd_key },
 	{ "mon",	cmd_mon },
 	{ "bench",	cmd_bench },
 	{ "version",	cmd_version },

@@ -115,6 +115,7 @@ struct ctl_conn {
 	__u8 peer_type;
 	const char *name;	/* "client.admin" */
 	const char *keyring;	/* NULL: auth none */
+	const char *key_desc;	/* or a logon key's description */
 	__u64 timeout_ns;
 	/* out */
 	bool open;		/* @id is a live session */
@@ -143,6 +144,7 @@ int cmd_instance(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
 int cmd_dev(int argc, char **argv);
+int cmd_key(int argc, char **argv);
 int cmd_mon(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 

@@ -29,10 +29,12 @@ static void session_usage(FILE *f)
 		"Usage: %s session [show [INSTANCE [ID]]]\n"
 		"       %s session listen [--transport tcp|rdma] [--echo] [--lossless]\n"
 		"                  [--as TYPE] [--count N] [--time S] [--pool-size BYTES]\n"
-		"                  [--sq N] [--keyring FILE [--name client.ID] [--secure]]\n"
+		"                  [--sq N] [--keyring FILE | --logon-key] [--name client.ID]\n"
+		"                  [--secure]\n"
 		"                  ADDR:PORT\n"
 		"       %s session connect [--transport tcp|rdma] [--lossless] [--secure]\n"
-		"                  [--name client.ID --keyring FILE] [--peer-type TYPE]\n"
+		"                  [--name client.ID] [--keyring FILE | --key-desc DESC]\n"
+		"                  [--peer-type TYPE]\n"
 		"                  [--send N [--size BYTES] [--verify-echo]] [--timeout S]\n"
 		"                  [--hold S]\n"
 		"                  ADDR:PORT\n"
@@ -51,14 +53,17 @@ static void session_usage(FILE *f)
 		"  --keyring: clients authenticate with cephx as entity --name\n"
 		"  (default client.admin, key from FILE), in crc or secure mode\n"
 		"  (--secure: secure only); without it, auth none in crc mode.\n"
+		"  --logon-key: the same, the key read by the kernel from the logon\n"
+		"  key \"kmsgr:client.ID\" of the caller's keyrings (kmsgrctl key add).\n"
 		"connect: open a session, report UP, optionally send N messages whose\n"
 		"  data segment has BYTES bytes (default 4096; up to %d in flight) and\n"
 		"  wait for their completions; --verify-echo also waits for N echoes\n"
 		"  (from \"listen --echo\") and checks their payloads, keeping at most\n"
 		"  32 messages without their echo (a request/response client); then close.\n"
 		"  TYPE: mon, osd, mds, mgr, client or any (default any).  cephx when\n"
-		"  --keyring is given (--name defaults to client.admin); --secure needs\n"
-		"  cephx.  --timeout: bound for each wait (default 10 s).  --hold S:\n"
+		"  --keyring is given (--name defaults to client.admin), or --key-desc\n"
+		"  DESC: the kernel reads the secret from that logon key of the\n"
+		"  caller's keyrings (kmsgrctl key add); --secure needs cephx.  --timeout: bound for each wait (default 10 s).  --hold S:\n"
 		"  stay connected S seconds after the messages before closing.\n"
 		"show (also the object alone): the sessions of the instances the\n"
 		"  caller may see (its effective uid's; all with CAP_NET_ADMIN), or\n"
@@ -70,6 +75,7 @@ enum {
 	OPT_TRANSPORT = 256, OPT_ECHO, OPT_LOSSLESS, OPT_COUNT, OPT_TIME,
 	OPT_POOL, OPT_SECURE, OPT_NAME, OPT_KEYRING, OPT_PEER, OPT_SEND,
 	OPT_SIZE, OPT_VERIFY, OPT_TIMEOUT, OPT_AS, OPT_SQ, OPT_HELP, OPT_HOLD,
+	OPT_KEY_DESC, OPT_LOGON,
 };
 
 /* ---- listen ------------------------------------------------------------- */
@@ -247,10 +253,12 @@ static int session_listen(int argc, char **argv)
 		{ "keyring", required_argument, NULL, OPT_KEYRING },
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "secure", no_argument, NULL, OPT_SECURE },
+		{ "logon-key", no_argument, NULL, OPT_LOGON },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *keyring = NULL, *name = "client.admin";
+	bool logon = false;
 	struct kmsgr_listen_key lk;
 	struct listen_state st = { 0 };
 	__u64 sq = 256;
@@ -320,6 +328,9 @@ static int session_listen(int argc, char **argv)
 		case OPT_SECURE:
 			l.flags |= KMSGR_SESS_F_SECURE;
 			break;
+		case OPT_LOGON:
+			logon = true;
+			break;
 		case OPT_HELP:
 			session_usage(stdout);
 			return EXIT_SUCCESS;
@@ -338,23 +349,30 @@ static int session_listen(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	l.transport = xprt;
-	if ((l.flags & KMSGR_SESS_F_SECURE) && !keyring) {
-		error("--secure needs --keyring (secure mode comes with cephx)");
+	if (keyring && logon) {
+		error("--keyring and --logon-key both name the key: give one");
 		return EXIT_USAGE;
 	}
-	if (keyring) {
+	if ((l.flags & KMSGR_SESS_F_SECURE) && !keyring && !logon) {
+		error("--secure needs --keyring or --logon-key (secure mode comes with cephx)");
+		return EXIT_USAGE;
+	}
+	if (keyring || logon) {
 		memset(&lk, 0, sizeof(lk));
 		if (strncmp(name, "client.", 7) || !name[7] ||
 		    strlen(name + 7) >= sizeof(lk.name)) {
 			error("bad --name \"%s\" (client.ID)", name);
 			return EXIT_USAGE;
 		}
-		ret = kmsgr_keyring_load(keyring, name, lk.key);
+		/* the kernel reads the logon key "kmsgr:client.ID" itself */
+		ret = logon ? 0 : kmsgr_keyring_load(keyring, name, lk.key);
 		if (ret) {
 			error("cannot read the key of %s from %s: %s", name,
 			      keyring, kmsgr_strerror(ret));
 			return EXIT_FAILURE;
 		}
+		if (logon)
+			lk.flags = KMSGR_LISTEN_KEY_F_LOGON;
 		strcpy(lk.name, name + 7);
 		lk.entity_type = 8;		/* CEPH_ENTITY_TYPE_CLIENT */
 		l.auth = KMSGR_AUTH_CEPHX;
@@ -368,6 +386,13 @@ static int session_listen(int argc, char **argv)
 	ret = kmsgr_listen(ctl_k, &l);
 	if (keyring)
 		explicit_bzero(&lk, sizeof(lk));
+	if (ret && logon && (ret == -ENOKEY || ret == -EKEYREJECTED ||
+			     ret == -EKEYREVOKED || ret == -EKEYEXPIRED)) {
+		error("cannot listen on %s: the logon key \"kmsgr:%s\": %s",
+		      argv[optind], name, kmsgr_strerror(ret));
+		ctl_teardown();
+		return EXIT_FAILURE;
+	}
 	if (ret) {
 		error("cannot listen on %s (%s): %s", argv[optind],
 		      ctl_transport_name(xprt), kmsgr_strerror(ret));
@@ -566,6 +591,7 @@ static int session_connect(int argc, char **argv)
 		{ "verify-echo", no_argument, NULL, OPT_VERIFY },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "hold", required_argument, NULL, OPT_HOLD },
+		{ "key-desc", required_argument, NULL, OPT_KEY_DESC },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -628,6 +654,9 @@ static int session_connect(int argc, char **argv)
 				error("bad --timeout \"%s\" (seconds)", optarg);
 				return EXIT_USAGE;
 			}
+			break;
+		case OPT_KEY_DESC:
+			conn.key_desc = optarg;
 			break;
 		case OPT_HOLD:
 			if (ctl_parse_secs(optarg, &hold_ns)) {

@@ -112,6 +112,10 @@
 						 * while the kmsgr_rdma module
 						 * is loaded
 						 */
+#define KMSGR_FEAT_LOGON_KEYS	_BITULL(11)	/* cephx secrets from "logon"
+						 * keys: kmsgr_connect.key_desc,
+						 * KMSGR_LISTEN_KEY_F_LOGON
+						 */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -298,9 +302,20 @@ struct kmsgr_listen_key {
 				 * NUL-terminated
 				 */
 	__u8 entity_type;	/* CEPH_ENTITY_TYPE_*: 8 client, ... */
-	__u8 reserved[7];	/* must be 0 */
-	__u8 key[16];		/* the raw cephx secret (AES-128) */
+	__u8 flags;		/* KMSGR_LISTEN_KEY_F_* */
+	__u8 reserved[6];	/* must be 0 */
+	__u8 key[16];		/* the raw cephx secret (AES-128); all 0
+				 * with KMSGR_LISTEN_KEY_F_LOGON
+				 */
 };
+
+/*
+ * KMSGR_LISTEN_KEY_F_LOGON (KMSGR_FEAT_LOGON_KEYS): the secret is not in
+ * @key but in the LISTEN caller's "logon" key "kmsgr:TYPE.ID" (e.g.
+ * "kmsgr:client.admin"; add_key(2), keyctl padd logon), whose payload is
+ * the 16 raw bytes.  It is read once, at LISTEN.
+ */
+#define KMSGR_LISTEN_KEY_F_LOGON	_BITUL(0)
 
 /* auth methods */
 #define KMSGR_AUTH_NONE		1
@@ -326,7 +341,14 @@ struct kmsgr_connect {
 	__u64 user_data;	/* in: copied into this session's events */
 	__u32 id;		/* out: session id */
 	__u32 reserved0;
-	__u64 reserved[4];
+	/*
+	 * in: user pointer to the description of a "logon" key holding the
+	 * 16-byte cephx secret (KMSGR_FEAT_LOGON_KEYS), instead of @key and
+	 * @key_len (both 0 then); looked up in the caller's keyrings at
+	 * CONNECT, never read back by user space.  0: none.
+	 */
+	__u64 key_desc;
+	__u64 reserved[3];
 };
 
 /* struct kmsgr_close - argument of KMSGR_IOC_CLOSE */
