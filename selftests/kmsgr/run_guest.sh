@@ -293,6 +293,28 @@ ceph_wait() {
 	fi
 }
 
+# kmsgrctl mon finds the monitor and the key as the ceph CLI does: the
+# conf's mon host and keyring (-c, CEPH_CONF), auth none where the conf
+# says so, --id, -m with a host name; a conf that says auth none against a
+# cephx mon is refused.
+mon_conf_test() {
+	[ -n "${KMSGR_CEPH_CEPHX:-}" ] && [ -n "${KMSGR_CEPH_NONE:-}" ] ||
+		{ echo "the Ceph clusters did not start"; return 1; }
+	cx=$KMSGR_CEPH_CEPHX/ceph.conf
+	port=$(sed -n 's/^mon host = v2:127\.0\.0\.1:\([0-9]*\)$/\1/p' "$cx")
+	[ -n "$port" ] || { echo "no mon host in $cx"; return 1; }
+	"$KMSGRCTL" mon ping -c "$cx" || return 1
+	"$KMSGRCTL" mon version -c "$KMSGR_CEPH_NONE/ceph.conf" osdmap ||
+		return 1
+	CEPH_CONF=$cx "$KMSGRCTL" mon map --id admin --secure || return 1
+	"$KMSGRCTL" mon ping -m "localhost:$port" \
+		-k "$KMSGR_CEPH_CEPHX/keyring" || return 1
+	"$KMSGRCTL" mon ping -m "[v2:127.0.0.1:$port/0,v1:127.0.0.1:6789/0]" \
+		-c "$KMSGR_CEPH_NONE/ceph.conf" --timeout 5 && {
+		echo "auth none was accepted by a cephx mon"; return 1; }
+	return 0
+}
+
 # The session counter of the module, polled until it reads 0 (the
 # teardown of killed processes' instances may finish after their exit).
 instances_drain() {
@@ -1104,6 +1126,7 @@ for prog in "$BIN"/*_test; do
 	in_list "$name" "$LEAK_TESTS $LATE_TESTS" || run_harness "$prog"
 done
 ceph_wait
+check "kmsgrctl mon as the ceph CLI: mon host and keyring from the conf (-c, CEPH_CONF), auth none where it says so, --id, -m with a host name or an address vector" mon_conf_test
 for name in $LATE_TESTS; do
 	run_harness "$BIN/$name"
 done

@@ -134,6 +134,23 @@ const char *ctl_conn_auth(const struct ctl_conn *c);
 /* Print why a session event ended things: "closed: connection ..." */
 void ctl_report_event(const char *what, const struct kmsgr_cqe *cqe);
 
+/* ---- ceph.conf (cephconf.c) --------------------------------------------- */
+
+struct ceph_conf {
+	char mon_host[512];	/* "" when not set */
+	char keyring[1024];
+	char auth[64];		/* auth client required */
+};
+
+/* Parse @path for entity @name: 0, -ENOENT and the like, -EINVAL. */
+int ceph_conf_load(const char *path, const char *name, struct ceph_conf *cf);
+void ceph_conf_expand(const char *in, const char *name, char *out,
+		      size_t size);
+int ceph_keyring_find(const char *list, const char *name, char *out,
+		      size_t size);
+extern const char ceph_default_keyrings[];
+int ceph_mon_addr(const char *mon_host, char *out, size_t size);
+
 /* ---- objects ------------------------------------------------------------ */
 
 int cmd_session(int argc, char **argv);

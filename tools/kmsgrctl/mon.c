@@ -25,24 +25,32 @@
 #define MON_MAX_REPLY		0x100000U	/* 1 MiB */
 
 enum {
-	OPT_SECURE = 256, OPT_NAME, OPT_KEYRING, OPT_TIMEOUT, OPT_TRANSPORT,
-	OPT_HELP,
+	OPT_SECURE = 256, OPT_TIMEOUT, OPT_TRANSPORT, OPT_HELP, OPT_ID,
+	OPT_KEY_DESC,
 };
 
 static void mon_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s mon ping ADDR:PORT [OPTS]\n"
-		"       %s mon version ADDR:PORT [osdmap|monmap|mdsmap|fsmap|mgrmap]\n"
-		"       %s mon map ADDR:PORT [OPTS]\n"
-		"OPTS := [--secure] [--name client.ID] [--keyring FILE] [--timeout S]\n"
-		"        [--transport tcp|rdma]\n"
+		"Usage: %s mon ping [ADDR] [OPTS]\n"
+		"       %s mon version [ADDR] [osdmap|monmap|mdsmap|fsmap|mgrmap]\n"
+		"       %s mon map [ADDR] [OPTS]\n"
+		"OPTS := [-c|--conf FILE] [-m|--mon-host ADDR] [-n|--name client.ID]\n"
+		"        [--id ID] [-k|--keyring FILE | --key-desc DESC] [--secure]\n"
+		"        [--timeout S] [--transport tcp|rdma]\n"
 		"\n"
 		"ping: MPing; prints the health status, its checks and the mon's state.\n"
 		"version: MMonGetVersion (default osdmap); prints version and oldest.\n"
 		"map: MMonGetMap; prints the fsid and the monmap epoch.\n"
-		"Auth none unless --keyring is given (cephx as --name, default\n"
-		"client.admin); --secure asks for secure mode (needs cephx).\n"
+		"As the ceph CLI: the monitor is ADDR, else -m, else \"mon host\" of the\n"
+		"conf (-c, $CEPH_CONF, /etc/ceph/ceph.conf); an address is IP:PORT,\n"
+		"[IP6]:PORT, v2:IP:PORT or a host name (port 3300 when left out).  The\n"
+		"entity is --name (default client.admin) or client.--id.  cephx with\n"
+		"the key of -k, else of the conf's keyring, else of the first of\n"
+		"/etc/ceph/ceph.$name.keyring, ceph.keyring, keyring, keyring.bin that\n"
+		"exists; auth none when the conf says \"auth client required = none\"\n"
+		"or no keyring is found.  --key-desc: the key is a kernel logon key\n"
+		"(kmsgrctl key add).  --secure asks for secure mode (needs cephx).\n"
 		"--timeout bounds each step (default 10 s).  --transport: tcp (the\n"
 		"default, what Ceph monitors speak) or rdma.\n",
 		progname, progname, progname);
@@ -462,12 +470,79 @@ static const char *const map_names[] = {
 	"osdmap", "monmap", "mdsmap", "fsmap", "mgrmap",
 };
 
+/*
+ * Where the monitor is and how to authenticate, as the ceph CLI decides:
+ * ADDR, -m, the conf's mon host; -k, the conf's keyring, the default
+ * search path, unless the conf says auth none.  Usage errors return 2,
+ * failures 1 (printed).
+ */
+static int mon_resolve(struct ctl_conn *conn, const char *addr,
+		       const char *mon_host, const char *conf, char *abuf,
+		       size_t asize, char *kbuf, size_t ksize)
+{
+	const char *path = conf ? conf : getenv("CEPH_CONF");
+	struct ceph_conf cf;
+	bool have_conf;
+	int ret;
+
+	if (!path)
+		path = "/etc/ceph/ceph.conf";
+	ret = ceph_conf_load(path, conn->name, &cf);
+	have_conf = !ret;
+	if (ret && (conf || ret != -ENOENT)) {
+		error("cannot read the conf %s: %s", path,
+		      ret == -EINVAL ? "malformed" : strerror(-ret));
+		return EXIT_FAILURE;
+	}
+
+	if (!addr)
+		addr = mon_host;
+	if (!addr && have_conf && cf.mon_host[0])
+		addr = cf.mon_host;
+	if (!addr) {
+		error("no monitor address: give ADDR, -m ADDR or a conf with \"mon host\" (%s%s)",
+		      path, have_conf ? " has none" : " does not exist");
+		return EXIT_USAGE;
+	}
+	/* IP:PORT as is; a v2: address vector or a host name resolved */
+	if (kmsgr_addr_parse(addr, &conn->addr)) {
+		ret = ceph_mon_addr(addr, abuf, asize);
+		if (ret) {
+			error("monitor address \"%s\": %s", addr,
+			      ret == -EHOSTUNREACH ? "cannot resolve the host" :
+			      "no v2 address in it");
+			return EXIT_FAILURE;
+		}
+		addr = abuf;
+	}
+	conn->addr_str = addr;
+
+	if (conn->keyring || conn->key_desc)
+		return 0;
+	if (have_conf && !strcmp(cf.auth, "none"))
+		return 0;		/* the cluster wants no auth */
+	if (!ceph_keyring_find(have_conf && cf.keyring[0] ? cf.keyring :
+			       ceph_default_keyrings, conn->name, kbuf, ksize)) {
+		conn->keyring = kbuf;
+		return 0;
+	}
+	if (have_conf && cf.keyring[0]) {
+		error("the conf's keyring \"%s\" is not there", cf.keyring);
+		return EXIT_FAILURE;
+	}
+	return 0;		/* no keyring anywhere: auth none */
+}
+
 int cmd_mon(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "secure", no_argument, NULL, OPT_SECURE },
-		{ "name", required_argument, NULL, OPT_NAME },
-		{ "keyring", required_argument, NULL, OPT_KEYRING },
+		{ "name", required_argument, NULL, 'n' },
+		{ "id", required_argument, NULL, OPT_ID },
+		{ "keyring", required_argument, NULL, 'k' },
+		{ "key-desc", required_argument, NULL, OPT_KEY_DESC },
+		{ "conf", required_argument, NULL, 'c' },
+		{ "mon-host", required_argument, NULL, 'm' },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "transport", required_argument, NULL, OPT_TRANSPORT },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -479,11 +554,14 @@ int cmd_mon(int argc, char **argv)
 		.name = "client.admin",
 		.timeout_ns = 10 * NSEC_PER_SEC,
 	};
-	const char *verb, *what = "osdmap";
+	const char *verb, *what = "osdmap", *conf = NULL, *mon_host = NULL;
+	const char *addr = NULL;
+	char abuf[80], kbuf[1024], idname[KMSGR_NAME_LEN + 8];
 	size_t i;
 	int c, nargs, ret;
 
-	if (argc < 1 || !strcmp(argv[0], "help")) {
+	if (argc < 1 || !strcmp(argv[0], "help") || !strcmp(argv[0], "-h") ||
+	    !strcmp(argv[0], "--help")) {
 		mon_usage(argc < 1 ? stderr : stdout);
 		return argc < 1 ? EXIT_USAGE : EXIT_SUCCESS;
 	}
@@ -496,16 +574,29 @@ int cmd_mon(int argc, char **argv)
 	}
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:m:n:k:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_SECURE:
 			conn.flags |= KMSGR_SESS_F_SECURE;
 			break;
-		case OPT_NAME:
+		case 'n':
 			conn.name = optarg;
 			break;
-		case OPT_KEYRING:
+		case OPT_ID:
+			snprintf(idname, sizeof(idname), "client.%s", optarg);
+			conn.name = idname;
+			break;
+		case 'k':
 			conn.keyring = optarg;
+			break;
+		case OPT_KEY_DESC:
+			conn.key_desc = optarg;
+			break;
+		case 'c':
+			conf = optarg;
+			break;
+		case 'm':
+			mon_host = optarg;
 			break;
 		case OPT_TIMEOUT:
 			if (ctl_parse_secs(optarg, &conn.timeout_ns)) {
@@ -520,6 +611,7 @@ int cmd_mon(int argc, char **argv)
 			}
 			break;
 		case OPT_HELP:
+		case 'h':
 			mon_usage(stdout);
 			return EXIT_SUCCESS;
 		default:
@@ -528,23 +620,35 @@ int cmd_mon(int argc, char **argv)
 		}
 	}
 	nargs = argc - optind;
-	if (nargs < 1 || nargs > (strcmp(verb, "version") ? 1 : 2)) {
-		error("mon %s wants ADDR:PORT%s", verb,
-		      strcmp(verb, "version") ? "" : " [MAP]");
-		return EXIT_USAGE;
-	}
-	conn.addr_str = argv[optind];
-	if (nargs == 2) {
-		what = argv[optind + 1];
+	/* version [ADDR] [MAP]: a last argument that names a map is MAP */
+	if (!strcmp(verb, "version") && nargs > 0) {
 		for (i = 0; i < ARRAY_SIZE(map_names); i++)
-			if (!strcmp(what, map_names[i]))
+			if (!strcmp(argv[argc - 1], map_names[i]))
 				break;
-		if (i == ARRAY_SIZE(map_names)) {
+		if (i < ARRAY_SIZE(map_names)) {
+			what = argv[argc - 1];
+			nargs--;
+		} else if (nargs == 2) {
 			error("unknown map \"%s\" (osdmap, monmap, mdsmap, fsmap, mgrmap)",
-			      what);
+			      argv[argc - 1]);
 			return EXIT_USAGE;
 		}
 	}
+	if (nargs > 1) {
+		error("mon %s wants at most one ADDR%s", verb,
+		      strcmp(verb, "version") ? "" : " and a MAP");
+		return EXIT_USAGE;
+	}
+	if (nargs == 1)
+		addr = argv[optind];
+	if (conn.keyring && conn.key_desc) {
+		error("--keyring and --key-desc both name the key: give one");
+		return EXIT_USAGE;
+	}
+	ret = mon_resolve(&conn, addr, mon_host, conf, abuf, sizeof(abuf),
+			  kbuf, sizeof(kbuf));
+	if (ret)
+		return ret;
 	if (ctl_conn_check(&conn))
 		return EXIT_USAGE;
 
