@@ -303,7 +303,12 @@ mon_conf_test() {
 	cx=$KMSGR_CEPH_CEPHX/ceph.conf
 	port=$(sed -n 's/^mon host = v2:127\.0\.0\.1:\([0-9]*\)$/\1/p' "$cx")
 	[ -n "$port" ] || { echo "no mon host in $cx"; return 1; }
-	"$KMSGRCTL" mon ping -c "$cx" || return 1
+	out=$("$KMSGRCTL" mon ping -c "$cx") || { echo "$out"; return 1; }
+	echo "$out"
+	case $out in
+	"mon a at v2:127.0.0.1:$port: "*) ;;
+	*) echo "not the conf's monitor address"; return 1 ;;
+	esac
 	"$KMSGRCTL" mon version -c "$KMSGR_CEPH_NONE/ceph.conf" osdmap ||
 		return 1
 	CEPH_CONF=$cx "$KMSGRCTL" mon map --id admin --secure || return 1

@@ -504,7 +504,10 @@ static int mon_resolve(struct ctl_conn *conn, const char *addr,
 		      path, have_conf ? " has none" : " does not exist");
 		return EXIT_USAGE;
 	}
-	/* IP:PORT as is; a v2: address vector or a host name resolved */
+	/*
+	 * IP:PORT as is; a v2: address vector or a host name resolved.
+	 * Either way into @abuf: @cf is gone when the caller uses it.
+	 */
 	if (kmsgr_addr_parse(addr, &conn->addr)) {
 		ret = ceph_mon_addr(addr, abuf, asize);
 		if (ret) {
@@ -513,9 +516,10 @@ static int mon_resolve(struct ctl_conn *conn, const char *addr,
 			      "no v2 address in it");
 			return EXIT_FAILURE;
 		}
-		addr = abuf;
+	} else {
+		snprintf(abuf, asize, "%s", addr);
 	}
-	conn->addr_str = addr;
+	conn->addr_str = abuf;
 
 	if (conn->keyring || conn->key_desc)
 		return 0;
@@ -556,7 +560,7 @@ int cmd_mon(int argc, char **argv)
 	};
 	const char *verb, *what = "osdmap", *conf = NULL, *mon_host = NULL;
 	const char *addr = NULL;
-	char abuf[80], kbuf[1024], idname[KMSGR_NAME_LEN + 8];
+	char abuf[512], kbuf[1024], idname[KMSGR_NAME_LEN + 8];
 	size_t i;
 	int c, nargs, ret;
 
