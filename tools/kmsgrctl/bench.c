@@ -836,7 +836,7 @@ int cmd_bench(int argc, char **argv)
 	argc++;
 	argv--;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_TRANSPORT:
 			if (ctl_parse_transport(optarg, &b.conn.transport)) {
@@ -930,6 +930,7 @@ int cmd_bench(int argc, char **argv)
 			b.busy_poll_us = (__u32)v;
 			break;
 		case OPT_HELP:
+		case 'h':
 			bench_usage(stdout);
 			return EXIT_SUCCESS;
 		default:

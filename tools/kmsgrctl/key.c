@@ -79,7 +79,7 @@ static int key_add(int argc, char **argv)
 	int c, ret;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_KEYRING:
 			keyring = optarg;
@@ -98,6 +98,7 @@ static int key_add(int argc, char **argv)
 			}
 			break;
 		case OPT_HELP:
+		case 'h':
 			key_usage(stdout);
 			return EXIT_SUCCESS;
 		default:

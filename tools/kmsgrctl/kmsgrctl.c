@@ -200,7 +200,8 @@ static int cmd_info(int argc, char **argv)
 	char version[KMSGR_VERSION_LEN];
 	int ret;
 
-	if (argc > 0 && !strcmp(argv[0], "help")) {
+	if (argc > 0 && (!strcmp(argv[0], "help") || !strcmp(argv[0], "-h") ||
+			 !strcmp(argv[0], "--help"))) {
 		info_usage(stdout);
 		return EXIT_SUCCESS;
 	}
@@ -280,7 +281,8 @@ static void version_usage(FILE *f)
 
 static int cmd_version(int argc, char **argv)
 {
-	if (argc > 0 && !strcmp(argv[0], "help")) {
+	if (argc > 0 && (!strcmp(argv[0], "help") || !strcmp(argv[0], "-h") ||
+			 !strcmp(argv[0], "--help"))) {
 		version_usage(stdout);
 		return EXIT_SUCCESS;
 	}

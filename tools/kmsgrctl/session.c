@@ -270,7 +270,7 @@ static int session_listen(int argc, char **argv)
 
 	memset(&l, 0, sizeof(l));
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_TRANSPORT:
 			if (ctl_parse_transport(optarg, &xprt)) {
@@ -332,6 +332,7 @@ static int session_listen(int argc, char **argv)
 			logon = true;
 			break;
 		case OPT_HELP:
+		case 'h':
 			session_usage(stdout);
 			return EXIT_SUCCESS;
 		default:
@@ -606,7 +607,7 @@ static int session_connect(int argc, char **argv)
 	int c, ret;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_TRANSPORT:
 			if (ctl_parse_transport(optarg, &conn.transport)) {
@@ -665,6 +666,7 @@ static int session_connect(int argc, char **argv)
 			}
 			break;
 		case OPT_HELP:
+		case 'h':
 			session_usage(stdout);
 			return EXIT_SUCCESS;
 		default:
@@ -791,8 +793,15 @@ int cmd_session(int argc, char **argv)
 		session_usage(stdout);
 		return EXIT_SUCCESS;
 	}
-	if (!strcmp(verb, "show"))
+	if (!strcmp(verb, "show")) {
+		if (argc > 1 && (!strcmp(argv[1], "-h") ||
+				 !strcmp(argv[1], "--help") ||
+				 !strcmp(argv[1], "help"))) {
+			session_usage(stdout);
+			return EXIT_SUCCESS;
+		}
 		return cmd_session_show(argc - 1, argv + 1);
+	}
 	if (!strcmp(verb, "listen"))
 		return session_listen(argc, argv);
 	return session_connect(argc, argv);

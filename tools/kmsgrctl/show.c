@@ -427,6 +427,13 @@ static int show_verb(int *argc, char ***argv, const char *object,
 	if (*v && !strncmp("show", v, strlen(v))) {
 		(*argc)--;
 		(*argv)++;
+		/* OBJECT show -h */
+		if (*argc > 0 && (!strcmp((*argv)[0], "-h") ||
+				  !strcmp((*argv)[0], "--help") ||
+				  !strcmp((*argv)[0], "help"))) {
+			usage(stdout);
+			return EXIT_SUCCESS;
+		}
 		return -1;
 	}
 	error("unknown verb \"%s\" for object \"%s\"; try \"%s %s help\"",
