@@ -100,13 +100,16 @@ wait_for 20 grep -q "listening" "$tmp/listen.out"
 cpid=$!
 pids="$pids $cpid"
 
+# both ends done: the client has its echoes, and the server's SENDs
+# completed (lossless: at the client's ack, which may come a little later)
 client_done() {
 	"$K" -j session show >"$tmp/show.json" 2>"$tmp/show.err" &&
 		json "$tmp/show.json" \
-		"any(s['role'] == 'client' and s['msgs_in'] == $N for s in j)"
+		"any(s['role'] == 'client' and s['msgs_in'] == $N for s in j) and
+		 any(s['role'] == 'server' and s['msgs_out'] == $N for s in j)"
 }
 wait_for 60 client_done
-tap $? "session show -j lists the client after its $N echoes"
+tap $? "session show -j lists the client after its $N echoes and the server after sending them"
 json "$tmp/show.json" "True" 2>&1 | sed 's/^/# /'
 tap $? "session show -j parses"
 
