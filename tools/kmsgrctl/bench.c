@@ -934,7 +934,7 @@ int cmd_bench(int argc, char **argv)
 			bench_usage(stdout);
 			return EXIT_SUCCESS;
 		default:
-			bench_usage(stderr);
+			ctl_bad_option("bench", argv);
 			return EXIT_USAGE;
 		}
 	}

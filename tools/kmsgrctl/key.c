@@ -102,7 +102,7 @@ static int key_add(int argc, char **argv)
 			key_usage(stdout);
 			return EXIT_SUCCESS;
 		default:
-			key_usage(stderr);
+			ctl_bad_option("key add", argv);
 			return EXIT_USAGE;
 		}
 	}

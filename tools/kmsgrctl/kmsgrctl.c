@@ -8,6 +8,7 @@
  *
  * Copyright (C) 2025 The kmsgr authors
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -130,6 +131,23 @@ void jw_raw(const char *key, const char *json)
 {
 	jw_member(key);
 	fputs(json, stdout);
+}
+
+void ctl_bad_option(const char *object, char **argv)
+{
+	char opt_text[8];
+	const char *bad = optind > 0 ? argv[optind - 1] : "?";
+
+	if (optopt > 0 && optopt < 128 && isprint(optopt)) {
+		snprintf(opt_text, sizeof(opt_text), "-%c", optopt);
+		bad = opt_text;
+	}
+	if (object)
+		error("%s: unknown option or missing argument: \"%s\"; try \"%s %s -h\"",
+		      object, bad, progname, object);
+	else
+		error("unknown option or missing argument: \"%s\"; try \"%s help\"",
+		      bad, progname);
 }
 
 void error(const char *fmt, ...)
@@ -400,6 +418,7 @@ int main(int argc, char **argv)
 	int c, ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	opterr = 0;		/* ctl_bad_option() says it, with our prefix */
 	/* iproute2 manners: -json as well as --json, -j, -js */
 	while ((c = getopt_long_only(argc, argv, "+jpd:Vh", longopts,
 				     NULL)) != -1) {
@@ -419,7 +438,7 @@ int main(int argc, char **argv)
 			print_usage(stdout);
 			return EXIT_SUCCESS;
 		default:
-			print_usage(stderr);
+			ctl_bad_option(NULL, argv);
 			return EXIT_USAGE;
 		}
 	}

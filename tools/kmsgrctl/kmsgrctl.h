@@ -33,6 +33,13 @@ extern const char *progname;
 /* ---- output (kmsgrctl.c) ------------------------------------------------ */
 
 void error(const char *fmt, ...);
+/*
+ * getopt() found an unknown option or one without its argument: say which
+ * with the one error prefix, and where help is (@object: "session
+ * connect", or NULL for the global options).  getopt's own messages are
+ * off (opterr = 0).
+ */
+void ctl_bad_option(const char *object, char **argv);
 void jw_open(const char *key, char bracket);
 void jw_close(char bracket);
 void jw_string(const char *key, const char *val);

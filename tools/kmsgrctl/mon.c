@@ -466,6 +466,8 @@ static int mon_map(struct ctl_conn *c)
 	return 0;
 }
 
+static const char *const mon_verbs[] = { "ping", "version", "map" };
+
 static const char *const map_names[] = {
 	"osdmap", "monmap", "mdsmap", "fsmap", "mgrmap",
 };
@@ -569,11 +571,14 @@ int cmd_mon(int argc, char **argv)
 		mon_usage(argc < 1 ? stderr : stdout);
 		return argc < 1 ? EXIT_USAGE : EXIT_SUCCESS;
 	}
-	verb = argv[0];
-	if (strcmp(verb, "ping") && strcmp(verb, "version") &&
-	    strcmp(verb, "map")) {
-		error("unknown verb \"%s\" for object \"mon\"; try \"%s mon help\"",
-		      verb, progname);
+	/* verbs abbreviate to any unique prefix */
+	verb = NULL;
+	for (i = 0; i < ARRAY_SIZE(mon_verbs); i++)
+		if (*argv[0] && !strncmp(mon_verbs[i], argv[0], strlen(argv[0])))
+			verb = verb ? "" : mon_verbs[i];
+	if (!verb || !*verb) {
+		error("%s verb \"%s\" for object \"mon\"; try \"%s mon help\"",
+		      verb ? "ambiguous" : "unknown", argv[0], progname);
 		return EXIT_USAGE;
 	}
 
@@ -619,7 +624,7 @@ int cmd_mon(int argc, char **argv)
 			mon_usage(stdout);
 			return EXIT_SUCCESS;
 		default:
-			mon_usage(stderr);
+			ctl_bad_option("mon", argv);
 			return EXIT_USAGE;
 		}
 	}

@@ -336,7 +336,7 @@ static int session_listen(int argc, char **argv)
 			session_usage(stdout);
 			return EXIT_SUCCESS;
 		default:
-			session_usage(stderr);
+			ctl_bad_option("session listen", argv);
 			return EXIT_USAGE;
 		}
 	}
@@ -670,7 +670,7 @@ static int session_connect(int argc, char **argv)
 			session_usage(stdout);
 			return EXIT_SUCCESS;
 		default:
-			session_usage(stderr);
+			ctl_bad_option("session connect", argv);
 			return EXIT_USAGE;
 		}
 	}
