@@ -4,7 +4,15 @@
 # Start or stop a throw-away one-mon Ceph (Pacific) cluster on 127.0.0.1.
 #
 #   ceph_cluster.sh start none|cephx DIR   start a mon; DIR is created
-#   ceph_cluster.sh stop DIR               kill the mon, remove DIR
+#   ceph_cluster.sh osds DIR N [POOL [SIZE]]
+#                                          add N memstore OSDs (each its
+#                                          own CRUSH host) to DIR's cluster,
+#                                          create replicated POOL (size
+#                                          SIZE, default 1) and wait until
+#                                          every OSD is up and holds its
+#                                          share of the pool's PGs, active
+#   ceph_cluster.sh stop DIR               kill the OSDs and the mon, remove
+#                                          DIR
 #
 # The mon binds msgr2 only (v2:127.0.0.1:PORT, PORT picked free).  After
 # "start" DIR holds:
@@ -14,11 +22,13 @@
 #   addr       127.0.0.1:PORT
 #   mon.pid    pid of the ceph-mon process
 #   mon.log    the mon's log (debug_ms = 1)
+#   osd-N/     OSD N's data, keyring, pid (osd.pid) and log (osd.log)
 #
 # "start" returns only once the mon answers and has formed quorum; on
 # failure it prints the tail of the log, kills the mon and exits 1.
 #
-# Environment: CEPH_CLUSTER_TIMEOUT (seconds to wait for quorum, default 90).
+# Environment: CEPH_CLUSTER_TIMEOUT (seconds to wait for quorum, or for
+# the OSDs and PGs, default 90).
 
 set -u
 
@@ -44,18 +54,20 @@ free_port() {
 	return 1
 }
 
-mon_pid() {
+# The live process of pid file $1, or nothing.
+pidfile_pid() {
 	local pid
 
-	pid=$(cat "$1/mon.pid" 2>/dev/null) || return 1
+	pid=$(cat "$1" 2>/dev/null) || return 1
 	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
 }
 
-# Kill the mon of DIR (also when it is stopped with SIGSTOP) and wait.
-kill_mon() {
-	local dir=$1 pid i
+# Kill the daemon of pid file $1 (also when it is stopped with SIGSTOP)
+# and wait; $2 names it in messages.
+kill_pidfile() {
+	local pid i
 
-	pid=$(mon_pid "$dir") || return 0
+	pid=$(pidfile_pid "$1") || return 0
 	kill -TERM "$pid" 2>/dev/null
 	kill -CONT "$pid" 2>/dev/null
 	for ((i = 0; i < 100; i++)); do
@@ -67,8 +79,23 @@ kill_mon() {
 		kill -0 "$pid" 2>/dev/null || return 0
 		sleep 0.1
 	done
-	echo "$PROG: ceph-mon $pid did not die" >&2
+	echo "$PROG: $2 $pid did not die" >&2
 	return 1
+}
+
+kill_mon() {
+	kill_pidfile "$1/mon.pid" ceph-mon
+}
+
+# Kill every OSD of DIR.
+kill_osds() {
+	local d ret=0
+
+	for d in "$1"/osd-*; do
+		[ -d "$d" ] || continue
+		kill_pidfile "$d/osd.pid" "ceph-osd ${d##*/osd-}" || ret=1
+	done
+	return $ret
 }
 
 fail_start() {
@@ -122,6 +149,16 @@ mon data avail crit = 0
 mon data = $dir/mon-a
 log file = $dir/mon.log
 debug ms = 1
+
+[osd]
+osd objectstore = memstore
+osd data = $dir/osd-\$id
+keyring = $dir/osd-\$id/keyring
+log file = $dir/osd-\$id/osd.log
+debug ms = 1
+osd crush update on start = false
+osd pool default min size = 1
+mon osd min down reporters = 1
 
 [client]
 log file = $dir/client.log
@@ -186,10 +223,118 @@ do_start() {
 	fail_start "$dir" "ceph-mon on port $port not in quorum after ${WAIT}s"
 }
 
+fail_osds() {
+	local dir=$1 d
+
+	shift
+	echo "$PROG: $*" >&2
+	for d in "$dir"/osd-*; do
+		[ -f "$d/osd.log" ] || continue
+		echo "$PROG: last lines of $d/osd.log:" >&2
+		tail -n 15 "$d/osd.log" | sed 's/^/  /' >&2
+		if [ -s "$d/osd.out" ]; then
+			echo "$PROG: its stdout/stderr:" >&2
+			tail -n 5 "$d/osd.out" | sed 's/^/  /' >&2
+		fi
+	done
+	kill_osds "$dir"
+	exit 1
+}
+
+# The ceph CLI on the cluster of $1, bounded.
+cephc() {
+	local dir=$1
+
+	shift
+	timeout 60 ceph -c "$dir/ceph.conf" --connect-timeout 30 "$@" </dev/null
+}
+
+# How many PGs of pool id $3 OSD $2 of cluster $1 leads and has active, as
+# its admin socket tells (there is no ceph-mgr, so "ceph pg stat" knows
+# nothing).
+osd_active_pgs() {
+	timeout 30 ceph -c "$1/ceph.conf" --admin-daemon \
+		"$1/run/osd.$2.asok" dump_pgstate_history 2>/dev/null |
+		tr -d ' \n' |
+		grep -o '"pg":"'"$3"'\.[0-9a-f]*","currently":"[^"]*"' |
+		grep -c 'Primary/Active'
+}
+
+do_osds() {
+	local dir=$1 n=$2 pool=$3 size=$4 i id uuid pid out pgs d
+	local up=0 pool_id total=0
+
+	[ -e "$dir/.ceph_cluster" ] || die "$dir holds no cluster of $PROG"
+	dir=$(cd "$dir" && pwd) || die "cannot enter $dir"
+	pidfile_pid "$dir/mon.pid" >/dev/null ||
+		die "the mon of $dir is not running"
+	for ((i = 0; i < n; i++)); do
+		uuid=$(uuidgen) || die "uuidgen failed"
+		id=$(cephc "$dir" osd new "$uuid" 2>&1) ||
+			fail_osds "$dir" "ceph osd new: $id"
+		mkdir -p "$dir/osd-$id"
+		if grep -q '^auth cluster required = cephx' "$dir/ceph.conf"; then
+			out=$(cephc "$dir" auth get-or-create "osd.$id" \
+				mon 'allow profile osd' osd 'allow *' \
+				mgr 'allow profile osd' \
+				-o "$dir/osd-$id/keyring" 2>&1) ||
+				fail_osds "$dir" "ceph auth get-or-create osd.$id: $out"
+		else
+			: >"$dir/osd-$id/keyring"
+		fi
+		out=$(ceph-osd -c "$dir/ceph.conf" -i "$id" --mkfs \
+			--osd-uuid "$uuid" 2>&1) ||
+			fail_osds "$dir" "ceph-osd --mkfs -i $id: $out"
+		out=$(cephc "$dir" osd crush add "osd.$id" 1.0 root=default \
+			"host=node$id" 2>&1) ||
+			fail_osds "$dir" "ceph osd crush add osd.$id: $out"
+		setsid ceph-osd -f -c "$dir/ceph.conf" -i "$id" \
+			</dev/null >"$dir/osd-$id/osd.out" 2>&1 &
+		pid=$!
+		echo "$pid" >"$dir/osd-$id/osd.pid"
+	done
+	for ((i = 0; i < WAIT; i++)); do
+		up=$(cephc "$dir" osd stat -f json 2>/dev/null |
+			grep -o '"num_up_osds":[0-9]*' | cut -d: -f2)
+		[ "${up:-0}" -ge "$n" ] && break
+		sleep 1
+	done
+	[ "${up:-0}" -ge "$n" ] ||
+		fail_osds "$dir" "$n OSDs not up after ${WAIT}s (up: ${up:-0})"
+	[ -n "$pool" ] || return 0
+
+	out=$(cephc "$dir" osd pool create "$pool" 8 8 replicated 2>&1) ||
+		fail_osds "$dir" "ceph osd pool create $pool: $out"
+	if [ "$size" != 1 ]; then
+		out=$(cephc "$dir" osd pool set "$pool" size "$size" 2>&1) ||
+			fail_osds "$dir" "ceph osd pool set $pool size $size: $out"
+	fi
+	pool_id=$(cephc "$dir" osd pool ls detail -f json 2>/dev/null |
+		tr -d ' \n' |
+		grep -o '"pool_id":[0-9]*,"pool_name":"'"$pool"'"' |
+		sed 's/"pool_id":\([0-9]*\).*/\1/')
+	[ -n "$pool_id" ] || fail_osds "$dir" "pool $pool has no id"
+	for ((i = 0; i < WAIT; i++)); do
+		total=0
+		for d in "$dir"/osd-*; do
+			pgs=$(osd_active_pgs "$dir" "${d##*/osd-}" "$pool_id")
+			total=$((total + ${pgs:-0}))
+		done
+		if [ "$total" -ge 8 ]; then
+			echo "$PROG: $n OSDs up; pool $pool (id $pool_id," \
+				"size $size): 8 PGs active" >&2
+			return 0
+		fi
+		sleep 1
+	done
+	fail_osds "$dir" "pool $pool: $total of 8 PGs active after ${WAIT}s"
+}
+
 do_stop() {
 	local dir=$1
 
 	[ -d "$dir" ] || return 0
+	kill_osds "$dir"
 	kill_mon "$dir" || return 1
 	# only remove what start created
 	if [ -e "$dir/.ceph_cluster" ]; then
@@ -203,11 +348,16 @@ start)
 	[ $# -eq 3 ] || die "usage: $PROG start none|cephx DIR"
 	do_start "$2" "$3"
 	;;
+osds)
+	[ $# -ge 3 ] && [ $# -le 5 ] && [ "$3" -ge 1 ] 2>/dev/null ||
+		die "usage: $PROG osds DIR N [POOL [SIZE]]"
+	do_osds "$2" "$3" "${4:-}" "${5:-1}"
+	;;
 stop)
 	[ $# -eq 2 ] || die "usage: $PROG stop DIR"
 	do_stop "$2"
 	;;
 *)
-	die "usage: $PROG start none|cephx DIR | stop DIR"
+	die "usage: $PROG start none|cephx DIR | osds DIR N [POOL [SIZE]] | stop DIR"
 	;;
 esac

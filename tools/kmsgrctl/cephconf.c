@@ -261,3 +261,120 @@ int ceph_mon_addr(const char *mon_host, char *out, size_t size)
 	}
 	return ret;
 }
+
+/*
+ * Where the monitor is and how to authenticate, as the ceph CLI decides:
+ * ADDR, -m, the conf's mon host; -k, the conf's keyring, the default
+ * search path, unless the conf says auth none.  Usage errors return 2,
+ * failures 1 (printed).
+ */
+int ceph_resolve_mon(struct ctl_conn *conn, const char *addr,
+		     const char *mon_host, const char *conf, char *abuf,
+		     size_t asize, char *kbuf, size_t ksize)
+{
+	const char *path = conf ? conf : getenv("CEPH_CONF");
+	struct ceph_conf cf;
+	bool have_conf;
+	int ret;
+
+	if (!path)
+		path = "/etc/ceph/ceph.conf";
+	ret = ceph_conf_load(path, conn->name, &cf);
+	have_conf = !ret;
+	if (ret && (conf || ret != -ENOENT)) {
+		error("cannot read the conf %s: %s", path,
+		      ret == -EINVAL ? "malformed" : strerror(-ret));
+		return EXIT_FAILURE;
+	}
+
+	if (!addr)
+		addr = mon_host;
+	if (!addr && have_conf && cf.mon_host[0])
+		addr = cf.mon_host;
+	if (!addr) {
+		error("no monitor address: give ADDR, -m ADDR or a conf with \"mon host\" (%s%s)",
+		      path, have_conf ? " has none" : " does not exist");
+		return EXIT_USAGE;
+	}
+	/*
+	 * IP:PORT as is; a v2: address vector or a host name resolved.
+	 * Either way into @abuf: @cf is gone when the caller uses it.
+	 */
+	if (kmsgr_addr_parse(addr, &conn->addr)) {
+		ret = ceph_mon_addr(addr, abuf, asize);
+		if (ret) {
+			error("monitor address \"%s\": %s", addr,
+			      ret == -EHOSTUNREACH ? "cannot resolve the host" :
+			      "no v2 address in it");
+			return EXIT_FAILURE;
+		}
+	} else {
+		snprintf(abuf, asize, "%s", addr);
+	}
+	conn->addr_str = abuf;
+
+	if (conn->keyring || conn->key_desc)
+		return 0;
+	if (have_conf && !strcmp(cf.auth, "none"))
+		return 0;		/* the cluster wants no auth */
+	if (!ceph_keyring_find(have_conf && cf.keyring[0] ? cf.keyring :
+			       ceph_default_keyrings, conn->name, kbuf, ksize)) {
+		conn->keyring = kbuf;
+		return 0;
+	}
+	if (have_conf && cf.keyring[0]) {
+		error("the conf's keyring \"%s\" is not there", cf.keyring);
+		return EXIT_FAILURE;
+	}
+	return 0;		/* no keyring anywhere: auth none */
+}
+
+void ceph_cli_init(struct ceph_cli *cli)
+{
+	memset(cli, 0, sizeof(*cli));
+	cli->conn.transport = KMSGR_XPRT_TCP;
+	cli->conn.peer_type = 1;	/* CEPH_ENTITY_TYPE_MON */
+	cli->conn.name = "client.admin";
+	cli->conn.timeout_ns = 10 * NSEC_PER_SEC;
+}
+
+int ceph_cli_opt(struct ceph_cli *cli, int c, const char *arg)
+{
+	switch (c) {
+	case CEPH_OPT_SECURE:
+		cli->conn.flags |= KMSGR_SESS_F_SECURE;
+		return 1;
+	case 'n':
+		cli->conn.name = arg;
+		return 1;
+	case CEPH_OPT_ID:
+		snprintf(cli->idname, sizeof(cli->idname), "client.%s", arg);
+		cli->conn.name = cli->idname;
+		return 1;
+	case 'k':
+		cli->conn.keyring = arg;
+		return 1;
+	case CEPH_OPT_KEY_DESC:
+		cli->conn.key_desc = arg;
+		return 1;
+	case 'c':
+		cli->conf = arg;
+		return 1;
+	case 'm':
+		cli->mon_host = arg;
+		return 1;
+	case CEPH_OPT_TIMEOUT:
+		if (ctl_parse_secs(arg, &cli->conn.timeout_ns)) {
+			error("bad --timeout \"%s\" (seconds)", arg);
+			return -1;
+		}
+		return 1;
+	case CEPH_OPT_TRANSPORT:
+		if (ctl_parse_transport(arg, &cli->conn.transport)) {
+			error("unknown transport \"%s\"", arg);
+			return -1;
+		}
+		return 1;
+	}
+	return 0;
+}

@@ -513,3 +513,125 @@ void ctl_conn_close(struct ctl_conn *c)
 		kmsgr_close_id(ctl_k, c->id);
 	c->open = false;
 }
+
+/* ---- request and reply -------------------------------------------------- */
+
+void ctl_reply_free(struct ctl_reply *r)
+{
+	free(r->front);
+	free(r->data);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Copy RECV @cqe's front and data out of the pool into @r. */
+static int ctl_reply_copy(const struct kmsgr_cqe *cqe, const char *what,
+			  struct ctl_reply *r)
+{
+	const struct kmsgr_slice *f = &cqe->seg[0], *d = &cqe->seg[2];
+	__u64 size = kmsgr_buf_size(ctl_k);
+	const __u8 *buf = kmsgr_buf(ctl_k);
+
+	if ((__u64)f->off + f->len > size || (__u64)d->off + d->len > size) {
+		error("%s: reply segments out of the buffer area",
+		      what ? what : "reply");
+		return -EBADMSG;
+	}
+	memset(r, 0, sizeof(*r));
+	r->type = cqe->type;
+	r->version = cqe->version;
+	r->tid = cqe->tid;
+	r->front = malloc((size_t)f->len + 1);
+	r->data = d->len ? malloc(d->len) : NULL;
+	if (!r->front || (d->len && !r->data)) {
+		ctl_reply_free(r);
+		return -ENOMEM;
+	}
+	memcpy(r->front, buf + f->off, f->len);
+	r->front[f->len] = '\0';
+	r->front_len = f->len;
+	if (d->len)
+		memcpy(r->data, buf + d->off, d->len);
+	r->data_len = d->len;
+	return 0;
+}
+
+int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
+	     bool any_tid, __u64 deadline_ns, const char *what,
+	     struct ctl_reply *r)
+{
+	struct kmsgr_slice none = { 0 };
+	struct kmsgr_sqe sqe;
+	struct kmsgr_cqe cqe;
+	bool sent = false;
+	int ret;
+
+	kmsgr_prep_send(&sqe, c->id, m->type, m->tid, m->front, none, m->data,
+			1);
+	sqe.version = m->version;
+	sqe.compat_version = m->compat;
+	ret = ctl_queue(&sqe);
+	if (ret)
+		return ret;
+
+	for (;;) {
+		ret = ctl_wait(&cqe, deadline_ns);
+		if (ret == -ETIME) {
+			if (what)
+				error("%s: no %s in time (timeout)", what,
+				      sent ? "reply" : "send completion");
+			return ret;
+		}
+		if (ret == -EINTR && !ctl_stopped())
+			continue;
+		if (ret == -EINTR) {
+			if (what)
+				error("%s: interrupted", what);
+			return ret;
+		}
+		if (ret)
+			return ret;
+		switch (cqe.kind) {
+		case KMSGR_CQE_SEND:
+			if (cqe.res) {
+				if (what)
+					error("%s: sending failed: %s", what,
+					      kmsgr_strerror(cqe.res));
+				return cqe.res;
+			}
+			sent = true;
+			break;
+		case KMSGR_CQE_OP:
+			if (cqe.res) {
+				if (what)
+					error("%s: submission rejected: %s",
+					      what, kmsgr_strerror(cqe.res));
+				return cqe.res;
+			}
+			break;
+		case KMSGR_CQE_EVENT:
+			if (cqe.session != c->id)
+				break;
+			if (cqe.event == KMSGR_EV_CLOSED ||
+			    cqe.event == KMSGR_EV_DOWN ||
+			    cqe.event == KMSGR_EV_RESET) {
+				if (cqe.event == KMSGR_EV_CLOSED)
+					c->open = false;
+				if (what)
+					ctl_report_event(what, &cqe);
+				return cqe.res ? cqe.res : -ECONNABORTED;
+			}
+			break;
+		case KMSGR_CQE_RECV:
+			if (cqe.session != c->id || cqe.type != reply_type ||
+			    (!any_tid && cqe.tid != m->tid)) {
+				ctl_queue_release(&cqe);
+				break;
+			}
+			ret = ctl_reply_copy(&cqe, what, r);
+			ctl_queue_release(&cqe);
+			/* let the release reach the kernel */
+			kmsgr_submit(ctl_k, 0, 0);
+			return ret;
+		}
+	}
+}

@@ -326,7 +326,7 @@ static void print_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [OPTIONS] OBJECT [VERB [ARGS]]\n"
-		"where  OBJECT := { info | session | listener | instance | stats | monitor | dev | key | mon | bench | version | help }\n"
+		"where  OBJECT := { info | session | listener | instance | stats | monitor | dev | key | mon | rados | bench | version | help }\n"
 		"       OPTIONS := { -j[son] | -p[retty] | -d[evice] PATH |\n"
 		"                    -V[ersion] | -h[elp] }\n"
 		"\n"
@@ -342,6 +342,8 @@ static void print_usage(FILE *f)
 		"  key add --keyring FILE        a keyring's secret as a kernel logon key\n"
 		"  mon ping|version|map [ADDR]   ask a Ceph monitor (MPing, MMonGetVersion, MMonGetMap;\n"
 		"                                ADDR, -m or ceph.conf's mon host, as ceph does)\n"
+		"  rados put|get|stat|rm POOL OBJECT [FILE]\n"
+		"                                objects on a Ceph cluster's OSDs (auth none)\n"
 		"  bench [OPTS] ADDR             throughput and latency against \"session listen\"\n"
 		"  version                       versions of kmsgrctl, libkmsgr and the ABI\n"
 		"  help                          this text; OBJECT help for each object\n"
@@ -380,6 +382,7 @@ static const struct command {
 	{ "dev",	cmd_dev },
 	{ "key",	cmd_key },
 	{ "mon",	cmd_mon },
+	{ "rados",	cmd_rados },
 	{ "bench",	cmd_bench },
 	{ "version",	cmd_version },
 	{ "help",	cmd_help },

@@ -158,6 +158,110 @@ int ceph_keyring_find(const char *list, const char *name, char *out,
 extern const char ceph_default_keyrings[];
 int ceph_mon_addr(const char *mon_host, char *out, size_t size);
 
+/*
+ * The options every command that talks to a Ceph cluster takes, as the
+ * ceph CLI spells them (mon, rados): -c -m -n --id -k --key-desc --secure
+ * --timeout --transport.  CEPH_CLI_LONGOPTS goes into a getopt_long
+ * table, CEPH_CLI_SHORTOPTS into its option string.
+ */
+enum {
+	CEPH_OPT_SECURE = 256, CEPH_OPT_TIMEOUT, CEPH_OPT_TRANSPORT,
+	CEPH_OPT_ID, CEPH_OPT_KEY_DESC, CEPH_OPT_NEXT,
+};
+
+#define CEPH_CLI_SHORTOPTS	"c:m:n:k:"
+#define CEPH_CLI_LONGOPTS						\
+	{ "secure", no_argument, NULL, CEPH_OPT_SECURE },		\
+	{ "name", required_argument, NULL, 'n' },			\
+	{ "id", required_argument, NULL, CEPH_OPT_ID },			\
+	{ "keyring", required_argument, NULL, 'k' },			\
+	{ "key-desc", required_argument, NULL, CEPH_OPT_KEY_DESC },	\
+	{ "conf", required_argument, NULL, 'c' },			\
+	{ "mon-host", required_argument, NULL, 'm' },			\
+	{ "timeout", required_argument, NULL, CEPH_OPT_TIMEOUT },	\
+	{ "transport", required_argument, NULL, CEPH_OPT_TRANSPORT }
+
+struct ceph_cli {
+	struct ctl_conn conn;	/* the monitor session's options */
+	const char *conf, *mon_host;
+	char idname[KMSGR_NAME_LEN + 8];
+};
+
+/* Defaults: tcp, peer type mon, client.admin, 10 s. */
+void ceph_cli_init(struct ceph_cli *cli);
+/*
+ * Take getopt_long's option @c with @arg: 1 when it was one of
+ * CEPH_CLI_*, 0 when not, -1 on a bad value (printed).
+ */
+int ceph_cli_opt(struct ceph_cli *cli, int c, const char *arg);
+
+/*
+ * Where the monitor is and how to authenticate, as the ceph CLI decides
+ * (see cephconf.c): sets @conn's addr_str (in @abuf) and keyring (in
+ * @kbuf, or NULL for auth none).  Returns 0, or an exit status with the
+ * reason printed.
+ */
+int ceph_resolve_mon(struct ctl_conn *conn, const char *addr,
+		     const char *mon_host, const char *conf, char *abuf,
+		     size_t asize, char *kbuf, size_t ksize);
+
+/* ---- request and reply (ctl.c) ------------------------------------------ */
+
+/* A received message, its segments copied out of the receive pool. */
+struct ctl_reply {
+	__u16 type, version;
+	__u64 tid;
+	char *front;		/* malloc'd, NUL-terminated */
+	__u32 front_len;
+	__u8 *data;		/* malloc'd, or NULL when empty */
+	__u32 data_len;
+};
+
+void ctl_reply_free(struct ctl_reply *r);
+
+/* A message to send: its front and data already in the buffer area. */
+struct ctl_msg {
+	__u16 type, version, compat;
+	__u64 tid;
+	struct kmsgr_slice front, data;
+};
+
+/*
+ * Send @m on session @c and wait until @deadline_ns for a reply of
+ * @reply_type (and @m's tid unless @any_tid), copying it to @r; other
+ * messages are released.  Failures print "@what: why" (nothing when @what
+ * is NULL) and return -errno: -ETIME (no reply in time), -EINTR (a
+ * signal), the session's end (-ECONNABORTED or its error).
+ */
+int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
+	     bool any_tid, __u64 deadline_ns, const char *what,
+	     struct ctl_reply *r);
+
+/* The cluster's fsid and monmap epoch, by MMonGetMap (mon.c). */
+int mon_get_fsid(struct ctl_conn *c, __u8 fsid[16], __u32 *epoch);
+
+/* ---- JSON scanning (json.c) --------------------------------------------- */
+
+/* End of the string starting at @p (on its opening quote), or NULL. */
+const char *json_skip_string(const char *p);
+/* End of the value at @p, or NULL when malformed. */
+const char *json_skip_value(const char *p);
+/* Value of member @key (at any depth) after @from, or NULL. */
+const char *json_find(const char *from, const char *key);
+/* Value of member @key of the object at @obj (its own members only). */
+const char *json_member(const char *obj, const char *key);
+/* First element of the array at @arr, the one after @elem; NULL at end. */
+const char *json_first(const char *arr);
+const char *json_next(const char *elem);
+/* The string at @v into @out ("" when not a string). */
+void json_string_at(const char *v, char *out, size_t cap);
+/* The integer at @v: 0, or -1 when it is not a number. */
+int json_i64_at(const char *v, long long *out);
+/* Member names of the object at @v, comma-separated. */
+void json_keys_at(const char *v, char *out, size_t cap);
+/* Remove the whitespace outside strings, in place. */
+void json_compact(char *json);
+
 /* ---- objects ------------------------------------------------------------ */
 
 int cmd_session(int argc, char **argv);
@@ -171,5 +275,6 @@ int cmd_dev(int argc, char **argv);
 int cmd_key(int argc, char **argv);
 int cmd_mon(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_rados(int argc, char **argv);
 
 #endif /* KMSGRCTL_H */

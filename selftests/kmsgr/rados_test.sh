@@ -1,0 +1,185 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# rados_test.sh - object data to and from real Ceph OSDs over kmsgr:
+# "kmsgrctl rados" against librados and the rados tool, on a cluster of
+# its own (one mon, two memstore OSDs, a pool of size 2, auth none) that
+# selftests/msgr2/ceph_cluster.sh starts (run_guest.sh runs this with
+# kmsgr.ko loaded):
+#
+#   - KMSGR_RADOS_OBJS objects (default 1000) of 0 B to 9 MiB (more than
+#     one 4 MiB op) put by kmsgrctl read back identically by librados,
+#     stat sizes agree, and each lands where `ceph osd map` says (pgid,
+#     raw hash, primary); objects put by librados and by the rados tool
+#     read back identically by kmsgrctl rados get; stat agrees; rm removes;
+#   - a pool that does not exist, an object that does not exist and OSDs
+#     that stop answering (SIGSTOP) give clear errors within the timeout.
+#
+# Prints TAP; exit status 0 when all passed.
+
+set -u
+
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+K=$TOP/tools/kmsgrctl/kmsgrctl
+CLUSTER=$TOP/selftests/msgr2/ceph_cluster.sh
+CHECK="/usr/bin/python3 $TOP/selftests/kmsgr/rados_check.py"
+N=${KMSGR_RADOS_OBJS:-1000}
+
+n=0
+failed=0
+tmp=$(mktemp -d) || exit 1
+cleanup() {
+	for p in "$tmp"/c/osd-*/osd.pid; do
+		[ -f "$p" ] && kill -CONT "$(cat "$p")" 2>/dev/null
+	done
+	"$CLUSTER" stop "$tmp/c" >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+tap() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n $2"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n $2"
+	fi
+}
+
+# comment FILE: its last lines as TAP comments
+comment() {
+	tail -n 15 "$1" | sed 's/^/# /'
+}
+
+t0=$(date +%s)
+if ! "$CLUSTER" start none "$tmp/c" >"$tmp/cluster.log" 2>&1 ||
+	! "$CLUSTER" osds "$tmp/c" 2 kmsgr 2 >>"$tmp/cluster.log" 2>&1; then
+	comment "$tmp/cluster.log"
+	tap 1 "a mon and 2 memstore OSDs with pool kmsgr (size 2) start"
+	echo "1..$n"
+	exit 1
+fi
+tap 0 "a mon and 2 memstore OSDs with pool kmsgr (size 2) start ($(($(date +%s) - t0)) s)"
+export CEPH_CONF=$tmp/c/ceph.conf
+
+# Sizes: the edges (empty, one byte, around a page, one op, above one op),
+# then a spread that keeps the total moderate under TCG.
+sizes="0 1 4095 4096 4097 65536 1048576 4194304 4194305 9437184"
+mkdir -p "$tmp/obj"
+i=0
+: >"$tmp/list"
+for s in $sizes; do
+	head -c "$s" /dev/urandom >"$tmp/obj/k$i"
+	echo "k$i $tmp/obj/k$i" >>"$tmp/list"
+	i=$((i + 1))
+done
+while [ "$i" -lt "$N" ]; do
+	# mostly small, some up to 256 KiB
+	s=$(( (RANDOM * 32768 + RANDOM) % (i % 10 == 0 ? 262144 : 8192) ))
+	head -c "$s" /dev/urandom >"$tmp/obj/k$i"
+	echo "k$i $tmp/obj/k$i" >>"$tmp/list"
+	i=$((i + 1))
+done
+
+# --- kmsgrctl puts, librados reads ------------------------------------------------
+t0=$(date +%s)
+bad=0
+: >"$tmp/placed"
+while read -r oid path; do
+	if ! j=$("$K" -j rados put kmsgr "$oid" "$path" 2>"$tmp/err"); then
+		bad=$((bad + 1))
+		[ "$bad" -le 3 ] && comment "$tmp/err"
+		continue
+	fi
+	echo "$oid $path $j" >>"$tmp/placed"
+done <"$tmp/list"
+dt=$(($(date +%s) - t0))
+tap "$bad" "kmsgrctl rados put of $N objects (0 B to 9 MiB): all succeed ($bad failed, $dt s)"
+$CHECK "$CEPH_CONF" kmsgr verify "$tmp/placed" >"$tmp/out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && comment "$tmp/out"
+tap $rc "librados reads every object kmsgrctl put identically; stat sizes and placement (pgid, raw hash, primary) agree with ceph osd map: $(tail -n 1 "$tmp/out")"
+
+# --- librados and the rados tool put, kmsgrctl reads --------------------------------
+head -n 60 "$tmp/list" | sed 's/^k/r/' >"$tmp/rlist"
+$CHECK "$CEPH_CONF" kmsgr put "$tmp/rlist" >"$tmp/out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && comment "$tmp/out"
+tap $rc "librados puts 60 objects"
+head -c 5000000 /dev/urandom >"$tmp/obj/tool"
+rados -p kmsgr put tool "$tmp/obj/tool" 2>"$tmp/err" || comment "$tmp/err"
+echo "tool $tmp/obj/tool" >>"$tmp/rlist"
+bad=0
+while read -r oid path; do
+	if ! "$K" rados get kmsgr "$oid" "$tmp/got" 2>"$tmp/err" ||
+		! cmp -s "$tmp/got" "$path"; then
+		bad=$((bad + 1))
+		[ "$bad" -le 3 ] && { echo "# $oid:"; comment "$tmp/err"; }
+	fi
+done <"$tmp/rlist"
+tap "$bad" "kmsgrctl rados get of 61 objects put by librados and the rados tool: identical bytes ($bad differ)"
+
+# stat: kmsgrctl against the rados tool, and the shape of its line
+want=$(stat -c %s "$tmp/obj/tool")
+out=$("$K" rados stat kmsgr tool 2>&1)
+theirs=$(rados -p kmsgr stat tool 2>&1)
+case $out in
+"kmsgr/tool mtime "*", size $want")
+	case $theirs in
+	*", size $want") rc=0 ;;
+	*) rc=1 ;;
+	esac ;;
+*) rc=1 ;;
+esac
+[ $rc -ne 0 ] && echo "# kmsgrctl: $out" && echo "# rados: $theirs"
+tap $rc "kmsgrctl rados stat prints rados' line with the same size ($want)"
+jsize=$("$K" -j rados stat kmsgr k8 | sed -n 's/.*"size":\([0-9]*\).*/\1/p')
+tap "$([ "$jsize" = 4194305 ] && echo 0 || echo 1)" "kmsgrctl -j rados stat: size 4194305 (got ${jsize:-nothing})"
+
+# rm
+rc=0
+for oid in k0 k5 k9 tool; do
+	"$K" rados rm kmsgr "$oid" 2>"$tmp/err" || { rc=1; comment "$tmp/err"; }
+done
+$CHECK "$CEPH_CONF" kmsgr absent k0 k5 k9 tool >"$tmp/out" 2>&1 || rc=1
+[ $rc -ne 0 ] && comment "$tmp/out"
+tap $rc "kmsgrctl rados rm removes objects (librados: ENOENT after)"
+
+# --- errors ---------------------------------------------------------------------------
+out=$("$K" rados stat kmsgr k0 2>&1)
+rc=$?
+echo "# $out"
+case $out in *"No such file or directory"*) [ $rc -eq 1 ] ;; *) false ;; esac
+tap $? "stat of a removed object: exit 1, \"No such file or directory\""
+out=$("$K" rados get nosuchpool k1 "$tmp/x" 2>&1)
+rc=$?
+echo "# $out"
+case $out in *'pool "nosuchpool" does not exist'*) [ $rc -eq 1 ] ;; *) false ;; esac
+tap $? "a pool that does not exist: exit 1, says so"
+out=$("$K" rados put kmsgr x "$tmp/nosuchfile" 2>&1)
+rc=$?
+case $out in *"cannot open"*"nosuchfile"*) [ $rc -eq 1 ] ;; *) false ;; esac
+tap $? "put of a missing file: exit 1, says so"
+out=$("$K" rados put kmsgr 2>&1)
+tap "$([ $? -eq 2 ] && echo 0 || echo 1)" "put without OBJECT: usage error, exit 2"
+
+# OSDs that stop answering: a clear error within the timeout, no hang
+for p in "$tmp"/c/osd-*/osd.pid; do
+	kill -STOP "$(cat "$p")"
+done
+t0=$(date +%s)
+out=$(timeout 60 "$K" rados stat kmsgr k1 --timeout 6 2>&1)
+rc=$?
+dt=$(($(date +%s) - t0))
+for p in "$tmp"/c/osd-*/osd.pid; do
+	kill -CONT "$(cat "$p")"
+done
+echo "# $out"
+case $out in *"did not answer"* | *"cannot reach"*) [ $rc -eq 1 ] && [ $dt -le 20 ] ;; *) false ;; esac
+tap $? "OSDs stopped (SIGSTOP): kmsgrctl rados stat fails with a clear error after its 6 s timeout (took $dt s, exit $rc)"
+out=$(timeout 60 "$K" rados stat kmsgr k1 2>&1)
+tap $? "after SIGCONT the same stat works: $out"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,657 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgrctl - a small Ceph object client on kmsgr sessions: the map from
+ * the monitor, placement, MOSDOp and MOSDOpReply.  See osdc.h.
+ *
+ * The instance's tx area holds one request at a time: the front at
+ * offset 0 (OSDC_FRONT_MAX bytes), the data after it (OSDC_OP_MAX).
+ *
+ * Copyright (C) 2026 The kmsgr authors
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
+
+#include "cephenc.h"
+#include "osdc.h"
+
+#define MSG_OSD_OP		42
+#define MSG_OSD_OPREPLY		43
+#define MSG_MON_COMMAND		50
+#define MSG_MON_COMMAND_ACK	51
+
+#define ENTITY_OSD		4
+#define ENTITY_CLIENT		8
+
+/* CEPH_OSD_FLAG_* */
+#define OSD_FLAG_ONDISK		0x0004
+#define OSD_FLAG_READ		0x0010
+#define OSD_FLAG_WRITE		0x0020
+#define OSD_FLAG_KNOWN_REDIR	0x400000
+
+#define CEPH_NOSNAP		((__u64)-2)
+#define OSD_OP_SIZE		38	/* struct ceph_osd_op, packed */
+#define OSDC_FRONT_MAX		4096U
+/*
+ * MOSDOp's features field: what kmsgr's sessions advertise (the msgr2
+ * engine's default set, the one the kernel's own Ceph client sends).
+ */
+#define OSDC_FEATURES		0x2f018eb87aa4aafeULL
+
+/* ---- hashing and placement ---------------------------------------------- */
+
+/*
+ * Bob Jenkins' 1996 hash (lookup2), as Ceph uses it for object names
+ * (CEPH_STR_HASH_RJENKINS): 12-byte blocks mixed into a, b, c; the last
+ * block zero-padded, with the length added into c's low byte.
+ */
+#define RJ_MIX(a, b, c)						\
+	do {							\
+		a -= b; a -= c; a ^= c >> 13;			\
+		b -= c; b -= a; b ^= a << 8;			\
+		c -= a; c -= b; c ^= b >> 13;			\
+		a -= b; a -= c; a ^= c >> 12;			\
+		b -= c; b -= a; b ^= a << 16;			\
+		c -= a; c -= b; c ^= b >> 5;			\
+		a -= b; a -= c; a ^= c >> 3;			\
+		b -= c; b -= a; b ^= a << 10;			\
+		c -= a; c -= b; c ^= b >> 15;			\
+	} while (0)
+
+__u32 ceph_str_hash_rjenkins(const char *s, size_t len)
+{
+	const __u8 *k = (const __u8 *)s;
+	__u32 a = 0x9e3779b9, b = 0x9e3779b9, c = 0;
+	size_t left = len;
+	__u8 tail[12];
+
+	for (; left >= 12; k += 12, left -= 12) {
+		a += get_le32(k);
+		b += get_le32(k + 4);
+		c += get_le32(k + 8);
+		RJ_MIX(a, b, c);
+	}
+	memset(tail, 0, sizeof(tail));
+	memcpy(tail, k, left);
+	a += get_le32(tail);
+	b += get_le32(tail + 4);
+	/* c's first byte carries the length, the last 3 bytes go above it */
+	c += (__u32)len + (get_le32(tail + 8) << 8);
+	RJ_MIX(a, b, c);
+	return c;
+}
+
+/*
+ * The PG of hash @x among @b PGs, where @bmask is the next power of two
+ * minus one: stable while pg_num grows (an object moves only to its PG's
+ * new child).
+ */
+__u32 ceph_stable_mod(__u32 x, __u32 b, __u32 bmask)
+{
+	return (x & bmask) < b ? x & bmask : x & (bmask >> 1);
+}
+
+static __u32 pg_mask_of(__u32 pg_num)
+{
+	__u32 m = 1;
+
+	while (m < pg_num)
+		m <<= 1;
+	return m - 1;
+}
+
+/* ---- monitor commands --------------------------------------------------- */
+
+int osdc_mon_command(struct osdc *o, const char *cmd, char **out, char *rs,
+		     size_t rs_size)
+{
+	struct cenc e = {
+		.buf = kmsgr_buf(ctl_k), .cap = OSDC_FRONT_MAX,
+	};
+	struct ctl_msg m = {
+		.type = MSG_MON_COMMAND, .version = 1, .compat = 1,
+		.tid = ++o->tid,
+	};
+	struct ctl_reply r;
+	struct cdec d;
+	const char *s;
+	__u32 n;
+	int ret, res;
+
+	*out = NULL;
+	if (rs_size)
+		rs[0] = '\0';
+	/* PaxosServiceMessage: version, session_mon (-1), session_mon_tid */
+	cenc_le64(&e, 0);
+	cenc_le16(&e, 0xffff);
+	cenc_le64(&e, 0);
+	cenc_bytes(&e, o->fsid, 16);
+	cenc_le32(&e, 1);			/* one string: the JSON */
+	cenc_string(&e, cmd, strlen(cmd));
+	if (e.err)
+		return -E2BIG;
+	m.front.len = (__u32)e.len;
+	ret = ctl_call(o->mon, &m, MSG_MON_COMMAND_ACK, false,
+		       ctl_now_ns() + o->mon->timeout_ns, "monitor command",
+		       &r);
+	if (ret)
+		return ret;
+	/* MMonCommandAck: paxos header, le32 r, string rs, vector cmd */
+	d = (struct cdec){ .buf = (const __u8 *)r.front, .len = r.front_len };
+	cdec_take(&d, 18);
+	res = (int)cdec_le32(&d);
+	s = cdec_string(&d, &n);
+	if (d.err) {
+		error("monitor command: MMonCommandAck of %u bytes is malformed",
+		      r.front_len);
+		ctl_reply_free(&r);
+		return -EBADMSG;
+	}
+	if (rs_size)
+		snprintf(rs, rs_size, "%.*s", (int)n, s);
+	*out = malloc((size_t)r.data_len + 1);
+	if (!*out) {
+		ctl_reply_free(&r);
+		return -ENOMEM;
+	}
+	if (r.data_len)
+		memcpy(*out, r.data, r.data_len);
+	(*out)[r.data_len] = '\0';
+	ctl_reply_free(&r);
+	return res;
+}
+
+/* ---- the map ------------------------------------------------------------ */
+
+static void osdc_forget_osds(struct osdc *o)
+{
+	unsigned int i;
+
+	for (i = 0; i < o->n_osds; i++)
+		ctl_conn_close(&o->osds[i].conn);
+	free(o->osds);
+	o->osds = NULL;
+	o->n_osds = 0;
+}
+
+static int parse_pools(struct osdc *o, const char *dump)
+{
+	const char *p, *v;
+	struct osdc_pool *pl;
+	long long n;
+	char flags[256];
+	unsigned int cnt = 0;
+
+	for (p = json_first(json_member(dump, "pools")); p; p = json_next(p))
+		cnt++;
+	free(o->pools);
+	o->pools = calloc(cnt ? cnt : 1, sizeof(*o->pools));
+	o->n_pools = 0;
+	if (!o->pools)
+		return -ENOMEM;
+	for (p = json_first(json_member(dump, "pools")); p; p = json_next(p)) {
+		pl = &o->pools[o->n_pools];
+		if (json_i64_at(json_member(p, "pool"), &pl->id))
+			continue;
+		json_string_at(json_member(p, "pool_name"), pl->name,
+			       sizeof(pl->name));
+		if (json_i64_at(json_member(p, "pg_num"), &n) || n < 1)
+			continue;
+		pl->pg_num = (__u32)n;
+		pl->pg_mask = pg_mask_of(pl->pg_num);
+		if (!json_i64_at(json_member(p, "size"), &n))
+			pl->size = (unsigned int)n;
+		/* only rjenkins (2) is computed here */
+		if (json_i64_at(json_member(p, "object_hash"), &n) || n != 2)
+			continue;
+		v = json_member(p, "flags_names");
+		json_string_at(v, flags, sizeof(flags));
+		pl->full = strstr(flags, "full") != NULL;
+		o->n_pools++;
+	}
+	return 0;
+}
+
+/* "127.0.0.1:6800" and nonce of the v2 entry of an addrvec object */
+static void parse_addrvec(const char *addrs, struct osdc_osd *osd)
+{
+	const char *a;
+	char type[8];
+	long long n;
+
+	for (a = json_first(json_member(addrs, "addrvec")); a;
+	     a = json_next(a)) {
+		json_string_at(json_member(a, "type"), type, sizeof(type));
+		if (strcmp(type, "v2"))
+			continue;
+		json_string_at(json_member(a, "addr"), osd->addr_str,
+			       sizeof(osd->addr_str));
+		if (!json_i64_at(json_member(a, "nonce"), &n))
+			osd->nonce = (__u32)n;
+		return;
+	}
+}
+
+static int parse_osds(struct osdc *o, const char *dump)
+{
+	const char *p;
+	struct osdc_osd *osd;
+	unsigned int cnt = 0;
+	long long n;
+
+	for (p = json_first(json_member(dump, "osds")); p; p = json_next(p))
+		cnt++;
+	osdc_forget_osds(o);
+	o->osds = calloc(cnt ? cnt : 1, sizeof(*o->osds));
+	if (!o->osds)
+		return -ENOMEM;
+	for (p = json_first(json_member(dump, "osds")); p; p = json_next(p)) {
+		osd = &o->osds[o->n_osds];
+		if (json_i64_at(json_member(p, "osd"), &n))
+			continue;
+		osd->id = (int)n;
+		osd->up = !json_i64_at(json_member(p, "up"), &n) && n;
+		parse_addrvec(json_member(p, "public_addrs"), osd);
+		o->n_osds++;
+	}
+	return 0;
+}
+
+int osdc_refresh(struct osdc *o)
+{
+	char *dump = NULL, rs[256];
+	long long epoch;
+	int ret;
+
+	ret = osdc_mon_command(o, "{\"prefix\":\"osd dump\",\"format\":\"json\"}",
+			       &dump, rs, sizeof(rs));
+	if (ret) {
+		if (dump)
+			error("osd dump: %s (%s)", rs, strerror(-ret));
+		free(dump);
+		return ret;
+	}
+	if (json_i64_at(json_member(dump, "epoch"), &epoch) ||
+	    !json_member(dump, "pools") || !json_member(dump, "osds")) {
+		error("osd dump: the reply is not an OSD map: %.200s", dump);
+		free(dump);
+		return -EBADMSG;
+	}
+	o->epoch = (__u32)epoch;
+	ret = parse_pools(o, dump);
+	if (!ret)
+		ret = parse_osds(o, dump);
+	free(dump);
+	o->n_pgs = 0;
+	return ret;
+}
+
+int osdc_pool(struct osdc *o, const char *name, const struct osdc_pool **p)
+{
+	unsigned int i;
+
+	for (i = 0; i < o->n_pools; i++) {
+		if (!strcmp(o->pools[i].name, name)) {
+			*p = &o->pools[i];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The primary of PG @ps of @pool, from the cache or `pg map`. */
+static int pg_primary(struct osdc *o, const struct osdc_pool *pool, __u32 ps,
+		      int *primary)
+{
+	char cmd[128], rs[256], *out = NULL;
+	struct osdc_pg *pg;
+	long long n;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < o->n_pgs; i++) {
+		pg = &o->pgs[i];
+		if (pg->pool == pool->id && pg->ps == ps &&
+		    pg->epoch == o->epoch) {
+			*primary = pg->primary;
+			return 0;
+		}
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "{\"prefix\":\"pg map\",\"pgid\":\"%lld.%x\",\"format\":\"json\"}",
+		 pool->id, ps);
+	ret = osdc_mon_command(o, cmd, &out, rs, sizeof(rs));
+	if (ret) {
+		if (out)
+			error("pg map %lld.%x: %s (%s)", pool->id, ps, rs,
+			      strerror(-ret));
+		free(out);
+		return ret;
+	}
+	/* the acting set's first OSD leads a replicated PG */
+	if (json_i64_at(json_first(json_member(out, "acting")), &n))
+		n = -1;
+	free(out);
+	*primary = (int)n;
+
+	pg = realloc(o->pgs, (o->n_pgs + 1) * sizeof(*pg));
+	if (!pg)
+		return 0;		/* just not cached */
+	o->pgs = pg;
+	o->pgs[o->n_pgs++] = (struct osdc_pg){
+		.pool = pool->id, .ps = ps, .epoch = o->epoch,
+		.primary = *primary,
+	};
+	return 0;
+}
+
+int osdc_locate(struct osdc *o, const struct osdc_pool *pool,
+		const char *oid, struct osdc_loc *loc)
+{
+	loc->pool = pool;
+	loc->hash = ceph_str_hash_rjenkins(oid, strlen(oid));
+	loc->ps = ceph_stable_mod(loc->hash, pool->pg_num, pool->pg_mask);
+	loc->epoch = o->epoch;
+	return pg_primary(o, pool, loc->ps, &loc->primary);
+}
+
+int osdc_init(struct osdc *o, struct ctl_conn *mon, __u64 timeout_ns)
+{
+	__u32 monmap_epoch;
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	o->mon = mon;
+	o->osd_proto = *mon;
+	o->osd_proto.peer_type = ENTITY_OSD;
+	o->osd_proto.open = false;
+	o->timeout_ns = timeout_ns;
+	/* a client number of our own (see encode_mosdop), above the mon's */
+	if (getrandom(&o->client_num, sizeof(o->client_num), 0) !=
+	    sizeof(o->client_num))
+		return -errno;
+	o->client_num = (o->client_num & ((1ULL << 47) - 1)) | 1ULL << 47;
+	ret = mon_get_fsid(mon, o->fsid, &monmap_epoch);
+	if (!ret)
+		ret = osdc_refresh(o);
+	return ret;
+}
+
+void osdc_fini(struct osdc *o)
+{
+	osdc_forget_osds(o);
+	free(o->pools);
+	free(o->pgs);
+	memset(o, 0, sizeof(*o));
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+static struct osdc_osd *osdc_osd(struct osdc *o, int id)
+{
+	unsigned int i;
+
+	for (i = 0; i < o->n_osds; i++)
+		if (o->osds[i].id == id)
+			return &o->osds[i];
+	return NULL;
+}
+
+/* The open session to OSD @id; quiet on failure (the caller retries). */
+static int osd_session(struct osdc *o, int id, struct ctl_conn **cp)
+{
+	struct osdc_osd *osd = osdc_osd(o, id);
+	struct ctl_conn *c;
+	int ret;
+
+	if (!osd || !osd->up || !osd->addr_str[0])
+		return -EHOSTDOWN;
+	c = &osd->conn;
+	if (c->open) {
+		*cp = c;
+		return 0;
+	}
+	*c = o->osd_proto;
+	c->addr_str = osd->addr_str;
+	c->open = false;
+	if (kmsgr_addr_parse(c->addr_str, &c->addr))
+		return -EINVAL;
+	c->addr.nonce = osd->nonce;
+	ret = ctl_conn_open(c);
+	if (ret)
+		return ret;
+	*cp = c;
+	return 0;
+}
+
+static void encode_osd_op(struct cenc *e, const struct osdc_op *op)
+{
+	bool extent = op->op == OSD_OP_READ || op->op == OSD_OP_WRITE ||
+		      op->op == OSD_OP_WRITEFULL;
+	bool in = op->op == OSD_OP_WRITE || op->op == OSD_OP_WRITEFULL;
+
+	cenc_le16(e, op->op);
+	cenc_le32(e, 0);			/* flags */
+	/* the 28-byte union: extent (offset, length, truncate size, seq) */
+	cenc_le64(e, extent ? op->offset : 0);
+	cenc_le64(e, extent ? op->length : 0);
+	cenc_zero(e, 12);
+	cenc_le32(e, in ? (__u32)op->length : 0);	/* payload_len */
+}
+
+/* MOSDOp v8 front into the tx area; the ops' input data after it. */
+static int encode_mosdop(const struct osdc *o, const struct osdc_loc *loc,
+			 const char *oid, const struct osdc_op *ops,
+			 unsigned int n, bool write, __u64 tid,
+			 __u32 attempt, struct ctl_msg *m)
+{
+	__u8 *buf = kmsgr_buf(ctl_k);
+	struct cenc e = { .buf = buf, .cap = OSDC_FRONT_MAX };
+	size_t oid_len = strlen(oid);
+	struct timespec now;
+	__u32 data = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (ops[i].op != OSD_OP_WRITE && ops[i].op != OSD_OP_WRITEFULL)
+			continue;
+		if (ops[i].length > OSDC_OP_MAX - data)
+			return -E2BIG;
+		memcpy(buf + OSDC_FRONT_MAX + data, ops[i].in, ops[i].length);
+		data += (__u32)ops[i].length;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+
+	/* spg_t: pg_t (v1: pool, seed, preferred -1) and shard -1 */
+	cenc_start(&e, 1, 1, 18);
+	cenc_u8(&e, 1);
+	cenc_le64(&e, (__u64)loc->pool->id);
+	cenc_le32(&e, loc->ps);
+	cenc_le32(&e, (__u32)-1);
+	cenc_u8(&e, 0xff);
+	cenc_le32(&e, loc->hash);
+	cenc_le32(&e, loc->epoch);
+	cenc_le32(&e, (write ? OSD_FLAG_WRITE : OSD_FLAG_READ) |
+		  OSD_FLAG_ONDISK | OSD_FLAG_KNOWN_REDIR);
+	/*
+	 * osd_reqid_t (entity_name_t, tid, inc): the OSD's duplicate
+	 * detection key.  A zero one would make it client.<our global id>
+	 * with the message's tid, but a kmsgr session to an OSD presents
+	 * global id 0, the same for every process: our own random client
+	 * number keeps two clients' requests apart.
+	 */
+	cenc_start(&e, 2, 2, 21);
+	cenc_u8(&e, ENTITY_CLIENT);
+	cenc_le64(&e, o->client_num);
+	cenc_le64(&e, tid);			/* = the message's tid */
+	cenc_le32(&e, 0);
+	cenc_zero(&e, 24);			/* blkin trace */
+	cenc_le32(&e, 0);			/* client_inc */
+	cenc_le32(&e, write ? (__u32)now.tv_sec : 0);	/* mtime */
+	cenc_le32(&e, write ? (__u32)now.tv_nsec : 0);
+	/* object_locator_t v5: pool, preferred -1, key "", namespace "" */
+	cenc_start(&e, 5, 4, 20);
+	cenc_le64(&e, (__u64)loc->pool->id);
+	cenc_le32(&e, (__u32)-1);
+	cenc_le32(&e, 0);
+	cenc_le32(&e, 0);
+	cenc_string(&e, oid, oid_len);
+	cenc_le16(&e, (__u16)n);
+	for (i = 0; i < n; i++)
+		encode_osd_op(&e, &ops[i]);
+	cenc_le64(&e, CEPH_NOSNAP);		/* snapid */
+	cenc_le64(&e, 0);			/* snap_seq */
+	cenc_le32(&e, 0);			/* snaps */
+	cenc_le32(&e, attempt);			/* retry_attempt */
+	cenc_le64(&e, OSDC_FEATURES);
+	if (e.err)
+		return -ENAMETOOLONG;
+
+	*m = (struct ctl_msg){
+		.type = MSG_OSD_OP, .version = 8, .compat = 3, .tid = tid,
+		.front = { 0, (__u32)e.len },
+		.data = { OSDC_FRONT_MAX, data },
+	};
+	return 0;
+}
+
+/* MOSDOpReply: the result, each op's rval and output. */
+static int decode_reply(const struct ctl_reply *r, struct osdc_op *ops,
+			unsigned int n, int *result)
+{
+	struct cdec d = { .buf = (const __u8 *)r->front, .len = r->front_len };
+	__u32 len, num_ops, out_len[16], used = 0;
+	const __u8 *op;
+	unsigned int i;
+
+	cdec_string(&d, &len);			/* oid */
+	cdec_take(&d, 1 + 8 + 4 + 4);		/* pg_t */
+	cdec_le64(&d);				/* flags */
+	*result = (int)cdec_le32(&d);
+	cdec_take(&d, 12 + 4);			/* bad_replay_version, epoch */
+	num_ops = cdec_le32(&d);
+	if (d.err || num_ops != n || n > 16)
+		return -EBADMSG;
+	for (i = 0; i < n; i++) {
+		op = cdec_take(&d, OSD_OP_SIZE);
+		out_len[i] = op ? get_le32(op + OSD_OP_SIZE - 4) : 0;
+	}
+	cdec_le32(&d);				/* retry_attempt */
+	for (i = 0; i < n; i++)
+		ops[i].rval = (int)cdec_le32(&d);
+	if (d.err)
+		return -EBADMSG;
+	for (i = 0; i < n; i++) {
+		if (out_len[i] > r->data_len - used)
+			return -EBADMSG;
+		free(ops[i].out);
+		ops[i].out = NULL;
+		ops[i].out_len = out_len[i];
+		if (out_len[i]) {
+			ops[i].out = malloc(out_len[i]);
+			if (!ops[i].out)
+				return -ENOMEM;
+			memcpy(ops[i].out, r->data + used, out_len[i]);
+		}
+		used += out_len[i];
+	}
+	return 0;
+}
+
+void osdc_ops_free(struct osdc_op *ops, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		free(ops[i].out);
+		ops[i].out = NULL;
+	}
+}
+
+int osdc_exec(struct osdc *o, const struct osdc_pool *pool, const char *oid,
+	      struct osdc_op *ops, unsigned int n, bool write,
+	      struct osdc_loc *loc_out)
+{
+	__u64 deadline = ctl_now_ns() + o->timeout_ns, wait, left;
+	const char *why = "no OSD up for its placement group";
+	char poolname[sizeof(pool->name)];
+	long long pool_id = pool->id;
+	struct osdc_loc loc = { .primary = -1 };
+	struct ctl_reply r;
+	struct ctl_conn *c;
+	struct ctl_msg m;
+	__u64 tid = ++o->tid;	/* one request id for all its resends */
+	__u32 attempt;
+	int ret, result;
+
+	if (strlen(oid) > OSDC_OID_MAX)
+		return -ENAMETOOLONG;
+	if (write && pool->full)
+		return -ENOSPC;
+	snprintf(poolname, sizeof(poolname), "%s", pool->name);
+	for (attempt = 0;; attempt++) {
+		if (attempt) {
+			/* pause between rounds, then a fresh map */
+			if (ctl_now_ns() + NSEC_PER_SEC / 2 >= deadline)
+				break;
+			usleep(500000);
+			if (ctl_stopped())
+				return -EINTR;
+			ret = osdc_refresh(o);
+			if (ret)
+				return ret;
+			/* the pool may be gone, and @pool is stale */
+			if (osdc_pool(o, poolname, &pool) ||
+			    pool->id != pool_id)
+				return -ENOENT;
+		}
+		ret = osdc_locate(o, pool, oid, &loc);
+		if (ret)
+			return ret;
+		if (loc_out)
+			*loc_out = loc;
+		ret = osd_session(o, loc.primary, &c);
+		if (ret == -EINTR && ctl_stopped())
+			return ret;
+		if (ret) {
+			why = ret == -EHOSTDOWN ?
+			      "no OSD up for its placement group" :
+			      "cannot reach its primary OSD";
+			continue;
+		}
+		ret = encode_mosdop(o, &loc, oid, ops, n, write, tid, attempt,
+				    &m);
+		if (ret)
+			return ret;
+		/* a round waits a third of the time left, at least 2 s */
+		left = deadline > ctl_now_ns() ? deadline - ctl_now_ns() : 0;
+		wait = left / 3 > 2 * NSEC_PER_SEC ? left / 3 :
+		       2 * NSEC_PER_SEC;
+		ret = ctl_call(c, &m, MSG_OSD_OPREPLY, false,
+			       ctl_now_ns() + wait, NULL, &r);
+		if (ret == -EINTR && ctl_stopped())
+			return ret;
+		if (ret) {
+			/* no answer or the session ended: on a new map */
+			ctl_conn_close(c);
+			why = ret == -ETIME ? "its primary OSD did not answer" :
+			      "the session to its primary OSD ended";
+			continue;
+		}
+		ret = decode_reply(&r, ops, n, &result);
+		ctl_reply_free(&r);
+		if (ret) {
+			error("osd.%d: malformed MOSDOpReply", loc.primary);
+			return ret;
+		}
+		if (result == -EAGAIN)
+			continue;		/* not primary (yet): again */
+		return result;
+	}
+	error("%s/%s: %s (osd.%d, map epoch %u) after %.1f s", poolname, oid,
+	      why, loc.primary, o->epoch, (double)o->timeout_ns / 1e9);
+	return -ETIMEDOUT;
+}
