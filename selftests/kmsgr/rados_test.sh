@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # rados_test.sh - object data to and from real Ceph OSDs over kmsgr:
-# "kmsgrctl rados" against librados and the rados tool, on a cluster of
-# its own (one mon, two memstore OSDs, a pool of size 2, auth none) that
-# selftests/msgr2/ceph_cluster.sh starts (run_guest.sh runs this with
-# kmsgr.ko loaded):
+# "kmsgrctl rados" against librados and the rados tool, on an auth none
+# cluster with two memstore OSDs and a pool "kmsgr" of size 2: the one in
+# directory $KMSGR_RADOS_CEPH (run_guest.sh's, started by
+# selftests/msgr2/ceph_cluster.sh start + osds), else one of its own
+# (run_guest.sh runs this with kmsgr.ko loaded):
 #
 #   - KMSGR_RADOS_OBJS objects (default 1000) of 0 B to 9 MiB (more than
 #     one 4 MiB op) put by kmsgrctl read back identically by librados,
@@ -28,11 +29,14 @@ N=${KMSGR_RADOS_OBJS:-1000}
 n=0
 failed=0
 tmp=$(mktemp -d) || exit 1
+dir=${KMSGR_RADOS_CEPH:-}
+own=
+[ -n "$dir" ] || { dir=$tmp/c; own=1; }
 cleanup() {
-	for p in "$tmp"/c/osd-*/osd.pid; do
+	for p in "$dir"/osd-*/osd.pid; do
 		[ -f "$p" ] && kill -CONT "$(cat "$p")" 2>/dev/null
 	done
-	"$CLUSTER" stop "$tmp/c" >/dev/null 2>&1
+	[ -n "$own" ] && "$CLUSTER" stop "$dir" >/dev/null 2>&1
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -53,15 +57,18 @@ comment() {
 }
 
 t0=$(date +%s)
-if ! "$CLUSTER" start none "$tmp/c" >"$tmp/cluster.log" 2>&1 ||
-	! "$CLUSTER" osds "$tmp/c" 2 kmsgr 2 >>"$tmp/cluster.log" 2>&1; then
-	comment "$tmp/cluster.log"
-	tap 1 "a mon and 2 memstore OSDs with pool kmsgr (size 2) start"
-	echo "1..$n"
-	exit 1
+if [ -n "$own" ]; then
+	if ! "$CLUSTER" start none "$dir" >"$tmp/cluster.log" 2>&1 ||
+		! "$CLUSTER" osds "$dir" 2 kmsgr 2 >>"$tmp/cluster.log" 2>&1; then
+		comment "$tmp/cluster.log"
+		tap 1 "a mon and 2 memstore OSDs with pool kmsgr (size 2) start"
+		echo "1..$n"
+		exit 1
+	fi
 fi
-tap 0 "a mon and 2 memstore OSDs with pool kmsgr (size 2) start ($(($(date +%s) - t0)) s)"
-export CEPH_CONF=$tmp/c/ceph.conf
+ls "$dir"/osd-*/osd.pid >/dev/null 2>&1 && [ -f "$dir/ceph.conf" ]
+tap $? "a mon and 2 memstore OSDs with pool kmsgr (size 2) ($(($(date +%s) - t0)) s to start)"
+export CEPH_CONF=$dir/ceph.conf
 
 # Sizes: the edges (empty, one byte, around a page, one op, above one op),
 # then a spread that keeps the total moderate under TCG.
@@ -165,14 +172,14 @@ out=$("$K" rados put kmsgr 2>&1)
 tap "$([ $? -eq 2 ] && echo 0 || echo 1)" "put without OBJECT: usage error, exit 2"
 
 # OSDs that stop answering: a clear error within the timeout, no hang
-for p in "$tmp"/c/osd-*/osd.pid; do
+for p in "$dir"/osd-*/osd.pid; do
 	kill -STOP "$(cat "$p")"
 done
 t0=$(date +%s)
 out=$(timeout 60 "$K" rados stat kmsgr k1 --timeout 6 2>&1)
 rc=$?
 dt=$(($(date +%s) - t0))
-for p in "$tmp"/c/osd-*/osd.pid; do
+for p in "$dir"/osd-*/osd.pid; do
 	kill -CONT "$(cat "$p")"
 done
 echo "# $out"

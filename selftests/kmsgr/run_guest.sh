@@ -268,7 +268,12 @@ ceph_start() {
 	ceph_none="" ceph_cephx=""
 	[ "${KMSGR_NO_CEPH:-0}" = 1 ] && return
 	command -v ceph-mon >/dev/null 2>&1 || return
-	"$CEPH_CLUSTER" start none "$tmp/ceph-none" >"$tmp/ceph-none.log" 2>&1 &
+	# the none cluster gets two OSDs and pool "kmsgr" for rados_test.sh
+	{
+		"$CEPH_CLUSTER" start none "$tmp/ceph-none" &&
+			{ [ "${KMSGR_RADOS_OBJS:-1000}" = 0 ] ||
+			  "$CEPH_CLUSTER" osds "$tmp/ceph-none" 2 kmsgr 2; }
+	} >"$tmp/ceph-none.log" 2>&1 &
 	ceph_none=$!
 	"$CEPH_CLUSTER" start cephx "$tmp/ceph-cephx" >"$tmp/ceph-cephx.log" 2>&1 &
 	ceph_cephx=$!
@@ -1135,6 +1140,13 @@ check "kmsgrctl mon as the ceph CLI: mon host and keyring from the conf (-c, CEP
 for name in $LATE_TESTS; do
 	run_harness "$BIN/$name"
 done
+# object data to and from the OSDs: kmsgrctl rados against librados
+if [ "${KMSGR_RADOS_OBJS:-1000}" != 0 ]; then
+	t0=$(date +%s)
+	KMSGR_RADOS_CEPH=${KMSGR_CEPH_NONE:-} \
+		run_harness "$TOP/selftests/kmsgr/rados_test.sh"
+	echo "# rados: $(($(date +%s) - t0)) s"
+fi
 
 t0=$(date +%s)
 check "load over rdma: 2 echo listeners, 8 clients x ${KMSGR_RDMA_LOAD_MSGS:-5000} messages, lossy and lossless, every echo verified; again with a 16-entry CQ and a 64 KiB pool" load_test_rdma
