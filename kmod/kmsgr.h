@@ -46,6 +46,8 @@
 
 #include <linux/kmsgr.h>
 
+#include "xprt.h"
+
 /* Module version; lib/ and tools/ take theirs from this line too. */
 #define KMSGR_VERSION		"0.1.0"
 
@@ -194,6 +196,15 @@ struct kmsgr_instance {
 	spinlock_t timer_lock;		/* the two below; any context */
 	struct list_head timed;		/* sessions with a wake-up time */
 	struct timer_list timer;	/* at the earliest of them */
+
+	/*
+	 * ---- the transports: memory of its connections (netlink) ----
+	 * Written only by the transports its sessions and listeners
+	 * connect() and listen() with, until they close them (see struct
+	 * kmsgr_xprt_acct): every one is closed before release() frees the
+	 * instance.  Read racily.
+	 */
+	struct kmsgr_xprt_acct xacct;
 };
 
 /* ---- netlink.c: the generic netlink family "kmsgr" (below main.c) ------ */

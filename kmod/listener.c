@@ -220,7 +220,8 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	ret = kmsgr_obj_publish(inst, &l->obj);
 	if (ret)
 		goto out_uncharge;
-	ret = l->xtype->listen(inst->net, &ss, kmsgr_listener_kick, l, &l->xprt);
+	ret = l->xtype->listen(inst->net, &inst->xacct, &ss,
+			       kmsgr_listener_kick, l, &l->xprt);
 	if (ret)
 		goto out_unpublish;
 	ret = l->xprt->ops->getname(l->xprt, &ss, false);

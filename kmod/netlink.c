@@ -185,7 +185,7 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 {
 	const int pad = KMSGR_A_INSTANCE_PAD;
 	struct kmsgr_inst_stats st;
-	u64 buf_size, pool_size, pool_used, locked;
+	u64 buf_size, pool_size, pool_used, locked, pinned, registered;
 	u32 sq_entries, cq_entries;
 	bool paused;
 	void *hdr;
@@ -202,6 +202,9 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 	/* counters: read racily, as struct kmsgr_inst_stats allows */
 	memcpy(&st, &inst->stats, sizeof(st));
 	paused = READ_ONCE(inst->cq_paused);
+	/* the transports' charges (struct kmsgr_xprt_acct), also racy */
+	pinned = atomic64_read(&inst->xacct.pinned);
+	registered = atomic64_read(&inst->xacct.registered);
 
 	hdr = genlmsg_put(skb, portid, seq, &kmsgr_nl_family, flags,
 			  KMSGR_CMD_INSTANCE_GET);
@@ -232,7 +235,10 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_CQ_LOST, st.cq_lost, pad) ||
 	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_POOL_FULL, st.pool_full,
 			      pad) ||
-	    (paused && nla_put_flag(skb, KMSGR_A_INSTANCE_CQ_PAUSED))) {
+	    (paused && nla_put_flag(skb, KMSGR_A_INSTANCE_CQ_PAUSED)) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_PINNED, pinned, pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_REGISTERED, registered,
+			      pad)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}

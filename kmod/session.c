@@ -1199,8 +1199,8 @@ static int kmsgr_sess_dial(struct kmsgr_sess *s)
 	s->conn = kc;
 	s->state = KMSGR_SESS_CONNECTING;
 	/* the kick may run at once: it queues this work, which waits */
-	ret = s->xtype->connect(s->obj.inst->net, &s->peer, kmsgr_conn_kick,
-				kc, &kc->xprt);
+	ret = s->xtype->connect(s->obj.inst->net, &s->obj.inst->xacct,
+				&s->peer, kmsgr_conn_kick, kc, &kc->xprt);
 	if (ret) {
 		s->conn = NULL;
 		goto out_free;
@@ -2327,6 +2327,8 @@ void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
 	atomic_set(&inst->nr_sessions, 0);
 	atomic_set(&inst->nr_live, 0);
 	init_waitqueue_head(&inst->objs_wait);
+	atomic64_set(&inst->xacct.pinned, 0);
+	atomic64_set(&inst->xacct.registered, 0);
 
 	/* last: netlink may look at it from here on */
 	mutex_lock(&kmsgr_insts_lock);

@@ -28,6 +28,7 @@
 #ifndef KMSGR_XPRT_H
 #define KMSGR_XPRT_H
 
+#include <linux/atomic.h>
 #include <linux/bits.h>
 #include <linux/module.h>
 #include <linux/socket.h>
@@ -67,6 +68,24 @@ struct kmsgr_xprt_zc {
 
 struct kmsgr_xprt;
 struct net;
+
+/*
+ * Transport memory of one owner, an instance (netlink's instance-get):
+ * @pinned, bytes kept DMA-mapped for its connections (RDMA: their receive
+ * and send buffers); @registered, bytes registered for its peers to read
+ * (RDMA: what PULLs offer, until invalidated).  The owner embeds it and
+ * hands it to connect() and listen(); the connections a listener accepts
+ * charge it too.  Only the transport writes it, from any context, with
+ * atomic adds; it stops touching it for good before close() of the
+ * connection (or of the listener, for connections accept() has not handed
+ * out) returns, taking off first what the connection still holds, so that
+ * the owner may go once it has closed every transport object it gave it
+ * to.  Anyone may read it, racily.
+ */
+struct kmsgr_xprt_acct {
+	atomic64_t pinned;
+	atomic64_t registered;
+};
 
 /* A device a transport uses, as netlink's dev-get reports it. */
 struct kmsgr_xprt_dev {
@@ -149,19 +168,25 @@ struct kmsgr_xprt_type {
 	/*
 	 * Start connecting to @ss from network namespace @net (the caller
 	 * holds a reference to it for the life of the connection); @kick
-	 * fires when that ends.
+	 * fires when that ends.  The connection's memory is charged to
+	 * @acct (see struct kmsgr_xprt_acct).
 	 */
-	int (*connect)(struct net *net, const struct sockaddr_storage *ss,
+	int (*connect)(struct net *net, struct kmsgr_xprt_acct *acct,
+		       const struct sockaddr_storage *ss,
 		       kmsgr_xprt_kick_t kick, void *priv,
 		       struct kmsgr_xprt **out);
 	/*
 	 * Listen on @ss (port 0: any) in @net (held as for connect); @kick
-	 * fires when accept() may work.
+	 * fires when accept() may work.  Its connections charge @acct.
 	 */
-	int (*listen)(struct net *net, const struct sockaddr_storage *ss,
+	int (*listen)(struct net *net, struct kmsgr_xprt_acct *acct,
+		      const struct sockaddr_storage *ss,
 		      kmsgr_xprt_kick_t kick, void *priv,
 		      struct kmsgr_xprt **out);
-	/* Optional: bytes kept DMA-mapped and registered for peers now. */
+	/*
+	 * Optional: bytes kept DMA-mapped and registered for peers now, by
+	 * every connection (closed ones still being torn down included).
+	 */
 	void (*mem)(u64 *pinned, u64 *registered);
 	/*
 	 * Optional: the devices it uses, @fn called for each under the

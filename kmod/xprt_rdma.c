@@ -32,6 +32,15 @@
  *  kmsgr_rdma_lsn   a listener: its cm_id and the connections it accepted
  *                   at the CM level that accept() has not handed out yet.
  *
+ * Memory: the module's counters (pinned_bytes, registered_bytes) and the
+ * owner's (struct kmsgr_xprt_acct, the instance's, for netlink) move
+ * together, by kmsgr_rdma_charge() under conn->lock; a connection also
+ * keeps what it has charged, so that when its owner lets it go
+ * (kmsgr_rdma_detach(): close(), a listener's close or accept() reaping
+ * it) the rest is taken off the owner's counters at once and the owner's
+ * pointer is dropped.  A parked connection's buffers, unmapped later,
+ * then count module-wide only.
+ *
  * kmsgr_rdma_lock (a mutex) guards the device list, each device's
  * connection list, users and dying flag, and the listener list.  Lock
  * order: conn->mutex or lsn->mutex > kmsgr_rdma_lock > lsn->lock >
@@ -328,6 +337,13 @@ struct kmsgr_rdma_conn {
 	spinlock_t lock;		/* everything below */
 	kmsgr_xprt_kick_t kick;
 	void *priv;
+	/*
+	 * The owner's memory counters, NULL once it let go of the
+	 * connection (kmsgr_rdma_detach()); the bytes charged to them and
+	 * to the module's (kmsgr_rdma_charge() only).
+	 */
+	struct kmsgr_xprt_acct *acct;
+	u64 pinned, registered;
 	enum kmsgr_rdma_state state;
 	int err;
 	bool detached;			/* no more posting */
@@ -368,6 +384,7 @@ struct kmsgr_rdma_lsn {
 	bool gone;			/* device removal claimed it */
 	struct list_head node;		/* on kmsgr_rdma_lsns */
 	struct sockaddr_storage local;
+	struct kmsgr_xprt_acct *acct;	/* its connections charge it */
 
 	spinlock_t lock;		/* everything below */
 	kmsgr_xprt_kick_t kick;
@@ -459,7 +476,48 @@ static void kmsgr_rdma_dev_detach(struct kmsgr_rdma_conn *c)
 	c->dev = NULL;
 }
 
+/* ---- memory counters ---- */
+
+/*
+ * @c now holds @pinned more bytes DMA-mapped and @registered more bytes
+ * registered for the peer (negative: fewer): the module's counters, and
+ * its owner's while it has one.  Under @c->lock.
+ */
+static void kmsgr_rdma_charge(struct kmsgr_rdma_conn *c, s64 pinned,
+			      s64 registered)
+{
+	lockdep_assert_held(&c->lock);
+	c->pinned += pinned;
+	c->registered += registered;
+	atomic64_add(pinned, &kmsgr_rdma_pinned);
+	atomic64_add(registered, &kmsgr_rdma_registered);
+	if (c->acct) {
+		atomic64_add(pinned, &c->acct->pinned);
+		atomic64_add(registered, &c->acct->registered);
+	}
+}
+
+/*
+ * The owner lets go of @c: what @c still holds leaves the owner's
+ * counters, which it never touches again.  Under @c->lock.
+ */
+static void kmsgr_rdma_disown(struct kmsgr_rdma_conn *c)
+{
+	lockdep_assert_held(&c->lock);
+	if (!c->acct)
+		return;
+	atomic64_sub(c->pinned, &c->acct->pinned);
+	atomic64_sub(c->registered, &c->acct->registered);
+	c->acct = NULL;
+}
+
 /* ---- buffers ---- */
+
+/* Bytes of the receive and send buffers of @c (fixed at its allocation). */
+static u64 kmsgr_rdma_bufs_bytes(const struct kmsgr_rdma_conn *c)
+{
+	return (u64)c->nr_rx * c->rx_size + (u64)c->nr_tx * c->tx_size;
+}
 
 static void kmsgr_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 static void kmsgr_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc);
@@ -477,7 +535,6 @@ static int kmsgr_rdma_bufs_map(struct ib_device *ibdev,
 		if (ib_dma_mapping_error(ibdev, b[i].dma))
 			goto out_unmap;
 	}
-	atomic64_add((u64)n * size, &kmsgr_rdma_pinned);
 	return 0;
 
 out_unmap:
@@ -494,7 +551,6 @@ static void kmsgr_rdma_bufs_unmap(struct ib_device *ibdev,
 
 	for (i = 0; i < n; i++)
 		ib_dma_unmap_single(ibdev, b[i].dma, size, dir);
-	atomic64_sub((u64)n * size, &kmsgr_rdma_pinned);
 }
 
 static struct kmsgr_rdma_buf *kmsgr_rdma_bufs_alloc(u32 n, u32 size)
@@ -747,7 +803,7 @@ static void kmsgr_rdma_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 	ib_dma_unmap_sg(c->ibdev, m->sgt.sgl, m->sgt.orig_nents,
 			DMA_TO_DEVICE);
 	sg_free_table(&m->sgt);
-	atomic64_sub(m->len, &kmsgr_rdma_registered);
+	kmsgr_rdma_charge(c, 0, -(s64)m->len);
 	m->busy = false;
 	m->offered = false;
 	m->inv = false;
@@ -1040,6 +1096,9 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 	}
 	c->ibdev = ibdev;
 	c->mapped = true;
+	spin_lock_bh(&c->lock);
+	kmsgr_rdma_charge(c, kmsgr_rdma_bufs_bytes(c), 0);
+	spin_unlock_bh(&c->lock);
 
 	if (c->can_pull &&
 	    !(ibdev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS))
@@ -1128,6 +1187,7 @@ static size_t kmsgr_rdma_stage_size(const struct kmsgr_rdma_conn *c)
 static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
 {
 	struct kmsgr_rdma_mr *m;
+	u64 freed = 0;
 	u32 i;
 
 	if (c->rd_busy) {
@@ -1143,7 +1203,7 @@ static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
 					m->sgt.orig_nents, DMA_TO_DEVICE);
 			sg_free_table(&m->sgt);
 			if (m->offered)
-				atomic64_sub(m->len, &kmsgr_rdma_registered);
+				freed += m->len;
 			m->busy = false;
 			m->offered = false;
 		}
@@ -1159,6 +1219,9 @@ static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
 	if (c->nr_mrs)
 		ib_mr_pool_destroy(c->qp, &c->mr_pool);
 	c->nr_mrs = 0;
+	spin_lock_bh(&c->lock);
+	kmsgr_rdma_charge(c, 0, -(s64)freed);
+	spin_unlock_bh(&c->lock);
 }
 
 /*
@@ -1183,6 +1246,9 @@ static void kmsgr_rdma_conn_unsetup(struct kmsgr_rdma_conn *c,
 		kmsgr_rdma_bufs_unmap(c->ibdev, c->tx, c->nr_tx, c->tx_size,
 				      DMA_TO_DEVICE);
 		c->mapped = false;
+		spin_lock_bh(&c->lock);
+		kmsgr_rdma_charge(c, -(s64)kmsgr_rdma_bufs_bytes(c), 0);
+		spin_unlock_bh(&c->lock);
 	}
 	if (c->cq) {
 		ib_cq_pool_put(c->cq, c->cq_size);
@@ -1336,6 +1402,10 @@ static void kmsgr_rdma_detach(struct kmsgr_rdma_conn *c, int err)
 	if (!kmsgr_rdma_park(c))
 		kmsgr_rdma_teardown(c);
 out:
+	/* whoever detaches: the owner's counters go (see the head) */
+	spin_lock_bh(&c->lock);
+	kmsgr_rdma_disown(c);
+	spin_unlock_bh(&c->lock);
 	mutex_unlock(&c->mutex);
 }
 
@@ -1607,6 +1677,7 @@ static int kmsgr_rdma_lsn_request(struct kmsgr_rdma_lsn *l,
 		kmsgr_rdma_reject(id, KMSGR_RDMA_REJ_NOMEM);
 		return -ENOMEM;
 	}
+	c->acct = l->acct;	/* the listener is open while this runs */
 	reason = kmsgr_rdma_peer_param(c, ev->param.conn.private_data,
 				       ev->param.conn.private_data_len);
 	if (reason) {
@@ -2071,12 +2142,13 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
 	if (!ret) {
 		m->len = k;
 		m->end = at + k;
+		/* before its invalidation can give it back */
+		kmsgr_rdma_charge(c, 0, k);
 	}
 	spin_unlock_bh(&c->lock);
 	if (ret)
 		goto out_unmap;
 	atomic64_add(k, &kmsgr_rdma_stat_offered);
-	atomic64_add(k, &kmsgr_rdma_registered);
 	return k;
 
 out_unmap:
@@ -2286,7 +2358,7 @@ static int kmsgr_rdma_sa_check(const struct sockaddr_storage *ss)
 	       0 : -EAFNOSUPPORT;
 }
 
-static int kmsgr_rdma_connect(struct net *net,
+static int kmsgr_rdma_connect(struct net *net, struct kmsgr_xprt_acct *acct,
 			      const struct sockaddr_storage *ss,
 			      kmsgr_xprt_kick_t kick, void *priv,
 			      struct kmsgr_xprt **out)
@@ -2303,6 +2375,7 @@ static int kmsgr_rdma_connect(struct net *net,
 		return -ENOMEM;
 	c->kick = kick;
 	c->priv = priv;
+	c->acct = acct;
 	memcpy(&c->peer, ss, sizeof(c->peer));
 	id = rdma_create_id(net, kmsgr_rdma_cm_handler, &c->x, RDMA_PS_TCP,
 			    IB_QPT_RC);
@@ -2442,7 +2515,7 @@ static const struct kmsgr_xprt_ops kmsgr_rdma_lsn_ops = {
 	.close		= kmsgr_rdma_lsn_close,
 };
 
-static int kmsgr_rdma_listen(struct net *net,
+static int kmsgr_rdma_listen(struct net *net, struct kmsgr_xprt_acct *acct,
 			     const struct sockaddr_storage *ss,
 			     kmsgr_xprt_kick_t kick, void *priv,
 			     struct kmsgr_xprt **out)
@@ -2466,6 +2539,7 @@ static int kmsgr_rdma_listen(struct net *net,
 	INIT_LIST_HEAD(&l->node);
 	l->kick = kick;
 	l->priv = priv;
+	l->acct = acct;
 
 	id = rdma_create_id(net, kmsgr_rdma_cm_handler, &l->x, RDMA_PS_TCP,
 			    IB_QPT_RC);

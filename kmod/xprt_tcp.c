@@ -16,6 +16,8 @@
  * clones of the listener and inherit that hook (and its sk_user_data); the
  * hook ignores any socket that is not listening, and an accepted socket
  * gets the listener's original sk_data_ready back when it is closed.
+ * Nothing is DMA-mapped or registered here: the owner's struct
+ * kmsgr_xprt_acct stays untouched.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -381,7 +383,7 @@ static void kmsgr_tcp_close(struct kmsgr_xprt *x)
 	kfree(t);
 }
 
-static int kmsgr_tcp_connect(struct net *net,
+static int kmsgr_tcp_connect(struct net *net, struct kmsgr_xprt_acct *acct,
 			     const struct sockaddr_storage *ss,
 			     kmsgr_xprt_kick_t kick, void *priv,
 			     struct kmsgr_xprt **out)
@@ -453,7 +455,7 @@ static int kmsgr_tcp_accept(struct kmsgr_xprt *lx, struct kmsgr_xprt **out)
 	return 0;
 }
 
-static int kmsgr_tcp_listen(struct net *net,
+static int kmsgr_tcp_listen(struct net *net, struct kmsgr_xprt_acct *acct,
 			    const struct sockaddr_storage *ss,
 			    kmsgr_xprt_kick_t kick, void *priv,
 			    struct kmsgr_xprt **out)

@@ -762,7 +762,11 @@ struct kmsgr_instance_info {
 	__u32 cq_paused;		/* 1: delivery waits for CQ room */
 	__u64 sqes, sqe_errors, cqes;
 	__u64 cq_full, cq_overflow, cq_lost, pool_full;
-	__u64 reserved[4];
+	__u64 pinned;			/* bytes DMA-mapped for its RDMA
+					 * connections now
+					 */
+	__u64 registered;		/* bytes they registered for peers */
+	__u64 reserved[2];		/* the struct keeps its size */
 };
 
 /* A device a transport uses (KMSGR_A_DEV_*). */

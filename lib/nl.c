@@ -284,6 +284,8 @@ static int parse_instance(struct nlattr **tb, void *out)
 	i->cq_lost = u64_or_0(tb[KMSGR_A_INSTANCE_CQ_LOST]);
 	i->pool_full = u64_or_0(tb[KMSGR_A_INSTANCE_POOL_FULL]);
 	i->cq_paused = !!tb[KMSGR_A_INSTANCE_CQ_PAUSED];
+	i->pinned = u64_or_0(tb[KMSGR_A_INSTANCE_PINNED]);
+	i->registered = u64_or_0(tb[KMSGR_A_INSTANCE_REGISTERED]);
 	return 0;
 }
 

@@ -32,7 +32,11 @@
  *                  connection with EPROTO, its registrations destroyed
  *                  before the application gets the payload back, and
  *                  recovers; lossy ones offer only copies, kept until
- *                  close.
+ *                  close.  Netlink's instance-get charges each instance
+ *                  the buffers of its one connection (2 x credits x
+ *                  buf_size pinned) and the client's the copies it
+ *                  offers (registered), both 0 once its session is
+ *                  closed.
  *  device_removal  `rdma link delete` of the device under the live
  *                  session: both ends see it go with reason DEVICE (lossy:
  *                  CLOSED; lossless: DOWN).  Lossless: after `rdma link
@@ -553,6 +557,75 @@ TEST_F_TIMEOUT(rdma, netdev_flap, 300)
 
 #define NO_DONE	"/sys/module/kmsgr_rdma/parameters/fault_no_done"
 
+struct inst_of {
+	uint32_t session;	/* in: a session of this process */
+	bool server;		/* in: of the listener's instance */
+	uint64_t instance;	/* out: its instance, 0: not found */
+};
+
+static int inst_of_one(const struct kmsgr_session_info *s, void *arg)
+{
+	struct inst_of *q = arg;
+
+	if (s->pid == (uint32_t)getpid() && s->id == q->session &&
+	    !s->server == !q->server && s->transport == KMSGR_XPRT_RDMA)
+		q->instance = s->instance;
+	return 0;
+}
+
+/*
+ * The id of the instance of this process that has session @session (a
+ * server session if @server), from netlink's session dump; 0: none.
+ */
+static uint64_t nl_instance_of(struct kmsgr_nl *nl, uint32_t session,
+			       bool server)
+{
+	struct inst_of q = { .session = session, .server = server };
+
+	if (kmsgr_nl_sessions(nl, 0, inst_of_one, &q) < 0)
+		return 0;
+	return q.instance;
+}
+
+/*
+ * Wait until netlink's instance-get says instance @id has @pinned bytes
+ * pinned and @registered registered (-1: any number but 0), or @ms ran
+ * out; the last report in @got.  0, or -1 (also when @id is gone).
+ */
+static int nl_inst_mem(struct kmsgr_nl *nl, struct kt_loop *lp, uint64_t id,
+		       long long pinned, long long registered, int ms,
+		       struct kmsgr_instance_info *got)
+{
+	uint64_t end = kt_now_ms() + (uint64_t)ms;
+
+	for (;;) {
+		memset(got, 0, sizeof(*got));
+		if (kmsgr_nl_instance_get(nl, id, got))
+			return -1;
+		if ((pinned < 0 ? got->pinned != 0 :
+				  got->pinned == (uint64_t)pinned) &&
+		    (registered < 0 ? got->registered != 0 :
+				      got->registered == (uint64_t)registered))
+			return 0;
+		if (kt_now_ms() >= end)
+			return -1;
+		kt_loop_run_once(lp, 50);
+	}
+}
+
+/* Bytes one connection keeps DMA-mapped: 2 x credits x buf_size. */
+static long long conn_pinned(void)
+{
+	long long n = kt_rdma_counter("credits");
+	long long size = kt_rdma_counter("buf_size");
+
+	if (n < 0 || size < 0)
+		return -1;
+	n = n < 4 ? 4 : n > 1024 ? 1024 : n;
+	size = size < 1024 ? 1024 : size > (1 << 20) ? (1 << 20) : size;
+	return 2 * n * size;
+}
+
 /* Write @val to the parameter file @path; 0 on success. */
 static int param_write(const char *path, const char *val)
 {
@@ -575,12 +648,19 @@ static int param_write(const char *path, const char *val)
  * session comes back, every message arrives once.  Lossy sessions never
  * offer the application's memory, only copies (staging buffers), and
  * complete a message once it is written: the copies stay offered
- * (registered_bytes > 0) until the session is closed.
+ * (registered_bytes > 0) until the session is closed.  Meanwhile
+ * netlink's instance-get reports each instance's share: the buffers of
+ * its one connection pinned, the copies the client offers registered, and
+ * nothing once the client's session is closed.
  */
 TEST_F_TIMEOUT(rdma, no_done_peer, 180)
 {
 	const bool lossless = variant->flags & KMSGR_SESS_F_LOSSLESS;
+	const long long one_conn = conn_pinned();
 	const struct kt_event *e = NULL;
+	struct kmsgr_instance_info ii;
+	uint64_t cli_inst, srv_inst;
+	struct kmsgr_nl *nl;
 	long long pulled;
 	unsigned int mark, i;
 
@@ -588,6 +668,24 @@ TEST_F_TIMEOUT(rdma, no_done_peer, 180)
 		SKIP(return, "%s", self->why);
 	if (access(NO_DONE, W_OK))
 		SKIP(return, "kmsgr_rdma.ko built without KMSGR_FAULT=y");
+	ASSERT_LT(0, one_conn);
+	ASSERT_EQ(0, kmsgr_nl_open(&nl));
+	cli_inst = nl_instance_of(nl, self->cli_id, false);
+	srv_inst = nl_instance_of(nl, self->srv_id, true);
+	ASSERT_NE(0, cli_inst) TH_LOG("no client session in the dump");
+	ASSERT_NE(0, srv_inst) TH_LOG("no server session in the dump");
+	ASSERT_NE(cli_inst, srv_inst);
+	/* one connection each, nothing offered yet */
+	EXPECT_EQ(0, nl_inst_mem(nl, &self->lp, cli_inst, one_conn, 0, 5000,
+				 &ii))
+		TH_LOG("client instance: pinned %llu registered %llu, expected %lld and 0",
+		       (unsigned long long)ii.pinned,
+		       (unsigned long long)ii.registered, one_conn);
+	EXPECT_EQ(0, nl_inst_mem(nl, &self->lp, srv_inst, one_conn, 0, 5000,
+				 &ii))
+		TH_LOG("server instance: pinned %llu registered %llu, expected %lld and 0",
+		       (unsigned long long)ii.pinned,
+		       (unsigned long long)ii.registered, one_conn);
 	mark = self->lp.nr_ev;
 	pulled = kt_rdma_counter("pulled_bytes");
 	ASSERT_EQ(0, param_write(NO_DONE, "1"));
@@ -606,15 +704,34 @@ TEST_F_TIMEOUT(rdma, no_done_peer, 180)
 			TH_LOG("the sender never failed its connection");
 		EXPECT_EQ(0, kt_rdma_counter("registered_bytes"));
 		streams(_metadata, self, 50, 20, 120 * 1000);
-		return;
+	} else {
+		EXPECT_EQ(NULL, kt_find_event(&self->lp, &self->cli,
+					      self->cli_id, KMSGR_EV_DOWN,
+					      mark));
+		EXPECT_LT(0, kt_rdma_counter("registered_bytes"));
+		/* the copies the client offered are its instance's */
+		EXPECT_EQ(0, nl_inst_mem(nl, &self->lp, cli_inst, one_conn,
+					 -1, 0, &ii))
+			TH_LOG("client instance: pinned %llu registered %llu",
+			       (unsigned long long)ii.pinned,
+			       (unsigned long long)ii.registered);
+		EXPECT_GE(kt_rdma_counter("registered_bytes"),
+			  (long long)ii.registered);
+		TH_LOG("client instance %llu: pinned %llu, registered %llu",
+		       (unsigned long long)cli_inst,
+		       (unsigned long long)ii.pinned,
+		       (unsigned long long)ii.registered);
 	}
-	EXPECT_EQ(NULL, kt_find_event(&self->lp, &self->cli, self->cli_id,
-				      KMSGR_EV_DOWN, mark));
-	EXPECT_LT(0, kt_rdma_counter("registered_bytes"));
 	EXPECT_EQ(0, kmsgr_close_id(self->cli.k, self->cli_id));
 	for (i = 0; i < 100 && kt_rdma_counter("registered_bytes"); i++)
 		kt_loop_run_once(&self->lp, 50);
 	EXPECT_EQ(0, kt_rdma_counter("registered_bytes"));
+	/* closed: nothing of it is the client instance's any more */
+	EXPECT_EQ(0, nl_inst_mem(nl, &self->lp, cli_inst, 0, 0, 5000, &ii))
+		TH_LOG("client instance after close: pinned %llu registered %llu",
+		       (unsigned long long)ii.pinned,
+		       (unsigned long long)ii.registered);
+	kmsgr_nl_close(nl);
 }
 
 /* Wait until a GID of @dev's port 1 is @gid ("fd00:0099:...": sysfs form). */

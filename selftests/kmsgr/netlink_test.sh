@@ -8,7 +8,9 @@
 #     echoed messages of S bytes, then holds the session): both ends'
 #     state, peer, mode and message and byte counts are the exchange's;
 #     listener show counts the accepted session; instance show and stats
-#     agree; session show INSTANCE ID finds one session, a wrong id fails;
+#     agree (the instances, TCP only, have no RDMA memory pinned or
+#     registered); session show INSTANCE ID finds one session, a wrong id
+#     fails;
 #   - monitor -j sees ACCEPTED and UP, then DOWN and UP again when the
 #     client's TCP connection is killed with ss -K, then CLOSED;
 #   - every -j output parses as JSON; dev show lists the RDMA device;
@@ -158,8 +160,12 @@ tap $? "listener show -j: the listener, 1 accepted"
 "$K" -j instance show >"$tmp/inst.json" 2>&1 &&
 	json "$tmp/inst.json" "len(j) == 2 and all(i['comm'] == 'kmsgrctl' and
 		i['sessions'] >= 1 and i['sq_entries'] > 0 and i['buf_size'] > 0
+		and i['pinned_bytes'] == 0 and i['registered_bytes'] == 0
 		for i in j) and any(i['id'] == $inst for i in j)"
-tap $? "instance show -j: both kmsgrctl instances with their rings"
+tap $? "instance show -j: both kmsgrctl instances with their rings, TCP only: no RDMA memory"
+"$K" instance show "$inst" >"$tmp/inst1.txt" 2>&1 &&
+	grep -q '^    rdma pinned 0 registered 0$' "$tmp/inst1.txt"
+tap $? "instance show ID (text): rdma pinned 0 registered 0"
 "$K" -j instance show "$inst" >"$tmp/inst1.json" 2>&1 &&
 	json "$tmp/inst1.json" "len(j) == 1 and j[0]['id'] == $inst and
 		j[0]['sqes'] >= $N and j[0]['cqes'] >= $N and j[0]['cq_lost'] == 0"

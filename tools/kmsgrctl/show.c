@@ -231,6 +231,8 @@ static void print_instance(const struct kmsgr_instance_info *i)
 		jw_u64("cq_lost", i->cq_lost);
 		jw_u64("pool_full", i->pool_full);
 		jw_bool("cq_paused", i->cq_paused);
+		jw_u64("pinned_bytes", i->pinned);
+		jw_u64("registered_bytes", i->registered);
 		jw_close('}');
 		return;
 	}
@@ -250,6 +252,9 @@ static void print_instance(const struct kmsgr_instance_info *i)
 	       (unsigned long long)i->cq_overflow,
 	       (unsigned long long)i->cq_lost,
 	       (unsigned long long)i->pool_full);
+	printf("    rdma pinned %llu registered %llu\n",
+	       (unsigned long long)i->pinned,
+	       (unsigned long long)i->registered);
 }
 
 /* ---- verbs ------------------------------------------------------------- */
@@ -381,7 +386,8 @@ static void instance_usage(FILE *f)
 		"\n"
 		"Lists the open /dev/kmsgr instances the caller may see: owner pid\n"
 		"and comm, ring sizes, buffer area and receive pool use, memory\n"
-		"locked, sessions, and the SQ/CQ counters (CQ full, overflow, lost).\n",
+		"locked, sessions, the SQ/CQ counters (CQ full, overflow, lost), and\n"
+		"the RDMA memory its connections keep pinned and registered.\n",
 		progname);
 }
 

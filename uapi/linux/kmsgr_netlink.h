@@ -135,6 +135,8 @@ enum {
 	KMSGR_A_INSTANCE_CQ_LOST,	/* u64: events lost */
 	KMSGR_A_INSTANCE_POOL_FULL,	/* u64: pool allocations refused */
 	KMSGR_A_INSTANCE_CQ_PAUSED,	/* flag: delivery paused (CQ full) */
+	KMSGR_A_INSTANCE_PINNED,	/* u64: bytes DMA-mapped now (rdma) */
+	KMSGR_A_INSTANCE_REGISTERED,	/* u64: bytes registered for peers */
 
 	__KMSGR_A_INSTANCE_MAX,
 	KMSGR_A_INSTANCE_MAX = (__KMSGR_A_INSTANCE_MAX - 1)
