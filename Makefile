@@ -281,6 +281,10 @@ check-host-tap: ksrc
 		lib/test_lib >$(RESULTS)/libkmsgr.tap 2>&1 || \
 		printf 'not ok 1 libkmsgr host tests did not build or run\n1..1\n' \
 			>$(RESULTS)/libkmsgr.tap
+	@$(MAKE) --no-print-directory -C tools/kmsgrctl test_osdc >/dev/null && \
+		tools/kmsgrctl/test_osdc >$(RESULTS)/osdc.tap 2>&1 || \
+		printf 'not ok 1 kmsgrctl object-client host tests failed to build or run\n1..1\n' \
+			>>$(RESULTS)/osdc.tap
 	@$(MAKE) --no-print-directory -C selftests/msgr2 RESULTS=$(RESULTS) check || \
 		printf 'not ok 1 msgr2 host tests did not build or run\n1..1\n' \
 			>$(RESULTS)/msgr2-incomplete.tap

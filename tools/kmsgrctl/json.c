@@ -136,7 +136,6 @@ void json_compact(char *json)
 	*w = '\0';
 }
 
-
 static const char *json_ws(const char *p)
 {
 	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')

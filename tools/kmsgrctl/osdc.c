@@ -48,18 +48,26 @@
  * (CEPH_STR_HASH_RJENKINS): 12-byte blocks mixed into a, b, c; the last
  * block zero-padded, with the length added into c's low byte.
  */
-#define RJ_MIX(a, b, c)						\
-	do {							\
-		a -= b; a -= c; a ^= c >> 13;			\
-		b -= c; b -= a; b ^= a << 8;			\
-		c -= a; c -= b; c ^= b >> 13;			\
-		a -= b; a -= c; a ^= c >> 12;			\
-		b -= c; b -= a; b ^= a << 16;			\
-		c -= a; c -= b; c ^= b >> 5;			\
-		a -= b; a -= c; a ^= c >> 3;			\
-		b -= c; b -= a; b ^= a << 10;			\
-		c -= a; c -= b; c ^= b >> 15;			\
-	} while (0)
+static void rj_mix(__u32 *a, __u32 *b, __u32 *c)
+{
+	static const struct {
+		__u8 right, shift;
+	} step[9] = {
+		{ 1, 13 }, { 0, 8 }, { 1, 13 }, { 1, 12 }, { 0, 16 },
+		{ 1, 5 }, { 1, 3 }, { 0, 10 }, { 1, 15 },
+	};
+	__u32 *v[3] = { a, b, c };
+	unsigned int i;
+
+	/* each step: x -= y; x -= z; x ^= z >> s (or y << s for b) */
+	for (i = 0; i < 9; i++) {
+		__u32 *x = v[i % 3], *y = v[(i + 1) % 3], *z = v[(i + 2) % 3];
+
+		*x -= *y;
+		*x -= *z;
+		*x ^= step[i].right ? *z >> step[i].shift : *z << step[i].shift;
+	}
+}
 
 __u32 ceph_str_hash_rjenkins(const char *s, size_t len)
 {
@@ -72,7 +80,7 @@ __u32 ceph_str_hash_rjenkins(const char *s, size_t len)
 		a += get_le32(k);
 		b += get_le32(k + 4);
 		c += get_le32(k + 8);
-		RJ_MIX(a, b, c);
+		rj_mix(&a, &b, &c);
 	}
 	memset(tail, 0, sizeof(tail));
 	memcpy(tail, k, left);
@@ -80,7 +88,7 @@ __u32 ceph_str_hash_rjenkins(const char *s, size_t len)
 	b += get_le32(tail + 4);
 	/* c's first byte carries the length, the last 3 bytes go above it */
 	c += (__u32)len + (get_le32(tail + 8) << 8);
-	RJ_MIX(a, b, c);
+	rj_mix(&a, &b, &c);
 	return c;
 }
 
@@ -209,7 +217,7 @@ static int parse_pools(struct osdc *o, const char *dump)
 			continue;
 		v = json_member(p, "flags_names");
 		json_string_at(v, flags, sizeof(flags));
-		pl->full = strstr(flags, "full") != NULL;
+		pl->full = !!strstr(flags, "full");
 		o->n_pools++;
 	}
 	return 0;

@@ -395,7 +395,8 @@ int cmd_rados(int argc, char **argv)
 	if (ctl_conn_check(&cli.conn))
 		return EXIT_USAGE;
 	if (cli.conn.keyring || cli.conn.key_desc) {
-		error("rados: the cluster uses cephx, and kmsgr cannot yet present cephx to OSDs (service tickets); only auth none clusters");
+		error("rados: cephx (%s) is not supported yet: OSDs want a service ticket",
+		      cli.conn.keyring ? cli.conn.keyring : cli.conn.key_desc);
 		return EXIT_FAILURE;
 	}
 

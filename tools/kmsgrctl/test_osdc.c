@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host tests of the object client's pure parts (osdc.c, json.c): the
+ * rjenkins object hash and stable_mod against placements a real Ceph
+ * 16.2.15 cluster reported (`ceph osd map`, pool of pg_num 8), and the
+ * JSON scanner on the shapes of `osd dump` and `pg map`.  Prints TAP.
+ *
+ * Copyright (C) 2026 The kmsgr authors
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "osdc.h"
+
+static int n, failed;
+
+static void ok(int cond, const char *what)
+{
+	n++;
+	if (!cond)
+		failed++;
+	printf("%sok %d - %s\n", cond ? "" : "not ", n, what);
+}
+
+/* name, raw_pgid hash and pgid seed of `ceph osd map` (pg_num 8) */
+static const struct {
+	const char *oid;
+	__u32 hash, ps;
+} placed[] = {
+	{ "obj1", 0x6cf8deff, 0x7 },
+	{ "a longer object name 1234", 0x320931e0, 0x0 },
+	{ "o1", 0xcf0d001e, 0x6 },
+	{ "big", 0xa661d10e, 0x6 },
+	{ "big2", 0x8f6e897a, 0x2 },
+};
+
+/* the shape of `osd dump` (cut down), one piece per line */
+static const char *const dump_lines[] = {
+	"{\"epoch\":8,\"fsid\":\"x\",\"pools\":[{\"pool\":1,",
+	"\"pool_name\":\"kmsgr\",\"flags_names\":\"hashpspool\",\"type\":1,",
+	"\"size\":2,\"object_hash\":2,\"pg_num\":8,",
+	"\"last_pg_merge_meta\":{\"source_pgid\":\"0.0\"},",
+	"\"pool_snaps\":[],\"options\":{}},{\"pool\":3,",
+	"\"pool_name\":\"full one\",\"flags_names\":\"hashpspool,full\",",
+	"\"size\":1,\"object_hash\":2,\"pg_num\":12}],\"osds\":[{\"osd\":0,",
+	"\"up\":1,\"public_addrs\":{\"addrvec\":[{\"type\":\"v1\",",
+	"\"addr\":\"127.0.0.1:6789\",\"nonce\":1},{\"type\":\"v2\",",
+	"\"addr\":\"127.0.0.1:6800\",\"nonce\":331}]}},",
+	"{\"osd\":1, \"up\" : 0 }]}",
+};
+
+static char dump[1024];
+
+int main(void)
+{
+	const char *p, *q;
+	char s[64];
+	long long v;
+	unsigned int i, cnt;
+	int good;
+
+	for (i = 0; i < ARRAY_SIZE(dump_lines); i++)
+		strcat(dump, dump_lines[i]);
+
+	for (i = 0; i < ARRAY_SIZE(placed); i++) {
+		__u32 h = ceph_str_hash_rjenkins(placed[i].oid,
+						 strlen(placed[i].oid));
+
+		snprintf(s, sizeof(s), "rjenkins(\"%.30s\") = %08x", placed[i].oid,
+			 placed[i].hash);
+		ok(h == placed[i].hash, s);
+		ok(ceph_stable_mod(h, 8, 7) == placed[i].ps,
+		   "stable_mod over pg_num 8 gives ceph's pgid");
+	}
+	/* pg_num 12 (mask 15): 13 folds to 5, 11 stays */
+	ok(ceph_stable_mod(13, 12, 15) == 5 && ceph_stable_mod(11, 12, 15) == 11,
+	   "stable_mod over a pg_num that is not a power of two");
+	ok(ceph_str_hash_rjenkins("", 0) == ceph_str_hash_rjenkins("x", 0),
+	   "the hash reads no byte past the length");
+
+	p = json_member(dump, "epoch");
+	ok(p && !json_i64_at(p, &v) && v == 8, "json: top-level number");
+	cnt = 0;
+	good = 1;
+	for (p = json_first(json_member(dump, "pools")); p; p = json_next(p)) {
+		cnt++;
+		json_string_at(json_member(p, "pool_name"), s, sizeof(s));
+		if (cnt == 2 && strcmp(s, "full one"))
+			good = 0;
+		/* "pool" is a member of each pool, not its nested objects' */
+		if (json_i64_at(json_member(p, "pool"), &v) ||
+		    v != (cnt == 1 ? 1 : 3))
+			good = 0;
+	}
+	ok(cnt == 2 && good, "json: array of objects, own members only");
+	p = json_next(json_first(json_member(dump, "osds")));
+	ok(p && !json_i64_at(json_member(p, "up"), &v) && v == 0,
+	   "json: whitespace around a member");
+	p = json_first(json_member(json_member(json_first(json_member(dump, "osds")),
+					       "public_addrs"), "addrvec"));
+	q = json_next(p);
+	json_string_at(json_member(q, "addr"), s, sizeof(s));
+	ok(q && !strcmp(s, "127.0.0.1:6800") && !json_next(q),
+	   "json: nested arrays, end of array");
+	ok(!json_member("{\"a\":1", "b") && !json_first("[]") &&
+	   !json_member("[1]", "a") && json_i64_at("\"1\"", &v),
+	   "json: malformed or absent reads as not there");
+
+	printf("1..%d\n", n);
+	return failed ? 1 : 0;
+}
