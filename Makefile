@@ -51,7 +51,7 @@ RDMA_MSGS ?= 4000
 # objects rados_test.sh puts with kmsgrctl (each a process, a mon and an
 # OSD session: about 0.5 s under TCG); its own default is 1000.  The
 # slub_debug pass leaves the rados test out (user-space code only).
-RADOS_OBJS ?= 80
+RADOS_OBJS ?= 40
 FUZZ_SECONDS ?= 300
 
 export KVER KDIR KSRC
@@ -331,7 +331,7 @@ check-debug-tap: vm-build
 	@KMSGR_VM_APPEND="slub_debug=FZPU slab_nomerge" \
 		tools/vm/run --rxe --timeout $(VMTIMEOUT) -- \
 		env KMSGR_NO_SKIP=1 KMSGR_LOAD_MSGS=4000 KMSGR_TINY_MSGS=4000 \
-		KMSGR_RDMA_MSGS=3000 KMSGR_RDMA_LOAD_MSGS=1000 KMSGR_NO_INSTALL=1 \
+		KMSGR_RDMA_MSGS=2000 KMSGR_RDMA_LOAD_MSGS=1000 KMSGR_ECHO_MSGS=8000 KMSGR_NO_INSTALL=1 \
 		KMSGR_NL_FUZZ=2000 KMSGR_RADOS_OBJS=0 \
 		KMSGR_CYCLES=30 selftests/kmsgr/run_guest.sh 2>&1 | \
 		sed -e 's/^\(not \)\{0,1\}ok [0-9]* - /&slub_debug: /' \

@@ -102,9 +102,11 @@ comment() {
 check() {
 	desc=$1
 	shift
+	t0=$(date +%s)
 	"$@" >"$tmp/check" 2>&1
 	rc=$?
 	comment "$tmp/check"
+	echo "# ($(($(date +%s) - t0)) s)"
 	tap "$rc" "$desc"
 }
 
