@@ -13,6 +13,9 @@
 #     stat sizes agree, and each lands where `ceph osd map` says (pgid,
 #     raw hash, primary); objects put by librados and by the rados tool
 #     read back identically by kmsgrctl rados get; stat agrees; rm removes;
+#   - rados bench write (--no-cleanup), seq and rand with 8 requests in
+#     flight: the rados tool sees what write wrote, reads check every
+#     byte, a changed object fails seq, write cleans up after itself;
 #   - a pool that does not exist, an object that does not exist and OSDs
 #     that stop answering (SIGSTOP) give clear errors within the timeout.
 #
@@ -152,6 +155,62 @@ done
 $CHECK "$CEPH_CONF" kmsgr absent k0 k5 k9 tool >"$tmp/out" 2>&1 || rc=1
 [ $rc -ne 0 ] && comment "$tmp/out"
 tap $rc "kmsgrctl rados rm removes objects (librados: ENOENT after)"
+
+# --- rados bench: several requests in flight -----------------------------------------
+# write leaves its objects (--no-cleanup) and the metadata object; the
+# rados tool sees them all with the header bench puts first; seq and rand
+# read them back and check every byte; an object changed behind its back
+# fails seq; without --no-cleanup write removes what it wrote.
+out=$("$K" rados bench kmsgr 3 write -b 4096 -t 8 --no-cleanup 2>&1)
+rc=$?
+wrote=$(echo "$out" | sed -n 's/^Total writes made: *\([0-9]*\)$/\1/p')
+prefix=$(echo "$out" | sed -n 's/^Object prefix: //p')
+echo "$out" | grep -E "^ +[0-9]+ |^Total|^Bandwidth|^Average|^CPU" | sed 's/^/# /'
+[ $rc -eq 0 ] && [ "${wrote:-0}" -gt 0 ] && [ -n "$prefix" ]
+tap $? "kmsgrctl rados bench 3 s write -b 4096 -t 8 --no-cleanup: rados' report, ${wrote:-no} writes"
+rados -p kmsgr ls >"$tmp/ls" 2>"$tmp/err" || comment "$tmp/err"
+have=$(grep -c "^${prefix:-none}_object" "$tmp/ls")
+rados -p kmsgr get "${prefix:-none}_object0" "$tmp/o0" 2>"$tmp/err" || comment "$tmp/err"
+rados -p kmsgr get kmsgr_bench_last_metadata "$tmp/meta" 2>"$tmp/err" || comment "$tmp/err"
+hdr=$(head -c 15 "$tmp/o0" 2>/dev/null)
+meta=$(cat "$tmp/meta" 2>/dev/null)
+echo "# $have objects, object0 starts \"$hdr\", metadata \"$meta\""
+[ "$have" = "${wrote:-x}" ] && [ "$(stat -c %s "$tmp/o0" 2>/dev/null)" = 4096 ] &&
+	[ "$hdr" = "000000000000000" ] && [ "$meta" = "$wrote 4096 $prefix" ]
+tap $? "the rados tool lists all $have bench objects (4096 bytes, bench's header) and the metadata object"
+out=$("$K" rados bench kmsgr 3 seq -b 4096 -t 8 2>&1)
+rc=$?
+got=$(echo "$out" | sed -n 's/^Total reads made: *\([0-9]*\)$/\1/p')
+echo "$out" | grep -E "^Total|^Bandwidth|^Average|rror" | sed 's/^/# /'
+[ $rc -eq 0 ] && [ "${got:-0}" -gt 0 ]
+tap $? "kmsgrctl rados bench 3 s seq: ${got:-no} reads, every byte checked"
+out=$("$K" -j rados bench kmsgr 2 rand -b 4096 -t 4 2>&1)
+rc=$?
+echo "# $out"
+case $out in *'"mode":"rand"'*'"total_reads_made":'[1-9]*) [ $rc -eq 0 ] ;; *) false ;; esac
+tap $? "kmsgrctl -j rados bench 2 s rand: JSON with its reads"
+printf 'not what bench wrote' | rados -p kmsgr put "${prefix:-none}_object0" - 2>"$tmp/err" ||
+	comment "$tmp/err"
+out=$("$K" rados bench kmsgr 2 seq -b 4096 -t 4 2>&1)
+rc=$?
+echo "$out" | grep -i "object0" | sed 's/^/# /'
+case $out in *"${prefix:-none}_object0"*) [ $rc -eq 1 ] ;; *) false ;; esac
+tap $? "an object changed behind bench's back: seq fails naming it (exit $rc)"
+out=$("$K" rados bench kmsgr 2 seq -b 8192 2>&1)
+rc=$?
+echo "# $out"
+case $out in *"not 8192"*) [ $rc -eq 1 ] ;; *) false ;; esac
+tap $? "seq with another -b than write's: a clear error"
+rados -p kmsgr cleanup --prefix kmsgr_bench_data >/dev/null 2>&1
+rados -p kmsgr rm kmsgr_bench_last_metadata >/dev/null 2>&1
+out=$("$K" rados bench kmsgr 2 write -b 4M -t 4 2>&1)
+rc=$?
+prefix=$(echo "$out" | sed -n 's/^Object prefix: //p')
+wrote=$(echo "$out" | sed -n 's/^Total writes made: *\([0-9]*\)$/\1/p')
+echo "$out" | grep -E "^Total|^Bandwidth|^Removed|^Clean" | sed 's/^/# /'
+left=$(rados -p kmsgr ls 2>/dev/null | grep -c "^${prefix:-none}_object")
+[ $rc -eq 0 ] && [ "${wrote:-0}" -gt 0 ] && [ "$left" = 0 ]
+tap $? "kmsgrctl rados bench 2 s write -b 4M -t 4: ${wrote:-no} writes, all removed after ($left left)"
 
 # --- errors ---------------------------------------------------------------------------
 out=$("$K" rados stat kmsgr k0 2>&1)

@@ -106,7 +106,7 @@ check() {
 	"$@" >"$tmp/check" 2>&1
 	rc=$?
 	comment "$tmp/check"
-	echo "# ($(($(date +%s) - t0)) s)"
+	echo "# ($(($(date +%s) - t0)) s; $(($(date +%s) - T_START)) s since the start)"
 	tap "$rc" "$desc"
 }
 
@@ -189,7 +189,7 @@ run_harness() {
 	t0=$(date +%s)
 	timeout "${HARNESS_TIMEOUT:-600}" "$prog" >"$tmp/out" 2>&1
 	prc=$?
-	echo "# $name: exit status $prc after $(($(date +%s) - t0)) s"
+	echo "# $name: exit status $prc after $(($(date +%s) - t0)) s ($(($(date +%s) - T_START)) s since the start)"
 
 	plan=0 seen=0 pfail=0 cur=""
 	while IFS= read -r line; do
@@ -1078,7 +1078,9 @@ pkg_uninstall() {
 	return "$rc"
 }
 
+T_START=$(date +%s)
 echo "TAP version 13"
+echo "# the guest has been up $(cut -d' ' -f1 /proc/uptime) s"
 ceph_start
 VERSION=$(header_define KMSGR_VERSION "$TOP/kmod/kmsgr.h")
 ABI=$(header_define KMSGR_ABI_VERSION "$TOP/uapi/linux/kmsgr.h")

@@ -18,11 +18,68 @@
 int ctl_stop_flag;
 struct kmsgr *ctl_k;
 
+/* A first-in first-out queue of copied entries (SQEs or CQEs). */
+struct ctl_fifo {
+	void *q;
+	size_t size, head, len, cap;
+};
+
 /* SQEs that found the SQ full, in order. */
-static struct {
-	struct kmsgr_sqe *q;
-	size_t head, len, cap;
-} backlog;
+static struct ctl_fifo backlog = { .size = sizeof(struct kmsgr_sqe) };
+
+/*
+ * CQEs that ctl_call() and ctl_conn_open() took off the CQ but that belong
+ * to someone else (another session, another request in flight): ctl_wait()
+ * and ctl_poll() hand them out first, in order.
+ */
+static struct ctl_fifo deferred = { .size = sizeof(struct kmsgr_cqe) };
+
+static void *fifo_at(struct ctl_fifo *f, size_t i)
+{
+	return (char *)f->q + (f->head + i) % f->cap * f->size;
+}
+
+static int fifo_push(struct ctl_fifo *f, const void *e)
+{
+	size_t i, cap;
+	char *q;
+
+	if (f->len == f->cap) {
+		cap = f->cap ? 2 * f->cap : 64;
+		q = malloc(cap * f->size);
+		if (!q)
+			return -ENOMEM;
+		for (i = 0; i < f->len; i++)
+			memcpy(q + i * f->size, fifo_at(f, i), f->size);
+		free(f->q);
+		f->q = q;
+		f->head = 0;
+		f->cap = cap;
+	}
+	memcpy(fifo_at(f, f->len), e, f->size);
+	f->len++;
+	return 0;
+}
+
+/* Take the oldest entry into @e: 1, or 0 when empty. */
+static int fifo_pop(struct ctl_fifo *f, void *e)
+{
+	if (!f->len)
+		return 0;
+	memcpy(e, fifo_at(f, 0), f->size);
+	f->head = (f->head + 1) % f->cap;
+	f->len--;
+	return 1;
+}
+
+static void fifo_free(struct ctl_fifo *f)
+{
+	free(f->q);
+	f->q = NULL;
+	f->head = 0;
+	f->len = 0;
+	f->cap = 0;
+}
 
 /* ---- argument helpers --------------------------------------------------- */
 
@@ -245,8 +302,8 @@ void ctl_teardown(void)
 {
 	kmsgr_close(ctl_k);
 	ctl_k = NULL;
-	free(backlog.q);
-	memset(&backlog, 0, sizeof(backlog));
+	fifo_free(&backlog);
+	fifo_free(&deferred);
 }
 
 /*
@@ -262,11 +319,8 @@ static void ctl_flush_backlog(void)
 	struct kmsgr_sqe *sqe;
 
 	while (backlog.len) {
-		while (backlog.len && (sqe = kmsgr_get_sqe(ctl_k))) {
-			*sqe = backlog.q[backlog.head];
-			backlog.head = (backlog.head + 1) % backlog.cap;
-			backlog.len--;
-		}
+		while (backlog.len && (sqe = kmsgr_get_sqe(ctl_k)))
+			fifo_pop(&backlog, sqe);
 		if (kmsgr_submit(ctl_k, 0, 0) <= 0)
 			return;
 	}
@@ -274,8 +328,7 @@ static void ctl_flush_backlog(void)
 
 int ctl_queue(const struct kmsgr_sqe *src)
 {
-	struct kmsgr_sqe *sqe, *q;
-	size_t i, cap;
+	struct kmsgr_sqe *sqe;
 
 	if (!backlog.len) {
 		sqe = kmsgr_get_sqe(ctl_k);
@@ -284,23 +337,21 @@ int ctl_queue(const struct kmsgr_sqe *src)
 			return 0;
 		}
 	}
-	if (backlog.len == backlog.cap) {
-		cap = backlog.cap ? 2 * backlog.cap : 64;
-		q = malloc(cap * sizeof(*q));
-		if (!q) {
-			error("out of memory queueing a submission");
-			return -ENOMEM;
-		}
-		for (i = 0; i < backlog.len; i++)
-			q[i] = backlog.q[(backlog.head + i) % backlog.cap];
-		free(backlog.q);
-		backlog.q = q;
-		backlog.head = 0;
-		backlog.cap = cap;
+	if (fifo_push(&backlog, src)) {
+		error("out of memory queueing a submission");
+		return -ENOMEM;
 	}
-	backlog.q[(backlog.head + backlog.len) % backlog.cap] = *src;
-	backlog.len++;
 	return 0;
+}
+
+/* Keep @cqe for a later ctl_wait() (releasing it if that fails). */
+static void ctl_defer(const struct kmsgr_cqe *cqe)
+{
+	if (!fifo_push(&deferred, cqe))
+		return;
+	error("out of memory keeping a completion: dropped");
+	if (cqe->kind == KMSGR_CQE_RECV)
+		ctl_queue_release(cqe);
 }
 
 int ctl_queue_release(const struct kmsgr_cqe *recv)
@@ -311,18 +362,19 @@ int ctl_queue_release(const struct kmsgr_cqe *recv)
 	return ctl_queue(&sqe);
 }
 
-int ctl_wait(struct kmsgr_cqe *cqe, __u64 deadline_ns)
+/* Time left until @deadline_ns (0: none), at least 1 ns. */
+static __u64 time_left(__u64 deadline_ns)
 {
-	__u64 now, left = 0;
+	__u64 now;
 
-	if (deadline_ns) {
-		now = ctl_now_ns();
-		left = deadline_ns > now ? deadline_ns - now : 1;
-	}
-	return ctl_wait_for(cqe, left);
+	if (!deadline_ns)
+		return 0;
+	now = ctl_now_ns();
+	return deadline_ns > now ? deadline_ns - now : 1;
 }
 
-int ctl_wait_for(struct kmsgr_cqe *cqe, __u64 timeout_ns)
+/* The next CQE from the ring itself, leaving the deferred ones. */
+static int ring_wait_for(struct kmsgr_cqe *cqe, __u64 timeout_ns)
 {
 	struct kmsgr_cqe *c;
 	int ret;
@@ -341,10 +393,30 @@ int ctl_wait_for(struct kmsgr_cqe *cqe, __u64 timeout_ns)
 	return 0;
 }
 
+static int ctl_wait_ring(struct kmsgr_cqe *cqe, __u64 deadline_ns)
+{
+	return ring_wait_for(cqe, time_left(deadline_ns));
+}
+
+int ctl_wait(struct kmsgr_cqe *cqe, __u64 deadline_ns)
+{
+	return ctl_wait_for(cqe, time_left(deadline_ns));
+}
+
+int ctl_wait_for(struct kmsgr_cqe *cqe, __u64 timeout_ns)
+{
+	if (fifo_pop(&deferred, cqe))
+		return 0;
+	return ring_wait_for(cqe, timeout_ns);
+}
+
 int ctl_poll(struct kmsgr_cqe *cqe)
 {
-	struct kmsgr_cqe *c = kmsgr_peek_cqe(ctl_k);
+	struct kmsgr_cqe *c;
 
+	if (fifo_pop(&deferred, cqe))
+		return 1;
+	c = kmsgr_peek_cqe(ctl_k);
 	if (!c)
 		return 0;
 	*cqe = *c;
@@ -465,7 +537,7 @@ int ctl_conn_open(struct ctl_conn *c)
 
 	deadline = start + c->timeout_ns;
 	for (;;) {
-		ret = ctl_wait(&cqe, deadline);
+		ret = ctl_wait_ring(&cqe, deadline);
 		if (ret == -ETIME) {
 			error("%s: no session after %.1f s (timeout)", what,
 			      (double)c->timeout_ns / 1e9);
@@ -479,12 +551,18 @@ int ctl_conn_open(struct ctl_conn *c)
 			continue;
 		if (ret)
 			goto out_close;
+		if (cqe.kind != KMSGR_CQE_EVENT && cqe.kind != KMSGR_CQE_RECV) {
+			ctl_defer(&cqe);
+			continue;
+		}
+		if (cqe.session != c->id) {
+			ctl_defer(&cqe);
+			continue;
+		}
 		if (cqe.kind == KMSGR_CQE_RECV) {
 			ctl_queue_release(&cqe);
 			continue;
 		}
-		if (cqe.kind != KMSGR_CQE_EVENT || cqe.session != c->id)
-			continue;
 		if (cqe.event == KMSGR_EV_UP) {
 			c->up_ns = ctl_now_ns() - start;
 			return 0;
@@ -566,7 +644,7 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 	int ret;
 
 	kmsgr_prep_send(&sqe, c->id, m->type, m->tid, m->front, none, m->data,
-			1);
+			CTL_CALL_UDATA);
 	sqe.version = m->version;
 	sqe.compat_version = m->compat;
 	ret = ctl_queue(&sqe);
@@ -574,7 +652,7 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 		return ret;
 
 	for (;;) {
-		ret = ctl_wait(&cqe, deadline_ns);
+		ret = ctl_wait_ring(&cqe, deadline_ns);
 		if (ret == -ETIME) {
 			if (what)
 				error("%s: no %s in time (timeout)", what,
@@ -590,6 +668,17 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 		}
 		if (ret)
 			return ret;
+		/* someone else's: another session's, another request's */
+		if ((cqe.kind == KMSGR_CQE_SEND || cqe.kind == KMSGR_CQE_OP) &&
+		    cqe.user_data != CTL_CALL_UDATA) {
+			ctl_defer(&cqe);
+			continue;
+		}
+		if ((cqe.kind == KMSGR_CQE_EVENT ||
+		     cqe.kind == KMSGR_CQE_RECV) && cqe.session != c->id) {
+			ctl_defer(&cqe);
+			continue;
+		}
 		switch (cqe.kind) {
 		case KMSGR_CQE_SEND:
 			if (cqe.res) {
@@ -609,8 +698,6 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 			}
 			break;
 		case KMSGR_CQE_EVENT:
-			if (cqe.session != c->id)
-				break;
 			if (cqe.event == KMSGR_EV_CLOSED ||
 			    cqe.event == KMSGR_EV_DOWN ||
 			    cqe.event == KMSGR_EV_RESET) {
@@ -622,7 +709,7 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 			}
 			break;
 		case KMSGR_CQE_RECV:
-			if (cqe.session != c->id || cqe.type != reply_type ||
+			if (cqe.type != reply_type ||
 			    (!any_tid && cqe.tid != m->tid)) {
 				ctl_queue_release(&cqe);
 				break;

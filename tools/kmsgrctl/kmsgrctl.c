@@ -344,6 +344,8 @@ static void print_usage(FILE *f)
 		"                                ADDR, -m or ceph.conf's mon host, as ceph does)\n"
 		"  rados put|get|stat|rm POOL OBJECT [FILE]\n"
 		"                                objects on a Ceph cluster's OSDs (auth none)\n"
+		"  rados bench POOL SECONDS write|seq|rand [-b SIZE] [-t DEPTH]\n"
+		"                                rados bench over kmsgr sessions\n"
 		"  bench [OPTS] ADDR             throughput and latency against \"session listen\"\n"
 		"  version                       versions of kmsgrctl, libkmsgr and the ABI\n"
 		"  help                          this text; OBJECT help for each object\n"

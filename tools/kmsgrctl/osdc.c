@@ -3,8 +3,10 @@
  * kmsgrctl - a small Ceph object client on kmsgr sessions: the map from
  * the monitor, placement, MOSDOp and MOSDOpReply.  See osdc.h.
  *
- * The instance's tx area holds one request at a time: the front at
- * offset 0 (OSDC_FRONT_MAX bytes), the data after it (OSDC_OP_MAX).
+ * The instance's tx area: a monitor command's front at offset 0
+ * (OSDC_FRONT_MAX bytes), then one slot per request in flight, each a
+ * front (OSDC_FRONT_MAX) and the data after it (osdc.slot_data).  A slot
+ * is rewritten only once its last SEND has completed.
  *
  * Copyright (C) 2026 The kmsgr authors
  */
@@ -35,6 +37,8 @@
 #define CEPH_NOSNAP		((__u64)-2)
 #define OSD_OP_SIZE		38	/* struct ceph_osd_op, packed */
 #define OSDC_FRONT_MAX		4096U
+/* the user_data of MOSDOp SENDs: this bit and the request's tid */
+#define OSDC_UDATA		(1ULL << 63)
 /*
  * MOSDOp's features field: what kmsgr's sessions advertise (the msgr2
  * engine's default set, the one the kernel's own Ceph client sends).
@@ -366,7 +370,8 @@ int osdc_locate(struct osdc *o, const struct osdc_pool *pool,
 	return pg_primary(o, pool, loc->ps, &loc->primary);
 }
 
-int osdc_init(struct osdc *o, struct ctl_conn *mon, __u64 timeout_ns)
+int osdc_init(struct osdc *o, struct ctl_conn *mon, __u64 timeout_ns,
+	      unsigned int slots, __u64 slot_data)
 {
 	__u32 monmap_epoch;
 	int ret;
@@ -377,6 +382,8 @@ int osdc_init(struct osdc *o, struct ctl_conn *mon, __u64 timeout_ns)
 	o->osd_proto.peer_type = ENTITY_OSD;
 	o->osd_proto.open = false;
 	o->timeout_ns = timeout_ns;
+	o->n_slots = slots;
+	o->slot_data = slot_data;
 	/* a client number of our own (see encode_mosdop), above the mon's */
 	if (getrandom(&o->client_num, sizeof(o->client_num), 0) !=
 	    sizeof(o->client_num))
@@ -450,26 +457,45 @@ static void encode_osd_op(struct cenc *e, const struct osdc_op *op)
 	cenc_le32(e, in ? (__u32)op->length : 0);	/* payload_len */
 }
 
-/* MOSDOp v8 front into the tx area; the ops' input data after it. */
-static int encode_mosdop(const struct osdc *o, const struct osdc_loc *loc,
-			 const char *oid, const struct osdc_op *ops,
-			 unsigned int n, bool write, __u64 tid,
-			 __u32 attempt, struct ctl_msg *m)
+/* Where slot @slot starts: after the monitor commands' front. */
+static __u64 slot_off(const struct osdc *o, unsigned int slot)
 {
-	__u8 *buf = kmsgr_buf(ctl_k);
+	return OSDC_FRONT_MAX + (__u64)slot * (OSDC_FRONT_MAX + o->slot_data);
+}
+
+__u64 osdc_tx_size(unsigned int slots, __u64 data)
+{
+	return OSDC_FRONT_MAX + (__u64)slots * (OSDC_FRONT_MAX + data);
+}
+
+void *osdc_slot_data(const struct osdc *o, unsigned int slot)
+{
+	return (__u8 *)kmsgr_buf(ctl_k) + slot_off(o, slot) + OSDC_FRONT_MAX;
+}
+
+/* MOSDOp v8 front into @rq's slot; the ops' input data after it. */
+static int encode_mosdop(const struct osdc *o, const struct osdc_req *rq,
+			 struct kmsgr_sqe *sqe)
+{
+	const struct osdc_loc *loc = &rq->loc;
+	__u8 *buf = (__u8 *)kmsgr_buf(ctl_k) + slot_off(o, rq->slot);
 	struct cenc e = { .buf = buf, .cap = OSDC_FRONT_MAX };
-	size_t oid_len = strlen(oid);
+	const struct osdc_op *ops = rq->ops;
+	size_t oid_len = strlen(rq->oid);
+	struct kmsgr_slice front, data, none = { 0 };
+	__u8 *dst = buf + OSDC_FRONT_MAX;
 	struct timespec now;
-	__u32 data = 0;
+	__u64 len = 0;
 	unsigned int i;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < rq->n; i++) {
 		if (ops[i].op != OSD_OP_WRITE && ops[i].op != OSD_OP_WRITEFULL)
 			continue;
-		if (ops[i].length > OSDC_OP_MAX - data)
+		if (ops[i].length > o->slot_data - len)
 			return -E2BIG;
-		memcpy(buf + OSDC_FRONT_MAX + data, ops[i].in, ops[i].length);
-		data += (__u32)ops[i].length;
+		if (ops[i].in != dst + len)
+			memcpy(dst + len, ops[i].in, ops[i].length);
+		len += ops[i].length;
 	}
 	clock_gettime(CLOCK_REALTIME, &now);
 
@@ -482,7 +508,7 @@ static int encode_mosdop(const struct osdc *o, const struct osdc_loc *loc,
 	cenc_u8(&e, 0xff);
 	cenc_le32(&e, loc->hash);
 	cenc_le32(&e, loc->epoch);
-	cenc_le32(&e, (write ? OSD_FLAG_WRITE : OSD_FLAG_READ) |
+	cenc_le32(&e, (rq->write ? OSD_FLAG_WRITE : OSD_FLAG_READ) |
 		  OSD_FLAG_ONDISK | OSD_FLAG_KNOWN_REDIR);
 	/*
 	 * osd_reqid_t (entity_name_t, tid, inc): the OSD's duplicate
@@ -494,43 +520,46 @@ static int encode_mosdop(const struct osdc *o, const struct osdc_loc *loc,
 	cenc_start(&e, 2, 2, 21);
 	cenc_u8(&e, ENTITY_CLIENT);
 	cenc_le64(&e, o->client_num);
-	cenc_le64(&e, tid);			/* = the message's tid */
+	cenc_le64(&e, rq->tid);			/* = the message's tid */
 	cenc_le32(&e, 0);
 	cenc_zero(&e, 24);			/* blkin trace */
 	cenc_le32(&e, 0);			/* client_inc */
-	cenc_le32(&e, write ? (__u32)now.tv_sec : 0);	/* mtime */
-	cenc_le32(&e, write ? (__u32)now.tv_nsec : 0);
+	cenc_le32(&e, rq->write ? (__u32)now.tv_sec : 0);	/* mtime */
+	cenc_le32(&e, rq->write ? (__u32)now.tv_nsec : 0);
 	/* object_locator_t v5: pool, preferred -1, key "", namespace "" */
 	cenc_start(&e, 5, 4, 20);
 	cenc_le64(&e, (__u64)loc->pool->id);
 	cenc_le32(&e, (__u32)-1);
 	cenc_le32(&e, 0);
 	cenc_le32(&e, 0);
-	cenc_string(&e, oid, oid_len);
-	cenc_le16(&e, (__u16)n);
-	for (i = 0; i < n; i++)
+	cenc_string(&e, rq->oid, oid_len);
+	cenc_le16(&e, (__u16)rq->n);
+	for (i = 0; i < rq->n; i++)
 		encode_osd_op(&e, &ops[i]);
 	cenc_le64(&e, CEPH_NOSNAP);		/* snapid */
 	cenc_le64(&e, 0);			/* snap_seq */
 	cenc_le32(&e, 0);			/* snaps */
-	cenc_le32(&e, attempt);			/* retry_attempt */
+	cenc_le32(&e, rq->attempt);		/* retry_attempt */
 	cenc_le64(&e, OSDC_FEATURES);
 	if (e.err)
 		return -ENAMETOOLONG;
 
-	*m = (struct ctl_msg){
-		.type = MSG_OSD_OP, .version = 8, .compat = 3, .tid = tid,
-		.front = { 0, (__u32)e.len },
-		.data = { OSDC_FRONT_MAX, data },
-	};
+	front = (struct kmsgr_slice){ slot_off(o, rq->slot), (__u32)e.len };
+	data = (struct kmsgr_slice){ slot_off(o, rq->slot) + OSDC_FRONT_MAX,
+				     (__u32)len };
+	kmsgr_prep_send(sqe, rq->session, MSG_OSD_OP, rq->tid, front, none,
+			data, OSDC_UDATA | rq->tid);
+	sqe->version = 8;
+	sqe->compat_version = 3;
 	return 0;
 }
 
-/* MOSDOpReply: the result, each op's rval and output. */
-static int decode_reply(const struct ctl_reply *r, struct osdc_op *ops,
-			unsigned int n, int *result)
+/* MOSDOpReply (a RECV's front and data): the result, each op's output. */
+static int decode_reply(const __u8 *front, __u32 front_len,
+			const __u8 *data, __u32 data_len,
+			struct osdc_op *ops, unsigned int n, int *result)
 {
-	struct cdec d = { .buf = (const __u8 *)r->front, .len = r->front_len };
+	struct cdec d = { .buf = front, .len = front_len };
 	__u32 len, num_ops, out_len[16], used = 0;
 	const __u8 *op;
 	unsigned int i;
@@ -553,16 +582,19 @@ static int decode_reply(const struct ctl_reply *r, struct osdc_op *ops,
 	if (d.err)
 		return -EBADMSG;
 	for (i = 0; i < n; i++) {
-		if (out_len[i] > r->data_len - used)
+		if (out_len[i] > data_len - used ||
+		    (ops[i].dst && out_len[i] > ops[i].length))
 			return -EBADMSG;
 		free(ops[i].out);
 		ops[i].out = NULL;
 		ops[i].out_len = out_len[i];
-		if (out_len[i]) {
+		if (ops[i].dst) {
+			memcpy(ops[i].dst, data + used, out_len[i]);
+		} else if (out_len[i]) {
 			ops[i].out = malloc(out_len[i]);
 			if (!ops[i].out)
 				return -ENOMEM;
-			memcpy(ops[i].out, r->data + used, out_len[i]);
+			memcpy(ops[i].out, data + used, out_len[i]);
 		}
 		used += out_len[i];
 	}
@@ -579,87 +611,326 @@ void osdc_ops_free(struct osdc_op *ops, unsigned int n)
 	}
 }
 
-int osdc_exec(struct osdc *o, const struct osdc_pool *pool, const char *oid,
-	      struct osdc_op *ops, unsigned int n, bool write,
-	      struct osdc_loc *loc_out)
+/* ---- requests in flight ------------------------------------------------- */
+
+static void req_unlink(struct osdc *o, struct osdc_req *rq)
 {
-	__u64 deadline = ctl_now_ns() + o->timeout_ns, wait, left;
-	const char *why = "no OSD up for its placement group";
-	char poolname[sizeof(pool->name)];
-	long long pool_id = pool->id;
-	struct osdc_loc loc = { .primary = -1 };
-	struct ctl_reply r;
+	struct osdc_req **pp;
+
+	for (pp = &o->reqs; *pp; pp = &(*pp)->next) {
+		if (*pp == rq) {
+			*pp = rq->next;
+			break;
+		}
+	}
+}
+
+/* @rq is finished with @result: from the in-flight list to the done one. */
+static void req_finish(struct osdc *o, struct osdc_req *rq, int result)
+{
+	req_unlink(o, rq);
+	rq->result = result;
+	rq->next = o->done;
+	o->done = rq;
+}
+
+/* Send @rq again in the next round (after a pause and a fresh map). */
+static void req_again(struct osdc *o, struct osdc_req *rq, const char *why)
+{
+	rq->retry = true;
+	rq->answered = false;
+	rq->why = why;
+	if (!o->retry_at)
+		o->retry_at = ctl_now_ns() + NSEC_PER_SEC / 2;
+}
+
+/*
+ * Session @id to an OSD is no use any more (no answer, or it ended): close
+ * it, and send what was waiting on it again.
+ */
+static void session_lost(struct osdc *o, __u32 id, const char *why)
+{
+	struct osdc_req *rq;
+	unsigned int i;
+
+	for (i = 0; i < o->n_osds; i++)
+		if (o->osds[i].conn.open && o->osds[i].conn.id == id)
+			ctl_conn_close(&o->osds[i].conn);
+	for (rq = o->reqs; rq; rq = rq->next)
+		if (rq->session == id && !rq->retry)
+			req_again(o, rq, why);
+}
+
+static struct osdc_req *req_by_tid(struct osdc *o, __u64 tid)
+{
+	struct osdc_req *rq;
+
+	for (rq = o->reqs; rq; rq = rq->next)
+		if (rq->tid == tid)
+			return rq;
+	return NULL;
+}
+
+/*
+ * One attempt: find the primary on the current map and send @rq there.
+ * 0 when sent or to be tried again; -errno ends it.
+ */
+static int req_send(struct osdc *o, struct osdc_req *rq)
+{
+	const struct osdc_pool *pool = NULL;
+	struct kmsgr_sqe sqe;
 	struct ctl_conn *c;
-	struct ctl_msg m;
-	__u64 tid = ++o->tid;	/* one request id for all its resends */
-	__u32 attempt;
+	__u64 now, left, wait;
+	unsigned int i;
+	int ret;
+
+	/* the pool may be gone since the last map */
+	for (i = 0; i < o->n_pools; i++)
+		if (o->pools[i].id == rq->pool_id)
+			pool = &o->pools[i];
+	if (!pool)
+		return -ENOENT;
+	ret = osdc_locate(o, pool, rq->oid, &rq->loc);
+	if (ret)
+		return ret;
+	rq->retry = false;
+	ret = osd_session(o, rq->loc.primary, &c);
+	if (ret == -EINTR && ctl_stopped())
+		return ret;
+	if (ret) {
+		req_again(o, rq, ret == -EHOSTDOWN ?
+			  "no OSD up for its placement group" :
+			  "cannot reach its primary OSD");
+		return 0;
+	}
+	rq->session = c->id;
+	ret = encode_mosdop(o, rq, &sqe);
+	if (ret)
+		return ret;
+	ret = ctl_queue(&sqe);
+	if (ret)
+		return ret;
+	rq->sending = true;
+	/* a round waits a third of the time left, at least 2 s */
+	now = ctl_now_ns();
+	left = rq->deadline > now ? rq->deadline - now : 0;
+	wait = left / 3 > 2 * NSEC_PER_SEC ? left / 3 : 2 * NSEC_PER_SEC;
+	rq->round_end = now + wait;
+	return 0;
+}
+
+int osdc_start(struct osdc *o, const struct osdc_pool *pool,
+	       struct osdc_req *rq)
+{
+	int ret;
+
+	if (strlen(rq->oid) > OSDC_OID_MAX)
+		return -ENAMETOOLONG;
+	if (rq->write && pool->full)
+		return -ENOSPC;
+	if (rq->slot >= o->n_slots || rq->n > 16)
+		return -EINVAL;
+	rq->pool_id = pool->id;
+	rq->tid = ++o->tid;	/* one request id for all its resends */
+	rq->attempt = 0;
+	rq->deadline = ctl_now_ns() + o->timeout_ns;
+	rq->sending = false;
+	rq->answered = false;
+	rq->retry = false;
+	rq->why = "no OSD up for its placement group";
+	rq->loc = (struct osdc_loc){ .pool = pool, .primary = -1 };
+	rq->next = o->reqs;
+	o->reqs = rq;
+	ret = req_send(o, rq);
+	if (ret) {
+		req_unlink(o, rq);
+		if (ret != -EINTR)
+			error("%s: %s", rq->oid, strerror(-ret));
+	}
+	return ret;
+}
+
+/* The round of resends: a fresh map, then each waiting request again. */
+static int resend_round(struct osdc *o)
+{
+	__u64 now = ctl_now_ns();
+	struct osdc_req *rq, *next;
+	int ret;
+
+	o->retry_at = 0;
+	ret = osdc_refresh(o);
+	if (ret)
+		return ret;
+	for (rq = o->reqs; rq; rq = next) {
+		next = rq->next;
+		if (!rq->retry)
+			continue;
+		if (rq->sending) {
+			/* its slot is still being read: the next round */
+			req_again(o, rq, rq->why);
+			continue;
+		}
+		if (now + NSEC_PER_SEC / 2 >= rq->deadline) {
+			error("%s: %s (osd.%d, map epoch %u) after %.1f s",
+			      rq->oid, rq->why, rq->loc.primary, o->epoch,
+			      (double)o->timeout_ns / 1e9);
+			req_finish(o, rq, -ETIMEDOUT);
+			continue;
+		}
+		rq->attempt++;
+		ret = req_send(o, rq);
+		if (ret == -EINTR)
+			return ret;
+		if (ret) {
+			if (ret != -ENOENT)
+				error("%s: %s", rq->oid, strerror(-ret));
+			req_finish(o, rq, ret);
+		}
+	}
+	return 0;
+}
+
+/* A CQE for us: a SEND's completion, a reply, a session's end. */
+static void osdc_handle(struct osdc *o, const struct kmsgr_cqe *cqe)
+{
+	const __u8 *buf = kmsgr_buf(ctl_k);
+	__u64 size = kmsgr_buf_size(ctl_k);
+	const struct kmsgr_slice *f = &cqe->seg[0], *d = &cqe->seg[2];
+	struct osdc_req *rq;
 	int ret, result;
 
-	if (strlen(oid) > OSDC_OID_MAX)
-		return -ENAMETOOLONG;
-	if (write && pool->full)
-		return -ENOSPC;
-	snprintf(poolname, sizeof(poolname), "%s", pool->name);
-	for (attempt = 0;; attempt++) {
-		if (attempt) {
-			/* pause between rounds, then a fresh map */
-			if (ctl_now_ns() + NSEC_PER_SEC / 2 >= deadline)
-				break;
-			usleep(500000);
-			if (ctl_stopped())
-				return -EINTR;
-			ret = osdc_refresh(o);
+	switch (cqe->kind) {
+	case KMSGR_CQE_SEND:
+	case KMSGR_CQE_OP:
+		if (!(cqe->user_data & OSDC_UDATA))
+			return;		/* a monitor command's, or a release */
+		rq = req_by_tid(o, cqe->user_data & ~OSDC_UDATA);
+		if (!rq)
+			return;
+		rq->sending = false;
+		if (cqe->res && !rq->answered && !rq->retry)
+			session_lost(o, cqe->session,
+				     "the session to its primary OSD ended");
+		else if (rq->answered)
+			req_finish(o, rq, rq->result);
+		return;
+	case KMSGR_CQE_EVENT:
+		if (cqe->event == KMSGR_EV_CLOSED ||
+		    cqe->event == KMSGR_EV_DOWN || cqe->event == KMSGR_EV_RESET)
+			session_lost(o, cqe->session,
+				     "the session to its primary OSD ended");
+		return;
+	case KMSGR_CQE_RECV:
+		break;
+	default:
+		return;
+	}
+	rq = cqe->type == MSG_OSD_OPREPLY ? req_by_tid(o, cqe->tid) : NULL;
+	if (!rq || rq->answered) {
+		ctl_queue_release(cqe);
+		return;
+	}
+	if ((__u64)f->off + f->len > size || (__u64)d->off + d->len > size)
+		ret = -EBADMSG;
+	else
+		ret = decode_reply(buf + f->off, f->len, buf + d->off, d->len,
+				   rq->ops, rq->n, &result);
+	ctl_queue_release(cqe);
+	if (ret) {
+		error("osd.%d: malformed MOSDOpReply", rq->loc.primary);
+		result = ret;
+	} else if (result == -EAGAIN) {
+		/* not the primary (yet): again on a new map */
+		if (!rq->retry)
+			req_again(o, rq, "its OSD was not primary");
+		return;
+	}
+	rq->answered = true;
+	rq->result = result;
+	rq->retry = false;
+	if (!rq->sending)
+		req_finish(o, rq, result);
+}
+
+/* The earliest time something is due: a resend round or a round's end. */
+static __u64 next_due(const struct osdc *o)
+{
+	const struct osdc_req *rq;
+	__u64 due = o->retry_at;
+
+	for (rq = o->reqs; rq; rq = rq->next)
+		if (!rq->retry && !rq->answered && (!due || rq->round_end < due))
+			due = rq->round_end;
+	return due;
+}
+
+int osdc_reap(struct osdc *o, __u64 deadline_ns, struct osdc_req **rqp)
+{
+	struct osdc_req *rq;
+	struct kmsgr_cqe cqe;
+	__u64 due, now;
+	int ret;
+
+	for (;;) {
+		if (o->done) {
+			*rqp = o->done;
+			o->done = o->done->next;
+			(*rqp)->next = NULL;
+			return 0;
+		}
+		if (!o->reqs)
+			return -ENOENT;
+		now = ctl_now_ns();
+		if (o->retry_at && now >= o->retry_at) {
+			ret = resend_round(o);
 			if (ret)
 				return ret;
-			/* the pool may be gone, and @pool is stale */
-			if (osdc_pool(o, poolname, &pool) ||
-			    pool->id != pool_id)
-				return -ENOENT;
-		}
-		ret = osdc_locate(o, pool, oid, &loc);
-		if (ret)
-			return ret;
-		if (loc_out)
-			*loc_out = loc;
-		ret = osd_session(o, loc.primary, &c);
-		if (ret == -EINTR && ctl_stopped())
-			return ret;
-		if (ret) {
-			why = ret == -EHOSTDOWN ?
-			      "no OSD up for its placement group" :
-			      "cannot reach its primary OSD";
 			continue;
 		}
-		ret = encode_mosdop(o, &loc, oid, ops, n, write, tid, attempt,
-				    &m);
-		if (ret)
-			return ret;
-		/* a round waits a third of the time left, at least 2 s */
-		left = deadline > ctl_now_ns() ? deadline - ctl_now_ns() : 0;
-		wait = left / 3 > 2 * NSEC_PER_SEC ? left / 3 :
-		       2 * NSEC_PER_SEC;
-		ret = ctl_call(c, &m, MSG_OSD_OPREPLY, false,
-			       ctl_now_ns() + wait, NULL, &r);
+		/* rounds that ended unanswered: their sessions are no use */
+		for (rq = o->reqs; rq; rq = rq->next)
+			if (!rq->retry && !rq->answered && now >= rq->round_end)
+				session_lost(o, rq->session,
+					     "its primary OSD did not answer");
+		if (deadline_ns && now >= deadline_ns)
+			return -ETIME;
+		due = next_due(o);
+		if (deadline_ns && (!due || deadline_ns < due))
+			due = deadline_ns;
+		ret = ctl_wait(&cqe, due);
+		if (ret == -ETIME)
+			continue;
 		if (ret == -EINTR && ctl_stopped())
 			return ret;
-		if (ret) {
-			/* no answer or the session ended: on a new map */
-			ctl_conn_close(c);
-			why = ret == -ETIME ? "its primary OSD did not answer" :
-			      "the session to its primary OSD ended";
+		if (ret == -EINTR)
 			continue;
-		}
-		ret = decode_reply(&r, ops, n, &result);
-		ctl_reply_free(&r);
-		if (ret) {
-			error("osd.%d: malformed MOSDOpReply", loc.primary);
+		if (ret)
 			return ret;
-		}
-		if (result == -EAGAIN)
-			continue;		/* not primary (yet): again */
-		return result;
+		osdc_handle(o, &cqe);
 	}
-	error("%s/%s: %s (osd.%d, map epoch %u) after %.1f s", poolname, oid,
-	      why, loc.primary, o->epoch, (double)o->timeout_ns / 1e9);
-	return -ETIMEDOUT;
+}
+
+int osdc_exec(struct osdc *o, const struct osdc_pool *pool, const char *oid,
+	      struct osdc_op *ops, unsigned int n, bool write,
+	      struct osdc_loc *loc)
+{
+	struct osdc_req rq = {
+		.oid = oid, .ops = ops, .n = n, .write = write, .slot = 0,
+	}, *done;
+	int ret;
+
+	ret = osdc_start(o, pool, &rq);
+	if (ret)
+		return ret;
+	do {
+		ret = osdc_reap(o, 0, &done);
+	} while (!ret && done != &rq);
+	if (ret) {
+		/* nothing may point at @rq once we return */
+		req_unlink(o, &rq);
+		return ret;
+	}
+	if (loc)
+		*loc = rq.loc;
+	return rq.result;
 }

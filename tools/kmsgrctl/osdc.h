@@ -61,6 +61,8 @@ struct osdc_pg {
 	int primary;
 };
 
+struct osdc_req;
+
 struct osdc {
 	struct ctl_conn *mon;	/* open session to a monitor */
 	struct ctl_conn osd_proto; /* how to open OSD sessions */
@@ -75,17 +77,58 @@ struct osdc {
 	struct osdc_pg *pgs;
 	unsigned int n_pgs;
 	__u64 timeout_ns;	/* per operation, retries included */
+	/* requests in flight, each with a slot of the tx area (osdc_start) */
+	unsigned int n_slots;
+	__u64 slot_data;	/* the most data one slot carries */
+	struct osdc_req *reqs;	/* in flight, newest first */
+	struct osdc_req *done;	/* finished, not yet reaped */
+	__u64 retry_at;		/* next round of resends (0: none due) */
 };
+
+/* The tx area osdc_init() wants for @slots requests of @data bytes. */
+__u64 osdc_tx_size(unsigned int slots, __u64 data);
 
 /* One operation on an object. */
 struct osdc_op {
 	__u16 op;		/* OSD_OP_* */
 	__u64 offset, length;	/* READ, WRITE, WRITEFULL */
-	const void *in;		/* WRITE, WRITEFULL: the bytes */
+	/* WRITE, WRITEFULL: the bytes (copied unless at osdc_slot_data()) */
+	const void *in;
+	/* READ: copy the bytes here (@length at most), not to a new @out */
+	void *dst;
 	/* out */
 	int rval;
 	__u8 *out;		/* malloc'd: READ's bytes, STAT's reply */
 	__u32 out_len;
+};
+
+/*
+ * A request: ops on one object, in flight from osdc_start() until
+ * osdc_reap() returns it.  Sent to the primary of its PG, and again on a
+ * fresh map when no answer comes, the session ends or the OSD says
+ * EAGAIN, under one request id, until @o's timeout.
+ */
+struct osdc_req {
+	/* set by the caller */
+	const char *oid;
+	struct osdc_op *ops;
+	unsigned int n;
+	bool write;
+	unsigned int slot;	/* its tx slot (< n_slots), its own */
+	void *priv;
+	/* out */
+	int result;		/* the OSD's result, or -ETIMEDOUT etc. */
+	struct osdc_loc loc;	/* where it went last */
+	/* osdc's own */
+	long long pool_id;
+	__u64 tid, deadline, round_end;
+	__u32 attempt;
+	__u32 session;		/* the session it was last sent on */
+	bool sending;		/* its SEND has not completed: slot busy */
+	bool answered;		/* MOSDOpReply in (result set) */
+	bool retry;		/* to be sent again in the next round */
+	const char *why;	/* why the last round failed */
+	struct osdc_req *next;
 };
 
 __u32 ceph_str_hash_rjenkins(const char *s, size_t len);
@@ -93,9 +136,12 @@ __u32 ceph_stable_mod(__u32 x, __u32 b, __u32 bmask);
 
 /*
  * Start on the monitor session @mon (open): the fsid and the map.  OSD
- * sessions are opened like @mon, with @timeout_ns per operation.
+ * sessions are opened like @mon, with @timeout_ns per operation; @slots
+ * requests of up to @slot_data bytes each may be in flight, in a tx area
+ * of osdc_tx_size(@slots, @slot_data) bytes.
  */
-int osdc_init(struct osdc *o, struct ctl_conn *mon, __u64 timeout_ns);
+int osdc_init(struct osdc *o, struct ctl_conn *mon, __u64 timeout_ns,
+	      unsigned int slots, __u64 slot_data);
 void osdc_fini(struct osdc *o);
 
 /*
@@ -116,6 +162,24 @@ int osdc_pool(struct osdc *o, const char *name, const struct osdc_pool **p);
 /* Where @oid of @pool is now. */
 int osdc_locate(struct osdc *o, const struct osdc_pool *pool,
 		const char *oid, struct osdc_loc *loc);
+
+/* Where slot @slot's data goes in the buffer area (osdc_op.in). */
+void *osdc_slot_data(const struct osdc *o, unsigned int slot);
+
+/*
+ * Send @rq on its way (ops on @rq->oid of @pool).  0: in flight until
+ * osdc_reap() returns it; or -errno when it cannot start (printed unless
+ * the pool is full: -ENOSPC).
+ */
+int osdc_start(struct osdc *o, const struct osdc_pool *pool,
+	       struct osdc_req *rq);
+/*
+ * Wait until @deadline_ns (0: none) for a request to finish: 0 with it in
+ * *@rqp (its result in ->result, failures printed), -ETIME, -EINTR (a
+ * signal to stop), or another -errno that ends every request (a map
+ * that cannot be read).  -ENOENT when nothing is in flight.
+ */
+int osdc_reap(struct osdc *o, __u64 deadline_ns, struct osdc_req **rqp);
 
 /*
  * Run @n ops on @oid of @pool at its primary (@write: they modify it).

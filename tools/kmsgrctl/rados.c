@@ -7,6 +7,8 @@
  *   rados get POOL OBJECT [FILE]   reads of 4 MiB until a short one
  *   rados stat POOL OBJECT         size and mtime
  *   rados rm POOL OBJECT           delete
+ *   rados bench POOL SECONDS write|seq|rand [-b SIZE] [-t DEPTH]
+ *                                  rados_bench.c
  *
  * The object client itself is osdc.c.
  *
@@ -22,10 +24,21 @@
 
 #include "cephenc.h"
 #include "osdc.h"
+#include "rados.h"
 
 enum {
 	OPT_HELP = CEPH_OPT_NEXT,
+	OPT_NO_CLEANUP,
+	OPT_NO_VERIFY,
+	OPT_RUN_NAME,
 };
+
+/*
+ * rados bench: -t at most; the buffer area (DEPTH objects to send, twice
+ * DEPTH replies to read) within the module's default max_buf_size
+ */
+#define BENCH_DEPTH_MAX		64
+#define BENCH_AREA_MAX		(240ULL << 20)
 
 static void rados_usage(FILE *f)
 {
@@ -34,6 +47,8 @@ static void rados_usage(FILE *f)
 		"       %s rados get POOL OBJECT [FILE] [OPTS]\n"
 		"       %s rados stat POOL OBJECT [OPTS]\n"
 		"       %s rados rm POOL OBJECT [OPTS]\n"
+		"       %s rados bench POOL SECONDS write|seq|rand [-b SIZE] [-t DEPTH]\n"
+		"                [--no-cleanup] [--no-verify] [--run-name NAME] [OPTS]\n"
 		"OPTS := [-c|--conf FILE] [-m|--mon-host ADDR] [-n|--name client.ID]\n"
 		"        [--id ID] [--timeout S] [--transport tcp|rdma]\n"
 		"\n"
@@ -44,15 +59,24 @@ static void rados_usage(FILE *f)
 		"get: the object into FILE (default or \"-\": standard output).\n"
 		"stat: prints \"POOL/OBJECT mtime TIME, size BYTES\" as rados does.\n"
 		"rm: removes the object.\n"
+		"bench: DEPTH (-t, default 16) requests of SIZE bytes (-b, default\n"
+		"4 MiB) in flight for SECONDS, printed as rados bench prints;\n"
+		"write leaves its objects and the metadata object NAME (default\n"
+		"%s) for seq and rand with --no-cleanup.\n"
 		"-j prints what was done as JSON, with the object's placement (pgid,\n"
 		"raw_pgid, primary OSD, map epoch).  --timeout bounds each monitor\n"
 		"step and each operation, resends on a new map included (default\n"
 		"10 s).  The monitor and the entity are found as for \"%s mon\";\n"
 		"auth none only for now (cephx to OSDs needs service tickets).\n",
-		progname, progname, progname, progname, progname);
+		progname, progname, progname, progname, progname,
+		RADOS_BENCH_RUN_NAME, progname);
 }
 
-static const char *const rados_verbs[] = { "put", "get", "stat", "rm" };
+static const char *const rados_verbs[] = {
+	"put", "get", "stat", "rm", "bench",
+};
+
+static const char *const bench_modes[] = { "write", "seq", "rand" };
 
 /* Read all of @fd (a file or a pipe) into a malloc'd buffer. */
 static int read_all(int fd, __u8 **out, size_t *len)
@@ -287,7 +311,8 @@ static int rados_rm(struct osdc *o, const struct osdc_pool *pool,
 }
 
 static int rados_run(struct ceph_cli *cli, const char *verb,
-		     const char *pool_name, const char *oid, const char *file)
+		     const char *pool_name, const char *oid, const char *file,
+		     const struct rados_bench_opts *b)
 {
 	const struct osdc_pool *pool;
 	struct osdc o;
@@ -296,7 +321,12 @@ static int rados_run(struct ceph_cli *cli, const char *verb,
 	ret = ctl_conn_open(&cli->conn);
 	if (ret)
 		return ret;
-	ret = osdc_init(&o, &cli->conn, cli->conn.timeout_ns);
+	if (b)
+		ret = osdc_init(&o, &cli->conn, cli->conn.timeout_ns, b->depth,
+				b->size > 4096 ? b->size : 4096);
+	else
+		ret = osdc_init(&o, &cli->conn, cli->conn.timeout_ns, 1,
+				OSDC_OP_MAX);
 	if (ret)
 		goto out;
 	ret = osdc_pool(&o, pool_name, &pool);
@@ -304,7 +334,9 @@ static int rados_run(struct ceph_cli *cli, const char *verb,
 		error("pool \"%s\" does not exist", pool_name);
 		goto out;
 	}
-	if (!strcmp(verb, "put"))
+	if (b)
+		ret = rados_bench(&o, pool, b);
+	else if (!strcmp(verb, "put"))
 		ret = rados_put(&o, pool, oid, file);
 	else if (!strcmp(verb, "get"))
 		ret = rados_get(&o, pool, oid, file);
@@ -313,7 +345,7 @@ static int rados_run(struct ceph_cli *cli, const char *verb,
 	else
 		ret = rados_rm(&o, pool, oid);
 	/* osdc_exec printed its own failures; the OSD's answers are ours */
-	if (ret && ret != -ETIMEDOUT && ret != -EINTR)
+	if (ret && !b && ret != -ETIMEDOUT && ret != -EINTR)
 		error("%s %s/%s: %s", verb, pool_name, oid, strerror(-ret));
 out:
 	osdc_fini(&o);
@@ -321,17 +353,57 @@ out:
 	return ret;
 }
 
+/* rados bench's arguments: SECONDS MODE, -b and -t checked. */
+static int bench_args(char **args, struct rados_bench_opts *b)
+{
+	size_t i;
+
+	if (ctl_parse_secs(args[0], &b->seconds_ns) || !b->seconds_ns) {
+		error("rados bench: bad SECONDS \"%s\"", args[0]);
+		return -EINVAL;
+	}
+	b->mode = NULL;
+	for (i = 0; i < ARRAY_SIZE(bench_modes); i++)
+		if (!strcmp(args[1], bench_modes[i]))
+			b->mode = bench_modes[i];
+	if (!b->mode) {
+		error("rados bench: mode \"%s\": write, seq or rand", args[1]);
+		return -EINVAL;
+	}
+	if (3 * (__u64)b->depth * (b->size + 8192) > BENCH_AREA_MAX) {
+		error("rados bench: -t %u of -b %llu wants more than %llu MiB of buffer area",
+		      b->depth, (unsigned long long)b->size,
+		      BENCH_AREA_MAX >> 20);
+		return -EINVAL;
+	}
+	if (strlen(b->run_name) > OSDC_OID_MAX) {
+		error("rados bench: --run-name longer than %u bytes",
+		      OSDC_OID_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cmd_rados(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		CEPH_CLI_LONGOPTS,
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "no-cleanup", no_argument, NULL, OPT_NO_CLEANUP },
+		{ "no-verify", no_argument, NULL, OPT_NO_VERIFY },
+		{ "run-name", required_argument, NULL, OPT_RUN_NAME },
 		{ NULL, 0, NULL, 0 },
+	};
+	struct rados_bench_opts bench = {
+		.size = OSDC_OP_MAX, .depth = 16, .cleanup = true,
+		.verify = true, .run_name = RADOS_BENCH_RUN_NAME,
 	};
 	const char *verb = NULL, *file = NULL;
 	char abuf[512], kbuf[1024];
 	struct ceph_cli cli;
 	int c, nargs, want, ret;
+	bool is_bench;
+	__u64 v;
 	size_t i;
 
 	if (argc < 1 || !strcmp(argv[0], "help") || !strcmp(argv[0], "-h") ||
@@ -348,10 +420,11 @@ int cmd_rados(int argc, char **argv)
 		      verb ? "ambiguous" : "unknown", argv[0], progname);
 		return EXIT_USAGE;
 	}
+	is_bench = !strcmp(verb, "bench");
 
 	ceph_cli_init(&cli);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, CEPH_CLI_SHORTOPTS "h", lopts,
+	while ((c = getopt_long(argc, argv, CEPH_CLI_SHORTOPTS "hb:t:", lopts,
 				NULL)) != -1) {
 		ret = ceph_cli_opt(&cli, c, optarg);
 		if (ret < 0)
@@ -362,28 +435,67 @@ int cmd_rados(int argc, char **argv)
 			rados_usage(stdout);
 			return EXIT_SUCCESS;
 		}
-		ctl_bad_option("rados", argv);
-		return EXIT_USAGE;
+		if (!is_bench || c == '?') {
+			ctl_bad_option("rados", argv);
+			return EXIT_USAGE;
+		}
+		switch (c) {
+		case 'b':
+			if (ctl_parse_size(optarg, 1, OSDC_OP_MAX, &v)) {
+				error("rados bench: bad -b \"%s\" (1 to %u bytes)",
+				      optarg, OSDC_OP_MAX);
+				return EXIT_USAGE;
+			}
+			bench.size = v;
+			break;
+		case 't':
+			if (ctl_parse_size(optarg, 1, BENCH_DEPTH_MAX, &v)) {
+				error("rados bench: bad -t \"%s\" (1 to %u)",
+				      optarg, BENCH_DEPTH_MAX);
+				return EXIT_USAGE;
+			}
+			bench.depth = (unsigned int)v;
+			break;
+		case OPT_NO_CLEANUP:
+			bench.cleanup = false;
+			break;
+		case OPT_NO_VERIFY:
+			bench.verify = false;
+			break;
+		case OPT_RUN_NAME:
+			bench.run_name = optarg;
+			break;
+		}
 	}
 	nargs = argc - optind;
-	want = !strcmp(verb, "put") || !strcmp(verb, "get") ? 3 : 2;
-	if (nargs < 2 || nargs > want) {
-		error("rados %s wants POOL OBJECT%s", verb,
-		      want == 3 ? " [FILE]" : "");
-		return EXIT_USAGE;
+	if (is_bench) {
+		if (nargs != 3) {
+			error("rados bench wants POOL SECONDS write|seq|rand");
+			return EXIT_USAGE;
+		}
+		if (bench_args(argv + optind + 1, &bench))
+			return EXIT_USAGE;
+	} else {
+		want = !strcmp(verb, "put") || !strcmp(verb, "get") ? 3 : 2;
+		if (nargs < 2 || nargs > want) {
+			error("rados %s wants POOL OBJECT%s", verb,
+			      want == 3 ? " [FILE]" : "");
+			return EXIT_USAGE;
+		}
+		if (strlen(argv[optind + 1]) > OSDC_OID_MAX) {
+			error("rados %s: object name longer than %u bytes",
+			      verb, OSDC_OID_MAX);
+			return EXIT_USAGE;
+		}
+		if (nargs == 3)
+			file = argv[optind + 2];
 	}
 	if (!argv[optind][0] || !argv[optind + 1][0]) {
-		error("rados %s: empty %s name", verb,
-		      argv[optind][0] ? "object" : "pool");
+		error("rados %s: empty %s", verb,
+		      argv[optind][0] ? (is_bench ? "SECONDS" : "object name") :
+		      "pool name");
 		return EXIT_USAGE;
 	}
-	if (strlen(argv[optind + 1]) > OSDC_OID_MAX) {
-		error("rados %s: object name longer than %u bytes", verb,
-		      OSDC_OID_MAX);
-		return EXIT_USAGE;
-	}
-	if (nargs == 3)
-		file = argv[optind + 2];
 	if (cli.conn.keyring && cli.conn.key_desc) {
 		error("--keyring and --key-desc both name the key: give one");
 		return EXIT_USAGE;
@@ -401,10 +513,25 @@ int cmd_rados(int argc, char **argv)
 	}
 
 	ctl_catch_signals();
-	/* tx: one front and one op's data; pool: a read's reply, twice */
-	if (ctl_setup(16, 4096 + OSDC_OP_MAX, 2 * (OSDC_OP_MAX + (1 << 20))))
+	/*
+	 * tx: a slot per request in flight; pool: twice the replies of all
+	 * of them (objects when reading), and a monitor's
+	 */
+	if (is_bench)
+		ret = ctl_setup(2 * bench.depth + 16,
+				osdc_tx_size(bench.depth, bench.size > 4096 ?
+					     bench.size : 4096),
+				2 * (bench.depth * (4096 +
+				     (strcmp(bench.mode, "write") ?
+				      bench.size : 0)) + (1 << 20)));
+	else
+		ret = ctl_setup(16, osdc_tx_size(1, OSDC_OP_MAX),
+				2 * (OSDC_OP_MAX + (1 << 20)));
+	if (ret)
 		return EXIT_FAILURE;
-	ret = rados_run(&cli, verb, argv[optind], argv[optind + 1], file);
+	ret = rados_run(&cli, verb, argv[optind],
+			is_bench ? NULL : argv[optind + 1], file,
+			is_bench ? &bench : NULL);
 	ctl_teardown();
 	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
 }
