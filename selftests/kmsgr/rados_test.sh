@@ -3,7 +3,7 @@
 #
 # rados_test.sh - object data to and from real Ceph OSDs over kmsgr:
 # "kmsgrctl rados" against librados and the rados tool, on an auth none
-# cluster with two memstore OSDs and a pool "kmsgr" of size 2: the one in
+# cluster with three memstore OSDs and a pool "kmsgr" of size 2: the one in
 # directory $KMSGR_RADOS_CEPH (run_guest.sh's, started by
 # selftests/msgr2/ceph_cluster.sh start + osds), else one of its own
 # (run_guest.sh runs this with kmsgr.ko loaded):
@@ -17,7 +17,9 @@
 #     flight: the rados tool sees what write wrote, reads check every
 #     byte, a changed object fails seq, write cleans up after itself;
 #   - a pool that does not exist, an object that does not exist and OSDs
-#     that stop answering (SIGSTOP) give clear errors within the timeout.
+#     that stop answering (SIGSTOP) give clear errors within the timeout;
+#   - an OSD killed (SIGKILL) under a bench write: every request finishes
+#     on the new map, and all objects read back intact.
 #
 # Prints TAP; exit status 0 when all passed.
 
@@ -62,15 +64,15 @@ comment() {
 t0=$(date +%s)
 if [ -n "$own" ]; then
 	if ! "$CLUSTER" start none "$dir" >"$tmp/cluster.log" 2>&1 ||
-		! "$CLUSTER" osds "$dir" 2 kmsgr 2 >>"$tmp/cluster.log" 2>&1; then
+		! "$CLUSTER" osds "$dir" 3 kmsgr 2 >>"$tmp/cluster.log" 2>&1; then
 		comment "$tmp/cluster.log"
-		tap 1 "a mon and 2 memstore OSDs with pool kmsgr (size 2) start"
+		tap 1 "a mon and 3 memstore OSDs with pool kmsgr (size 2) start"
 		echo "1..$n"
 		exit 1
 	fi
 fi
 ls "$dir"/osd-*/osd.pid >/dev/null 2>&1 && [ -f "$dir/ceph.conf" ]
-tap $? "a mon and 2 memstore OSDs with pool kmsgr (size 2) ($(($(date +%s) - t0)) s to start)"
+tap $? "a mon and $(ls -d "$dir"/osd-* | wc -l) memstore OSDs with pool kmsgr (size 2) ($(($(date +%s) - t0)) s to start)"
 export CEPH_CONF=$dir/ceph.conf
 
 # Sizes: the edges (empty, one byte, around a page, one op, above one op),
@@ -246,6 +248,41 @@ case $out in *"did not answer"* | *"cannot reach"*) [ $rc -eq 1 ] && [ $dt -le 2
 tap $? "OSDs stopped (SIGSTOP): kmsgrctl rados stat fails with a clear error after its 6 s timeout (took $dt s, exit $rc)"
 out=$(timeout 60 "$K" rados stat kmsgr k1 2>&1)
 tap $? "after SIGCONT the same stat works: $out"
+
+# --- an OSD killed mid-run ----------------------------------------------------------
+# Three OSDs, pool size 2: a bench write with 8 requests in flight; an OSD
+# is killed (SIGKILL) after 4 s; the mon marks it down (its peers see the
+# connection refused), the PGs move, and every request still in flight or
+# sent to it is sent again on the new map: the run ends with no failed
+# write, and a seq read over what it wrote checks every byte.
+osds=$(ls -d "$dir"/osd-* 2>/dev/null | wc -l)
+if [ "$osds" -lt 3 ]; then
+	tap 1 "an OSD killed mid-run: the cluster has $osds OSDs, not 3"
+else
+	victim=$(cat "$dir/osd-1/osd.pid")
+	"$K" rados bench kmsgr 14 write -b 65536 -t 8 --no-cleanup \
+		--run-name killrun --timeout 60 >"$tmp/kill.out" 2>"$tmp/kill.err" &
+	bpid=$!
+	sleep 4
+	kill -KILL "$victim"
+	t0=$(date +%s)
+	timeout 200 tail --pid="$bpid" -f /dev/null
+	wait "$bpid"
+	rc=$?
+	wrote=$(sed -n 's/^Total writes made: *\([0-9]*\)$/\1/p' "$tmp/kill.out")
+	resent=$(sed -n 's/^Resends: *\([0-9]*\)$/\1/p' "$tmp/kill.out")
+	grep -E "^ +[0-9]+ |^Total|^Resends" "$tmp/kill.out" | sed 's/^/# /'
+	sort "$tmp/kill.err" | uniq -c | sort -rn | head -n 5 | sed 's/^/# stderr: /'
+	[ $rc -eq 0 ] && [ "${wrote:-0}" -gt 0 ] && [ "${resent:-0}" -gt 0 ]
+	tap $? "osd.1 killed 4 s into a bench write (-t 8): the write finishes, ${wrote:-no} writes, ${resent:-no} requests resent on a new map ($(($(date +%s) - t0)) s after the kill)"
+	out=$("$K" rados bench kmsgr 120 seq -b 65536 -t 8 --run-name killrun \
+		--timeout 60 2>&1)
+	rc=$?
+	got=$(echo "$out" | sed -n 's/^Total reads made: *\([0-9]*\)$/\1/p')
+	echo "$out" | grep -E "^Total|^Resends|rror|kmsgr:" | head -n 5 | sed 's/^/# /'
+	[ $rc -eq 0 ] && [ "${got:-0}" = "${wrote:-x}" ]
+	tap $? "after the kill, seq reads all ${wrote:-no} objects back on two OSDs, every byte checked (${got:-no} read)"
+fi
 
 echo "1..$n"
 [ "$failed" -eq 0 ]

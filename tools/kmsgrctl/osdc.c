@@ -301,13 +301,13 @@ int osdc_refresh(struct osdc *o)
 	return ret;
 }
 
-int osdc_pool(struct osdc *o, const char *name, const struct osdc_pool **p)
+int osdc_pool(struct osdc *o, const char *name, struct osdc_pool *p)
 {
 	unsigned int i;
 
 	for (i = 0; i < o->n_pools; i++) {
 		if (!strcmp(o->pools[i].name, name)) {
-			*p = &o->pools[i];
+			*p = o->pools[i];
 			return 0;
 		}
 	}
@@ -363,7 +363,7 @@ static int pg_primary(struct osdc *o, const struct osdc_pool *pool, __u32 ps,
 int osdc_locate(struct osdc *o, const struct osdc_pool *pool,
 		const char *oid, struct osdc_loc *loc)
 {
-	loc->pool = pool;
+	loc->pool = pool->id;
 	loc->hash = ceph_str_hash_rjenkins(oid, strlen(oid));
 	loc->ps = ceph_stable_mod(loc->hash, pool->pg_num, pool->pg_mask);
 	loc->epoch = o->epoch;
@@ -502,7 +502,7 @@ static int encode_mosdop(const struct osdc *o, const struct osdc_req *rq,
 	/* spg_t: pg_t (v1: pool, seed, preferred -1) and shard -1 */
 	cenc_start(&e, 1, 1, 18);
 	cenc_u8(&e, 1);
-	cenc_le64(&e, (__u64)loc->pool->id);
+	cenc_le64(&e, (__u64)loc->pool);
 	cenc_le32(&e, loc->ps);
 	cenc_le32(&e, (__u32)-1);
 	cenc_u8(&e, 0xff);
@@ -528,7 +528,7 @@ static int encode_mosdop(const struct osdc *o, const struct osdc_req *rq,
 	cenc_le32(&e, rq->write ? (__u32)now.tv_nsec : 0);
 	/* object_locator_t v5: pool, preferred -1, key "", namespace "" */
 	cenc_start(&e, 5, 4, 20);
-	cenc_le64(&e, (__u64)loc->pool->id);
+	cenc_le64(&e, (__u64)loc->pool);
 	cenc_le32(&e, (__u32)-1);
 	cenc_le32(&e, 0);
 	cenc_le32(&e, 0);
@@ -738,7 +738,7 @@ int osdc_start(struct osdc *o, const struct osdc_pool *pool,
 	rq->answered = false;
 	rq->retry = false;
 	rq->why = "no OSD up for its placement group";
-	rq->loc = (struct osdc_loc){ .pool = pool, .primary = -1 };
+	rq->loc = (struct osdc_loc){ .pool = pool->id, .primary = -1 };
 	rq->next = o->reqs;
 	o->reqs = rq;
 	ret = req_send(o, rq);
@@ -778,6 +778,7 @@ static int resend_round(struct osdc *o)
 			continue;
 		}
 		rq->attempt++;
+		o->resends++;
 		ret = req_send(o, rq);
 		if (ret == -EINTR)
 			return ret;

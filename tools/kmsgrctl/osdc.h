@@ -48,7 +48,7 @@ struct osdc_osd {
 
 /* An object's place in the cluster at map epoch @epoch. */
 struct osdc_loc {
-	const struct osdc_pool *pool;
+	long long pool;		/* its id */
 	__u32 hash;		/* rjenkins of the name: the "raw" pg */
 	__u32 ps;		/* placement seed: the PG within the pool */
 	int primary;		/* OSD id, -1 when none is up */
@@ -83,6 +83,7 @@ struct osdc {
 	struct osdc_req *reqs;	/* in flight, newest first */
 	struct osdc_req *done;	/* finished, not yet reaped */
 	__u64 retry_at;		/* next round of resends (0: none due) */
+	__u64 resends;		/* requests sent again, all rounds */
 };
 
 /* The tx area osdc_init() wants for @slots requests of @data bytes. */
@@ -156,8 +157,11 @@ int osdc_mon_command(struct osdc *o, const char *cmd, char **out, char *rs,
 /* Read the map again (`osd dump`); forgets cached PG primaries. */
 int osdc_refresh(struct osdc *o);
 
-/* The pool called @name: 0, or -ENOENT. */
-int osdc_pool(struct osdc *o, const char *name, const struct osdc_pool **p);
+/*
+ * The pool called @name, copied to @p (the map's own copy goes with the
+ * next refresh, which any operation may do): 0, or -ENOENT.
+ */
+int osdc_pool(struct osdc *o, const char *name, struct osdc_pool *p);
 
 /* Where @oid of @pool is now. */
 int osdc_locate(struct osdc *o, const struct osdc_pool *pool,

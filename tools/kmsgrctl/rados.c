@@ -134,9 +134,9 @@ static void json_placement(const struct osdc_loc *loc)
 {
 	char pg[64];
 
-	snprintf(pg, sizeof(pg), "%lld.%x", loc->pool->id, loc->ps);
+	snprintf(pg, sizeof(pg), "%lld.%x", loc->pool, loc->ps);
 	jw_string("pgid", pg);
-	snprintf(pg, sizeof(pg), "%lld.%x", loc->pool->id, loc->hash);
+	snprintf(pg, sizeof(pg), "%lld.%x", loc->pool, loc->hash);
 	jw_string("raw_pgid", pg);
 	jw_u64("primary", (__u64)(long long)loc->primary);
 	jw_u64("epoch", loc->epoch);
@@ -314,7 +314,7 @@ static int rados_run(struct ceph_cli *cli, const char *verb,
 		     const char *pool_name, const char *oid, const char *file,
 		     const struct rados_bench_opts *b)
 {
-	const struct osdc_pool *pool;
+	struct osdc_pool pool;
 	struct osdc o;
 	int ret;
 
@@ -335,15 +335,15 @@ static int rados_run(struct ceph_cli *cli, const char *verb,
 		goto out;
 	}
 	if (b)
-		ret = rados_bench(&o, pool, b);
+		ret = rados_bench(&o, &pool, b);
 	else if (!strcmp(verb, "put"))
-		ret = rados_put(&o, pool, oid, file);
+		ret = rados_put(&o, &pool, oid, file);
 	else if (!strcmp(verb, "get"))
-		ret = rados_get(&o, pool, oid, file);
+		ret = rados_get(&o, &pool, oid, file);
 	else if (!strcmp(verb, "stat"))
-		ret = rados_stat(&o, pool, oid);
+		ret = rados_stat(&o, &pool, oid);
 	else
-		ret = rados_rm(&o, pool, oid);
+		ret = rados_rm(&o, &pool, oid);
 	/* osdc_exec printed its own failures; the OSD's answers are ours */
 	if (ret && !b && ret != -ETIMEDOUT && ret != -EINTR)
 		error("%s %s/%s: %s", verb, pool_name, oid, strerror(-ret));

@@ -165,7 +165,8 @@ static void rb_sec_stats(const struct rb_stats *st, double out[4])
 
 static void rb_report(const struct rados_bench_opts *b,
 		      const struct rb_stats *st, double secs,
-		      const struct rb_cpu *c0, const struct rb_cpu *c1)
+		      const struct rb_cpu *c0, const struct rb_cpu *c1,
+		      __u64 resends)
 {
 	double mb = 1048576.0 / (double)b->size, iops[4], lat_avg = 0,
 	       lat_sd = 0, n = (double)st->finished, user, sys, all;
@@ -205,6 +206,7 @@ static void rb_report(const struct rados_bench_opts *b,
 		jw_double("self_sys", sys);
 		jw_double("all", all);
 		jw_close('}');
+		jw_u64("resends", resends);
 		jw_close('}');
 		return;
 	}
@@ -232,6 +234,8 @@ static void rb_report(const struct rados_bench_opts *b,
 	printf("Min latency(s):         %.6f\n", st->lat_min);
 	printf("CPU per op (us):        self user %.1f, self sys %.1f, all CPUs %.1f\n",
 	       user, sys, all);
+	/* not in rados' report: requests sent again on a new map */
+	printf("Resends:                %llu\n", (unsigned long long)resends);
 }
 
 /* Read the metadata object: how many objects of which size and prefix. */
@@ -525,7 +529,7 @@ int rados_bench(struct osdc *o, const struct osdc_pool *pool,
 		ret = err;
 		goto out;
 	}
-	rb_report(b, &st, (double)(t1 - t0) / 1e9, &c0, &c1);
+	rb_report(b, &st, (double)(t1 - t0) / 1e9, &c0, &c1, o->resends);
 	ret = err;
 	if (w && !ret && !b->cleanup)
 		ret = rb_write_metadata(o, pool, b->run_name, next, b->size,
