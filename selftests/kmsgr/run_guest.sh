@@ -29,8 +29,11 @@
 # KMSGR_CYCLES (default 100), KMSGR_CYCLE_OPENS (default 100),
 # KMSGR_NO_CEPH=1 (kmsgr_ceph_test starts its own clusters, if any),
 # KMSGR_NO_INSTALL=1 (leave out the install tests: make check-debug),
-# KMSGR_NO_CEPH_CLI=1 (leave out ceph -s against kmsgr listeners: the
-# slub_debug pass, where the same listener paths run with kmsgrctl), and
+# KMSGR_NO_CEPH_PEERS=1 (leave out everything that talks to real Ceph
+# daemons and tools: ceph -s against kmsgr listeners, kmsgrctl mon against
+# a ceph-mon, kmsgr_ceph_test, rados_test.sh, and the clusters they need;
+# the slub_debug pass, where the same kernel paths run against kmsgr's own
+# peers), and
 # the knobs of the harness programs (KMSGR_TCP_MSGS, ...; see their heads).
 
 set -u
@@ -271,6 +274,7 @@ in_list() {
 ceph_start() {
 	ceph_none="" ceph_cephx=""
 	[ "${KMSGR_NO_CEPH:-0}" = 1 ] && return
+	[ "${KMSGR_NO_CEPH_PEERS:-0}" = 1 ] && return
 	command -v ceph-mon >/dev/null 2>&1 || return
 	# the none cluster gets three OSDs and pool "kmsgr" (size 2) for
 	# rados_test.sh
@@ -1151,7 +1155,7 @@ check "kmsgrctl echo listener serves ${KMSGR_ECHO_MSGS:-20000} messages, every e
 check "kmsgrctl bench: ping-pong and lossless one-way against an echo listener report rate, latency and CPU per message (text and JSON)" bench_test
 check "kmsgrctl over rdma: lossless cephx echo listener, 1 MiB one-way pulled with RDMA READ, secure ping-pong, a wrong key refused" rdma_cli_test
 kernel_quiet_since "echo-listener"
-if [ "${KMSGR_NO_CEPH_CLI:-0}" != 1 ]; then
+if [ "${KMSGR_NO_CEPH_PEERS:-0}" != 1 ]; then
 	check "ceph -s reaches READY against a kmsgr listener presenting a mon (and not against one presenting a client)" ceph_client_test
 	check "ceph -s with a keyring completes cephx against a kmsgr listener (crc and secure; another key is refused)" ceph_cephx_client_test
 fi
@@ -1167,13 +1171,15 @@ for prog in "$BIN"/*_test; do
 	name=${prog##*/}
 	in_list "$name" "$LEAK_TESTS $LATE_TESTS" || run_harness "$prog"
 done
-ceph_wait
-check "kmsgrctl mon as the ceph CLI: mon host and keyring from the conf (-c, CEPH_CONF), auth none where it says so, --id, -m with a host name or an address vector" mon_conf_test
-for name in $LATE_TESTS; do
-	run_harness "$BIN/$name"
-done
+if [ "${KMSGR_NO_CEPH_PEERS:-0}" != 1 ]; then
+	ceph_wait
+	check "kmsgrctl mon as the ceph CLI: mon host and keyring from the conf (-c, CEPH_CONF), auth none where it says so, --id, -m with a host name or an address vector" mon_conf_test
+	for name in $LATE_TESTS; do
+		run_harness "$BIN/$name"
+	done
+fi
 # object data to and from the OSDs: kmsgrctl rados against librados
-if [ "${KMSGR_RADOS_OBJS:-1000}" != 0 ]; then
+if [ "${KMSGR_RADOS_OBJS:-1000}" != 0 ] && [ "${KMSGR_NO_CEPH_PEERS:-0}" != 1 ]; then
 	t0=$(date +%s)
 	KMSGR_RADOS_CEPH=${KMSGR_CEPH_NONE:-} \
 		run_harness "$TOP/selftests/kmsgr/rados_test.sh"

@@ -342,7 +342,7 @@ static void print_usage(FILE *f)
 		"  key add --keyring FILE        a keyring's secret as a kernel logon key\n"
 		"  mon ping|version|map [ADDR]   ask a Ceph monitor (MPing, MMonGetVersion, MMonGetMap;\n"
 		"                                ADDR, -m or ceph.conf's mon host, as ceph does)\n"
-		"  rados put|get|stat|rm POOL OBJECT [FILE]\n"
+		"  rados put|get|stat|rm POOL OBJECT [FILE] [OBJECT FILE]...\n"
 		"                                objects on a Ceph cluster's OSDs (auth none)\n"
 		"  rados bench POOL SECONDS write|seq|rand [-b SIZE] [-t DEPTH]\n"
 		"                                rados bench over kmsgr sessions\n"

@@ -45,6 +45,7 @@ static void rados_usage(FILE *f)
 	fprintf(f,
 		"Usage: %s rados put POOL OBJECT [FILE] [OPTS]\n"
 		"       %s rados get POOL OBJECT [FILE] [OPTS]\n"
+		"       %s rados put|get POOL OBJECT FILE OBJECT FILE... [-t DEPTH] [OPTS]\n"
 		"       %s rados stat POOL OBJECT [OPTS]\n"
 		"       %s rados rm POOL OBJECT [OPTS]\n"
 		"       %s rados bench POOL SECONDS write|seq|rand [-b SIZE] [-t DEPTH]\n"
@@ -59,6 +60,8 @@ static void rados_usage(FILE *f)
 		"get: the object into FILE (default or \"-\": standard output).\n"
 		"stat: prints \"POOL/OBJECT mtime TIME, size BYTES\" as rados does.\n"
 		"rm: removes the object.\n"
+		"put and get of several OBJECT FILE pairs: DEPTH (-t, default 8)\n"
+		"objects at a time in one process; -j prints a line per object.\n"
 		"bench: DEPTH (-t, default 16) requests of SIZE bytes (-b, default\n"
 		"4 MiB) in flight for SECONDS, printed as rados bench prints;\n"
 		"write leaves its objects and the metadata object NAME (default\n"
@@ -68,7 +71,7 @@ static void rados_usage(FILE *f)
 		"step and each operation, resends on a new map included (default\n"
 		"10 s).  The monitor and the entity are found as for \"%s mon\";\n"
 		"auth none only for now (cephx to OSDs needs service tickets).\n",
-		progname, progname, progname, progname, progname,
+		progname, progname, progname, progname, progname, progname,
 		RADOS_BENCH_RUN_NAME, progname);
 }
 
@@ -310,9 +313,205 @@ static int rados_rm(struct osdc *o, const struct osdc_pool *pool,
 	return ret;
 }
 
+/* One object of a batch put or get, and where it stands. */
+struct batch_job {
+	const char *oid, *path;
+	__u8 *data;		/* put: the file's bytes */
+	size_t len;		/* put: their length */
+	int fd;			/* get: the file being written */
+	__u64 off;		/* bytes done */
+};
+
+struct batch_slot {
+	struct osdc_req rq;
+	struct osdc_op op;
+	struct batch_job *job;
+};
+
+/* Send @s's next op for its job: a write (-full first) or a read. */
+static int batch_next(struct osdc *o, const struct osdc_pool *pool,
+		      struct batch_slot *s, unsigned int slot, bool put)
+{
+	struct batch_job *j = s->job;
+
+	if (put)
+		s->op = (struct osdc_op){
+			.op = j->off ? OSD_OP_WRITE : OSD_OP_WRITEFULL,
+			.offset = j->off,
+			.length = j->len - j->off < OSDC_OP_MAX ?
+				  j->len - j->off : OSDC_OP_MAX,
+			.in = j->data + j->off,
+		};
+	else
+		s->op = (struct osdc_op){
+			.op = OSD_OP_READ, .offset = j->off,
+			.length = OSDC_OP_MAX,
+		};
+	s->rq = (struct osdc_req){
+		.oid = j->oid, .ops = &s->op, .n = 1, .write = put,
+		.slot = slot, .priv = s,
+	};
+	return osdc_start(o, pool, &s->rq);
+}
+
+/* Open or read @j's file: 0, or -errno (printed). */
+static int batch_open(struct batch_job *j, bool put)
+{
+	int fd, ret;
+
+	if (!put) {
+		j->fd = open(j->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			     0644);
+		if (j->fd < 0) {
+			error("cannot create %s: %s", j->path, strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	fd = open(j->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		error("cannot open %s: %s", j->path, strerror(errno));
+		return -errno;
+	}
+	ret = read_all(fd, &j->data, &j->len);
+	close(fd);
+	if (ret)
+		error("cannot read %s: %s", j->path, strerror(-ret));
+	return ret;
+}
+
+/* @j is done (@ret: how): report it and let go of its file. */
+static int batch_done(const struct osdc_pool *pool, struct batch_job *j,
+		      const struct osdc_loc *loc, bool put, int ret)
+{
+	free(j->data);
+	j->data = NULL;
+	if (!put && j->fd >= 0) {
+		if (close(j->fd) && !ret) {
+			error("cannot write %s: %s", j->path, strerror(errno));
+			ret = -errno;
+		}
+		j->fd = -1;
+	}
+	if (ret && ret != -ETIMEDOUT && ret != -EINTR)
+		error("%s %s/%s: %s", put ? "put" : "get", pool->name, j->oid,
+		      strerror(-ret));
+	if (!ret && opt.json) {
+		jw_open(NULL, '{');
+		jw_string("pool", pool->name);
+		jw_string("object", j->oid);
+		jw_string("file", j->path);
+		jw_u64("size", put ? j->len : j->off);
+		json_placement(loc);
+		jw_close('}');
+		fflush(stdout);
+	}
+	return ret;
+}
+
+/*
+ * put or get of the @n OBJECT FILE pairs in @args, @depth requests in
+ * flight, each object's ops in order (a write-full, then 4 MiB writes;
+ * 4 MiB reads until a short one).  Every object is tried; returns the
+ * first failure.
+ */
+static int rados_batch(struct osdc *o, const struct osdc_pool *pool,
+		       char **args, unsigned int n, unsigned int depth,
+		       bool put)
+{
+	struct batch_slot *slots = calloc(depth, sizeof(*slots));
+	struct batch_job *jobs = calloc(n, sizeof(*jobs));
+	unsigned int i, next = 0, inflight = 0;
+	struct batch_slot *s;
+	struct batch_job *j;
+	struct osdc_req *rq;
+	int ret, err = 0;
+
+	if (!slots || !jobs) {
+		free(slots);
+		free(jobs);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		jobs[i].oid = args[2 * i];
+		jobs[i].path = args[2 * i + 1];
+		jobs[i].fd = -1;
+	}
+	for (;;) {
+		for (i = 0; i < depth && next < n && !ctl_stopped(); i++) {
+			s = &slots[i];
+			if (s->job)
+				continue;
+			j = &jobs[next++];
+			ret = batch_open(j, put);
+			if (!ret) {
+				s->job = j;
+				ret = batch_next(o, pool, s, i, put);
+				if (!ret) {
+					inflight++;
+					continue;
+				}
+				s->job = NULL;
+			}
+			ret = batch_done(pool, j, NULL, put, ret);
+			err = err ? err : ret;
+		}
+		if (!inflight)
+			break;
+		ret = osdc_reap(o, 0, &rq);
+		if (ret) {
+			/* a signal or no map: what is out stays out */
+			err = ret;
+			break;
+		}
+		s = rq->priv;
+		j = s->job;
+		ret = rq->result;
+		if (!ret && !put) {
+			if (s->op.out_len > OSDC_OP_MAX) {
+				error("osd.%d returned %u bytes for a %u-byte read",
+				      rq->loc.primary, s->op.out_len,
+				      OSDC_OP_MAX);
+				ret = -EBADMSG;
+			} else if (pwrite(j->fd, s->op.out, s->op.out_len,
+					  (off_t)j->off) != s->op.out_len) {
+				error("cannot write %s: %s", j->path,
+				      strerror(errno));
+				ret = -EIO;
+			}
+		}
+		if (!ret) {
+			j->off += put ? s->op.length : s->op.out_len;
+			/* more of it: the next op on the same slot */
+			if ((put && j->off < j->len) ||
+			    (!put && s->op.out_len == OSDC_OP_MAX)) {
+				osdc_ops_free(&s->op, 1);
+				ret = batch_next(o, pool, s,
+						 (unsigned int)(s - slots), put);
+				if (!ret)
+					continue;
+			}
+		}
+		osdc_ops_free(&s->op, 1);
+		ret = batch_done(pool, j, &rq->loc, put, ret);
+		err = err ? err : ret;
+		s->job = NULL;
+		inflight--;
+	}
+	for (i = 0; i < n; i++) {
+		free(jobs[i].data);
+		if (jobs[i].fd >= 0)
+			close(jobs[i].fd);
+	}
+	free(slots);
+	free(jobs);
+	return err ? err : ctl_stopped() ? -EINTR : 0;
+}
+
 static int rados_run(struct ceph_cli *cli, const char *verb,
 		     const char *pool_name, const char *oid, const char *file,
-		     const struct rados_bench_opts *b)
+		     const struct rados_bench_opts *b, char **pairs,
+		     unsigned int n_pairs, unsigned int depth)
 {
 	struct osdc_pool pool;
 	struct osdc o;
@@ -325,8 +524,8 @@ static int rados_run(struct ceph_cli *cli, const char *verb,
 		ret = osdc_init(&o, &cli->conn, cli->conn.timeout_ns, b->depth,
 				b->size > 4096 ? b->size : 4096);
 	else
-		ret = osdc_init(&o, &cli->conn, cli->conn.timeout_ns, 1,
-				OSDC_OP_MAX);
+		ret = osdc_init(&o, &cli->conn, cli->conn.timeout_ns,
+				n_pairs ? depth : 1, OSDC_OP_MAX);
 	if (ret)
 		goto out;
 	ret = osdc_pool(&o, pool_name, &pool);
@@ -336,6 +535,9 @@ static int rados_run(struct ceph_cli *cli, const char *verb,
 	}
 	if (b)
 		ret = rados_bench(&o, &pool, b);
+	else if (n_pairs)
+		ret = rados_batch(&o, &pool, pairs, n_pairs, depth,
+				  !strcmp(verb, "put"));
 	else if (!strcmp(verb, "put"))
 		ret = rados_put(&o, &pool, oid, file);
 	else if (!strcmp(verb, "get"))
@@ -345,7 +547,7 @@ static int rados_run(struct ceph_cli *cli, const char *verb,
 	else
 		ret = rados_rm(&o, &pool, oid);
 	/* osdc_exec printed its own failures; the OSD's answers are ours */
-	if (ret && !b && ret != -ETIMEDOUT && ret != -EINTR)
+	if (ret && !b && !n_pairs && ret != -ETIMEDOUT && ret != -EINTR)
 		error("%s %s/%s: %s", verb, pool_name, oid, strerror(-ret));
 out:
 	osdc_fini(&o);
@@ -401,8 +603,9 @@ int cmd_rados(int argc, char **argv)
 	const char *verb = NULL, *file = NULL;
 	char abuf[512], kbuf[1024];
 	struct ceph_cli cli;
+	unsigned int n_pairs = 0, depth = 8;
 	int c, nargs, want, ret;
-	bool is_bench;
+	bool is_bench, batch;
 	__u64 v;
 	size_t i;
 
@@ -421,6 +624,7 @@ int cmd_rados(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	is_bench = !strcmp(verb, "bench");
+	batch = !strcmp(verb, "put") || !strcmp(verb, "get");
 
 	ceph_cli_init(&cli);
 	optind = 0;
@@ -435,8 +639,16 @@ int cmd_rados(int argc, char **argv)
 			rados_usage(stdout);
 			return EXIT_SUCCESS;
 		}
-		if (!is_bench || c == '?') {
+		if (c == '?') {
 			ctl_bad_option("rados", argv);
+			return EXIT_USAGE;
+		}
+		if (!is_bench && !(batch && c == 't')) {
+			error("rados %s: %s is an option of %s", verb,
+			      c == 'b' ? "-b" : c == 't' ? "-t" :
+			      c == OPT_NO_CLEANUP ? "--no-cleanup" :
+			      c == OPT_NO_VERIFY ? "--no-verify" : "--run-name",
+			      c == 't' ? "put, get and bench" : "bench");
 			return EXIT_USAGE;
 		}
 		switch (c) {
@@ -450,11 +662,12 @@ int cmd_rados(int argc, char **argv)
 			break;
 		case 't':
 			if (ctl_parse_size(optarg, 1, BENCH_DEPTH_MAX, &v)) {
-				error("rados bench: bad -t \"%s\" (1 to %u)",
+				error("rados %s: bad -t \"%s\" (1 to %u)", verb,
 				      optarg, BENCH_DEPTH_MAX);
 				return EXIT_USAGE;
 			}
 			bench.depth = (unsigned int)v;
+			depth = (unsigned int)v;
 			break;
 		case OPT_NO_CLEANUP:
 			bench.cleanup = false;
@@ -475,11 +688,34 @@ int cmd_rados(int argc, char **argv)
 		}
 		if (bench_args(argv + optind + 1, &bench))
 			return EXIT_USAGE;
+	} else if (batch && nargs >= 5) {
+		/* POOL OBJECT FILE OBJECT FILE ... */
+		if (!(nargs & 1)) {
+			error("rados %s: OBJECT FILE pairs, one FILE is missing",
+			      verb);
+			return EXIT_USAGE;
+		}
+		n_pairs = (unsigned int)(nargs - 1) / 2;
+		for (i = 0; i < n_pairs; i++) {
+			if (!argv[optind + 1 + 2 * i][0] ||
+			    strlen(argv[optind + 1 + 2 * i]) > OSDC_OID_MAX) {
+				error("rados %s: object name \"%.40s\" empty or longer than %u bytes",
+				      verb, argv[optind + 1 + 2 * i],
+				      OSDC_OID_MAX);
+				return EXIT_USAGE;
+			}
+		}
+		if (3ULL * depth * (OSDC_OP_MAX + 8192) > BENCH_AREA_MAX) {
+			error("rados %s: -t %u wants more than %llu MiB of buffer area",
+			      verb, depth, BENCH_AREA_MAX >> 20);
+			return EXIT_USAGE;
+		}
 	} else {
-		want = !strcmp(verb, "put") || !strcmp(verb, "get") ? 3 : 2;
+		want = batch ? 3 : 2;
 		if (nargs < 2 || nargs > want) {
 			error("rados %s wants POOL OBJECT%s", verb,
-			      want == 3 ? " [FILE]" : "");
+			      want == 3 ? " [FILE], or POOL OBJECT FILE OBJECT FILE..." :
+			      "");
 			return EXIT_USAGE;
 		}
 		if (strlen(argv[optind + 1]) > OSDC_OID_MAX) {
@@ -517,7 +753,10 @@ int cmd_rados(int argc, char **argv)
 	 * tx: a slot per request in flight; pool: twice the replies of all
 	 * of them (objects when reading), and a monitor's
 	 */
-	if (is_bench)
+	if (n_pairs)
+		ret = ctl_setup(2 * depth + 16, osdc_tx_size(depth, OSDC_OP_MAX),
+				2 * (depth * (OSDC_OP_MAX + 4096) + (1 << 20)));
+	else if (is_bench)
 		ret = ctl_setup(2 * bench.depth + 16,
 				osdc_tx_size(bench.depth, bench.size > 4096 ?
 					     bench.size : 4096),
@@ -531,7 +770,8 @@ int cmd_rados(int argc, char **argv)
 		return EXIT_FAILURE;
 	ret = rados_run(&cli, verb, argv[optind],
 			is_bench ? NULL : argv[optind + 1], file,
-			is_bench ? &bench : NULL);
+			is_bench ? &bench : NULL, argv + optind + 1, n_pairs,
+			depth);
 	ctl_teardown();
 	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
 }
