@@ -539,8 +539,9 @@ int ctl_conn_open(struct ctl_conn *c)
 	for (;;) {
 		ret = ctl_wait_ring(&cqe, deadline);
 		if (ret == -ETIME) {
-			error("%s: no session after %.1f s (timeout)", what,
-			      (double)c->timeout_ns / 1e9);
+			if (!c->quiet)
+				error("%s: no session after %.1f s (timeout)",
+				      what, (double)c->timeout_ns / 1e9);
 			goto out_close;
 		}
 		if (ret == -EINTR && ctl_stopped()) {
@@ -569,12 +570,14 @@ int ctl_conn_open(struct ctl_conn *c)
 		}
 		if (cqe.event == KMSGR_EV_CLOSED) {
 			c->open = false;
-			ctl_report_event(what, &cqe);
+			if (!c->quiet)
+				ctl_report_event(what, &cqe);
 			return cqe.res ? cqe.res : -ECONNABORTED;
 		}
 		if (cqe.event == KMSGR_EV_DOWN &&
 		    !(c->flags & KMSGR_SESS_F_LOSSLESS)) {
-			ctl_report_event(what, &cqe);
+			if (!c->quiet)
+				ctl_report_event(what, &cqe);
 			ret = cqe.res ? cqe.res : -ECONNABORTED;
 			goto out_close;
 		}

@@ -124,6 +124,8 @@ struct ctl_conn {
 	const char *keyring;	/* NULL: auth none */
 	const char *key_desc;	/* or a logon key's description */
 	__u64 timeout_ns;
+	/* no message when the peer cannot be reached (the caller retries) */
+	bool quiet;
 	/* out */
 	bool open;		/* @id is a live session */
 	__u32 id;

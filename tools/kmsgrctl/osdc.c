@@ -381,6 +381,8 @@ int osdc_init(struct osdc *o, struct ctl_conn *mon, __u64 timeout_ns,
 	o->osd_proto = *mon;
 	o->osd_proto.peer_type = ENTITY_OSD;
 	o->osd_proto.open = false;
+	/* an OSD that cannot be reached is retried; the end result is said */
+	o->osd_proto.quiet = true;
 	o->timeout_ns = timeout_ns;
 	o->n_slots = slots;
 	o->slot_data = slot_data;
