@@ -20,8 +20,8 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 K=$TOP/tools/kmsgrctl/kmsgrctl
 ADDR=127.0.0.1:${KMSGR_KEY_PORT:-46230}
 
-n=0
-failed=0
+# shellcheck source=selftests/kmsgr/tap.sh
+. "$TOP/selftests/kmsgr/tap.sh"
 tmp=$(mktemp -d) || exit 1
 lpid=
 serials=
@@ -34,16 +34,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-tap() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n $2"
-	fi
-}
 
 # keyctl_op OP SERIAL: keyctl(2) without keyutils; prints the result or
 # the errno name, exit status 0 when the call succeeded.

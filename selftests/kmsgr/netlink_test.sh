@@ -33,8 +33,8 @@ SIZE=3000
 # random requests of the fuzz pass (KMSGR_NL_FUZZ), a quarter unprivileged
 NFUZZ=${KMSGR_NL_FUZZ:-10000}
 
-n=0
-failed=0
+# shellcheck source=selftests/kmsgr/tap.sh
+. "$TOP/selftests/kmsgr/tap.sh"
 tmp=$(mktemp -d) || exit 1
 pids=
 cleanup() {
@@ -45,16 +45,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-tap() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n $2"
-	fi
-}
 
 # json FILE EXPR: evaluate a Python expression over the parsed JSON of
 # FILE (as j; monitor files: a list of the objects of each line as j);

@@ -31,8 +31,8 @@ CLUSTER=$TOP/selftests/msgr2/ceph_cluster.sh
 CHECK="/usr/bin/python3 $TOP/selftests/kmsgr/rados_check.py"
 N=${KMSGR_RADOS_OBJS:-1000}
 
-n=0
-failed=0
+# shellcheck source=selftests/kmsgr/tap.sh
+. "$TOP/selftests/kmsgr/tap.sh"
 tmp=$(mktemp -d) || exit 1
 dir=${KMSGR_RADOS_CEPH:-}
 own=
@@ -45,16 +45,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-tap() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n $2"
-	fi
-}
 
 # comment FILE: its last lines as TAP comments
 comment() {

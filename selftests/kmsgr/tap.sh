@@ -1,0 +1,23 @@
+# shellcheck shell=sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# selftests/kmsgr/tap.sh - TAP helpers sourced by the shell tests
+# (netlink_test.sh, logon_key_test.sh, rados_test.sh):
+#
+#   tap STATUS DESCRIPTION   prints "ok N DESCRIPTION" when STATUS is 0,
+#                            else "not ok N ..." and counts a failure
+#
+# $n counts the tests, $failed the failures; the caller prints "1..$n".
+
+n=0
+failed=0
+
+tap() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n $2"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n $2"
+	fi
+}
