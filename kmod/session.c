@@ -96,9 +96,8 @@
 #define KMSGR_SESS_KEEPALIVE_MS		10000
 #define KMSGR_SESS_BACKOFF_MIN_MS	100
 #define KMSGR_SESS_BACKOFF_MAX_MS	15000
-/* secure mode: largest message sent; the tx scratch holds one tail */
-#define KMSGR_SESS_SECURE_MSG_MAX	(4U << 20)
-#define KMSGR_SESS_SCRATCH_LEN		(KMSGR_SESS_SECURE_MSG_MAX + 4096)
+/* secure mode: the tx scratch holds one message's sealed tail */
+#define KMSGR_SESS_SCRATCH_LEN		(KMSGR_SECURE_MSG_MAX + 4096)
 #define KMSGR_SESS_SCRATCH_MIN		(16U << 10)
 
 struct workqueue_struct *kmsgr_wq;
@@ -1516,6 +1515,8 @@ static void kmsgr_sess_free_mem(struct kmsgr_sess *s)
 	s->cephx = NULL;
 	kfree_sensitive(s->cephx_server);
 	s->cephx_server = NULL;
+	kfree_sensitive(s->cephx_az);	/* the ticket's session key */
+	s->cephx_az = NULL;
 	kvfree(s->tx_scratch);
 	s->tx_scratch = NULL;
 }
@@ -1664,7 +1665,7 @@ bool kmsgr_entity_type_ok(u8 t)
 
 static int kmsgr_connect_check(const struct kmsgr_connect *c)
 {
-	if (c->reserved0 || memchr_inv(c->reserved, 0, sizeof(c->reserved)))
+	if (memchr_inv(c->reserved, 0, sizeof(c->reserved)))
 		return -EINVAL;
 	if (c->flags & ~(KMSGR_SESS_F_LOSSLESS | KMSGR_SESS_F_SECURE))
 		return -EINVAL;
@@ -1682,11 +1683,17 @@ static int kmsgr_connect_check(const struct kmsgr_connect *c)
 		return -EINVAL;
 	switch (c->auth) {
 	case KMSGR_AUTH_NONE:
-		if (c->key_len || c->key || c->key_desc ||
+		if (c->key_len || c->key || c->key_desc || c->ticket_from ||
 		    (c->flags & KMSGR_SESS_F_SECURE))
 			return -EINVAL;
 		return 0;
 	case KMSGR_AUTH_CEPHX:
+		/* a mon session's ticket: to a service, nothing else given */
+		if (c->ticket_from)
+			return c->key || c->key_len || c->key_desc ||
+			       c->name[0] || !c->peer_type ||
+			       c->peer_type == MSGR2_ENTITY_MON ||
+			       c->peer_type == MSGR2_ENTITY_CLIENT ? -EINVAL : 0;
 		if (!c->name[0])
 			return -EINVAL;
 		/* the secret: raw bytes, or a logon key's name */
@@ -1716,6 +1723,38 @@ static void kmsgr_sess_cfg_common(struct kmsgr_sess *s)
 }
 
 /* ---- CONNECT -------------------------------------------------------------- */
+
+/*
+ * Copy into @az what session @id of @inst, a cephx client of a mon, holds
+ * for talking to a @service: its global id and the mon's ticket.  Under
+ * the mon session's lock, which its engine holds while it changes them.
+ */
+static int kmsgr_sess_take_ticket(struct kmsgr_instance *inst, u32 id,
+				  u8 service,
+				  struct msgr2_cephx_authorizer *az)
+{
+	struct kmsgr_obj *obj = kmsgr_obj_get(inst, id);
+	struct kmsgr_sess *mon;
+	int ret = -EINVAL;
+
+	if (!obj)
+		return -ENOENT;
+	if (obj->kind != KMSGR_OBJ_SESS) {
+		ret = -ENOENT;
+		goto out;
+	}
+	mon = container_of(obj, struct kmsgr_sess, obj);
+	mutex_lock(&mon->lock);
+	if (mon->state == KMSGR_SESS_CLOSED)
+		ret = -ENOENT;
+	else if (!mon->server && mon->cephx &&
+		 (!mon->cfg.peer_type || mon->cfg.peer_type == MSGR2_ENTITY_MON))
+		ret = msgr2_cephx_authorizer_init(az, mon->cephx, service);
+	mutex_unlock(&mon->lock);
+out:
+	kmsgr_obj_put(obj);
+	return ret;
+}
 
 static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 				   const struct kmsgr_connect *c)
@@ -1768,6 +1807,21 @@ static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 		return 0;
 	}
 
+	if (c->flags & KMSGR_SESS_F_SECURE)
+		cfg->tx_scratch_len = KMSGR_SESS_SCRATCH_LEN;	/* on demand */
+	if (c->ticket_from) {
+		s->cephx_az = kzalloc(sizeof(*s->cephx_az), GFP_KERNEL_ACCOUNT);
+		if (!s->cephx_az)
+			return -ENOMEM;
+		ret = kmsgr_sess_take_ticket(s->obj.inst, c->ticket_from,
+					     c->peer_type, s->cephx_az);
+		if (ret)
+			return ret;
+		cfg->auth[0] = &msgr2_auth_cephx_authorizer_ops;
+		cfg->auth_priv[0] = s->cephx_az;
+		return 0;
+	}
+
 	s->cephx = kzalloc(sizeof(*s->cephx), GFP_KERNEL_ACCOUNT);
 	if (!s->cephx)
 		return -ENOMEM;
@@ -1791,8 +1845,6 @@ static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 	}
 	cfg->auth[0] = &msgr2_auth_cephx_ops;
 	cfg->auth_priv[0] = s->cephx;
-	if (c->flags & KMSGR_SESS_F_SECURE)
-		cfg->tx_scratch_len = KMSGR_SESS_SCRATCH_LEN;	/* on demand */
 	return 0;
 }
 
@@ -2096,7 +2148,7 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 	mutex_lock(&s->lock);
 	if (s->state == KMSGR_SESS_DEAD || s->state == KMSGR_SESS_CLOSED) {
 		ret = -EPIPE;
-	} else if (s->cfg.tx_scratch_len && total > KMSGR_SESS_SECURE_MSG_MAX) {
+	} else if (s->cfg.tx_scratch_len && total > KMSGR_SECURE_MSG_MAX) {
 		ret = -EMSGSIZE;
 	} else {
 		ret = msgr2_send(&s->ms, &tx->m);
@@ -2169,8 +2221,8 @@ static void kmsgr_sess_snap(struct kmsgr_sess *s, struct kmsgr_obj_info *info)
 		info->peer.ss_family = 0;
 	if (!x && !s->server)
 		info->peer = s->peer;
-	info->auth = s->cephx || s->cephx_server ? KMSGR_AUTH_CEPHX :
-						   KMSGR_AUTH_NONE;
+	info->auth = s->cephx || s->cephx_server || s->cephx_az ?
+		     KMSGR_AUTH_CEPHX : KMSGR_AUTH_NONE;
 	info->server = s->server;
 	info->lossless = !s->ms.lossy;
 	info->listener_id = s->listener_id;

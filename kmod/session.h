@@ -171,6 +171,7 @@ struct kmsgr_sess {
 	struct msgr2_auth_none anone;
 	struct msgr2_auth_cephx *cephx;	/* holds the key: kfree_sensitive */
 	struct msgr2_auth_cephx_server *cephx_server;	/* server, cephx */
+	struct msgr2_cephx_authorizer *cephx_az; /* client, a mon's ticket */
 	void *tx_scratch;		/* secure: sealed message tails */
 	size_t tx_scratch_len;
 	struct work_struct work;	/* runs kmsgr_sess_service() */

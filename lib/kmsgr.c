@@ -81,6 +81,7 @@ static const char *const kmsgr_feature_names[] = {
 	[9] = "ring-lines",	/* KMSGR_FEAT_RING_LINES */
 	[10] = "rdma",		/* KMSGR_FEAT_RDMA */
 	[11] = "logon-keys",	/* KMSGR_FEAT_LOGON_KEYS */
+	[12] = "cephx-tickets",	/* KMSGR_FEAT_CEPHX_TICKETS */
 };
 
 /* ioctl() returning 0 or a negative errno. */

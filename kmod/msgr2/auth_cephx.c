@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kmsgr msgr2 engine - CephX (auth method 2), client role against a mon,
- * and the mon's side of the same exchange (server role).
+ * the mon's side of the same exchange (server role), and the authorizer
+ * a client presents to an OSD with the mon's ticket (auth_cephx.h).
  *
  *   C>S AUTH_REQUEST       u8 10 (mode: mon), EntityName, le64 global_id
  *   S>C AUTH_REPLY_MORE    u8 1, le64 server_challenge
@@ -127,17 +128,18 @@ int msgr2_cephx_encrypt(const u8 key[16], const u8 *in, u32 len,
 	return 4 + ct;
 }
 
-int msgr2_cephx_decrypt(const u8 key[16], const u8 *in, u32 avail,
-			u32 *used, u8 *out, u32 cap)
+/*
+ * Decrypt @len bytes of ciphertext (no length prefix) into @out and check
+ * the header and padding: the plaintext is @out[9 .. 9 + return value).
+ */
+static int cx_decrypt_raw(const u8 key[16], const u8 *ct, u32 len, u8 *out,
+			  u32 cap)
 {
-	struct cx_cur c = { in, avail };
-	const u8 *ct;
-	u32 len, i;
+	u32 i;
 	u8 pad, bad;
 	int ret;
 
-	if (cur_le32(&c, &len) || len < 16 || len % 16 || len > cap ||
-	    cur_bytes(&c, len, &ct))
+	if (len < 16 || len % 16 || len > cap)
 		return -EBADMSG;
 	ret = msgr2_aes_cbc(key, cephx_iv, false, ct, out, len);
 	if (ret)
@@ -152,12 +154,27 @@ int msgr2_cephx_decrypt(const u8 key[16], const u8 *in, u32 avail,
 		bad |= out[i] ^ pad;
 	if (bad || out[0] != 1 || msgr2_get_le64(out + 1) != CEPHX_MAGIC)
 		goto fail;
-	*used = 4 + len;
 	return len - CEPHX_HDR_LEN - pad;
 
 fail:
 	msgr2_wipe(out, len);
 	return ret;
+}
+
+int msgr2_cephx_decrypt(const u8 key[16], const u8 *in, u32 avail,
+			u32 *used, u8 *out, u32 cap)
+{
+	struct cx_cur c = { in, avail };
+	const u8 *ct;
+	u32 len;
+	int n;
+
+	if (cur_le32(&c, &len) || cur_bytes(&c, len, &ct))
+		return -EBADMSG;
+	n = cx_decrypt_raw(key, ct, len, out, cap);
+	if (n >= 0)
+		*used = 4 + len;
+	return n;
 }
 
 /* ---- keyring keys -------------------------------------------------------- */
@@ -322,15 +339,39 @@ out:
 	return ret;
 }
 
-/* what the AUTH entry of the ticket reply gave */
-struct cx_auth_ticket {
-	bool found;
-	u8 session_key[MSGR2_CEPHX_KEY_LEN];
-	bool have_ticket;
-	u64 secret_id;
-	u32 blob_len;
-	const u8 *blob;
-};
+/* Index in cx->svc of @service's ticket, or -1 when none is kept. */
+static int cx_svc_idx(u32 service)
+{
+	switch (service) {
+	case MSGR2_ENTITY_MON:
+		return 0;
+	case MSGR2_ENTITY_MDS:
+		return 1;
+	case MSGR2_ENTITY_OSD:
+		return 2;
+	case MSGR2_ENTITY_MGR:
+		return 3;
+	default:
+		return -1;
+	}
+}
+
+/* Where @cx keeps the ticket for @service, or NULL when it keeps none. */
+static struct msgr2_cephx_ticket *cx_slot(struct msgr2_auth_cephx *cx,
+					  u32 service)
+{
+	int i = cx_svc_idx(service);
+
+	if (service == MSGR2_ENTITY_AUTH)
+		return &cx->auth;
+	return i < 0 ? NULL : &cx->svc[i];
+}
+
+static void cx_forget_tickets(struct msgr2_auth_cephx *cx)
+{
+	msgr2_wipe(&cx->auth, sizeof(cx->auth));
+	msgr2_wipe(cx->svc, sizeof(cx->svc));
+}
 
 /*
  * Decrypt an entry's client part with @key: [u8 1][CryptoKey][utime
@@ -362,8 +403,11 @@ out:
 	return n;
 }
 
-/* the service ticket in clear: [u8 1][le64 secret_id][le32 len + blob] */
-static int cx_ticket(struct cx_cur *c, struct cx_auth_ticket *t)
+/*
+ * The ticket in clear: [u8 1][le64 secret_id][le32 len + blob].  A blob
+ * too large to keep leaves @t without one.
+ */
+static int cx_ticket(struct cx_cur *c, struct msgr2_cephx_ticket *t)
 {
 	struct cx_cur sub;
 	u8 v;
@@ -371,23 +415,29 @@ static int cx_ticket(struct cx_cur *c, struct cx_auth_ticket *t)
 	if (cur_u8(c, &v) || v != 1 || cur_le64(c, &t->secret_id) ||
 	    cur_blob(c, &sub) || c->left)
 		return -EBADMSG;
-	t->blob = sub.p;
+	if (sub.left > sizeof(t->blob))
+		return 1;
+	memcpy(t->blob, sub.p, sub.left);
 	t->blob_len = sub.left;
-	t->have_ticket = true;
 	return 0;
 }
 
 /*
  * A ticket reply: u8 1, le32 n, n x { le32 service, u8 1, le32 len +
  * encrypted client part, u8 ticket_encrypted, le32 len + ticket }.
- * With @auth, the AUTH entry's client part is decrypted with @key and the
- * result stored there; every other entry is only bounds-checked.
+ * With @cx, the client part of every entry @cx keeps a slot for (AUTH
+ * when @auth, the services otherwise) is decrypted with @key and the
+ * session key and ticket stored there; every other entry is only
+ * bounds-checked.  A ticket sealed with an older session key (we never
+ * present an old ticket, so a mon sends it in clear) is not kept.
  */
 static int cx_ticket_reply(struct cx_cur *c, const u8 key[16],
-			   struct cx_auth_ticket *auth)
+			   struct msgr2_auth_cephx *cx, bool auth)
 {
+	struct msgr2_cephx_ticket *t;
 	struct cx_cur part, tk;
 	u32 n, i, service;
+	bool is_auth;
 	u8 v, enc;
 	int ret;
 
@@ -404,23 +454,24 @@ static int cx_ticket_reply(struct cx_cur *c, const u8 key[16],
 		part.left = c->p - part.p;
 		if (cur_u8(c, &enc) || enc > 1 || cur_blob(c, &tk))
 			return -EBADMSG;
-		if (!auth || service != MSGR2_ENTITY_AUTH)
+		t = cx ? cx_slot(cx, service) : NULL;
+		is_auth = service == MSGR2_ENTITY_AUTH;
+		/* the AUTH entry of the first reply, services of the extra */
+		if (!t || is_auth != auth)
 			continue;
-		if (auth->found)
-			return -EBADMSG;	/* two AUTH entries */
-		ret = cx_session_part(key, &part, auth->session_key);
+		if (t->service)
+			return -EBADMSG;	/* the same service twice */
+		ret = cx_session_part(key, &part, t->session_key);
 		if (ret)
 			return ret;
 		if (part.left)
 			return -EBADMSG;
-		auth->found = true;
-		/*
-		 * An encrypted ticket would need the previous AUTH session
-		 * key; we never present an old ticket, so a mon sends it in
-		 * clear.  If not, it is not kept.
-		 */
-		if (!enc && cx_ticket(&tk, auth))
-			return -EBADMSG;
+		t->service = service;
+		if (enc)
+			continue;
+		ret = cx_ticket(&tk, t);
+		if (ret < 0)
+			return ret;
 	}
 	return 0;
 }
@@ -430,14 +481,13 @@ static int cephx_done(void *priv, u64 global_id, u32 con_mode,
 {
 	struct msgr2_auth_cephx *cx = priv;
 	struct cx_cur c = { in, len }, sec, extra;
-	struct cx_auth_ticket auth;
 	u8 buf[CEPHX_DEC_MAX];
 	u32 op, result, used, slen = 0;
 	const u8 *p;
 	int n, ret = -EBADMSG;
 
-	memset(&auth, 0, sizeof(auth));
 	memset(buf, 0, sizeof(buf));
+	cx_forget_tickets(cx);
 	if (cx->state != CX_MORE_SENT)
 		goto out;
 	if (cur_bytes(&c, 2, &p))
@@ -449,22 +499,23 @@ static int cephx_done(void *priv, u64 global_id, u32 con_mode,
 		ret = -EACCES;
 		goto out;
 	}
-	ret = cx_ticket_reply(&c, cx->key, &auth);
+	ret = cx_ticket_reply(&c, cx->key, cx, true);
 	if (ret)
 		goto out;
 	ret = -EBADMSG;
-	if (!auth.found)
+	if (!cx->auth.service)
 		goto out;
 
 	/*
 	 * Connection secret and extra tickets: present only when other_keys
-	 * was non-zero; the end of the payload means both are absent.
+	 * was non-zero; the end of the payload means both are absent.  The
+	 * extra tickets' client parts are sealed with the AUTH session key.
 	 */
 	if (c.left) {
 		if (cur_blob(&c, &sec))
 			goto out;
 		if (sec.left) {
-			n = msgr2_cephx_decrypt(auth.session_key, sec.p,
+			n = msgr2_cephx_decrypt(cx->auth.session_key, sec.p,
 						sec.left, &used, buf,
 						sizeof(buf));
 			if (n < 4 || used != sec.left)
@@ -475,7 +526,9 @@ static int cephx_done(void *priv, u64 global_id, u32 con_mode,
 		}
 		if (cur_blob(&c, &extra) || c.left)
 			goto out;
-		if (cx_ticket_reply(&extra, NULL, NULL) || extra.left)
+		if (extra.left &&
+		    (cx_ticket_reply(&extra, cx->auth.session_key, cx, false) ||
+		     extra.left))
 			goto out;
 	}
 
@@ -487,27 +540,20 @@ static int cephx_done(void *priv, u64 global_id, u32 con_mode,
 	memset(res, 0, sizeof(*res));
 	res->global_id = global_id;
 	res->session_key_len = MSGR2_CEPHX_KEY_LEN;
-	memcpy(res->session_key, auth.session_key, MSGR2_CEPHX_KEY_LEN);
+	memcpy(res->session_key, cx->auth.session_key, MSGR2_CEPHX_KEY_LEN);
 	/* only the first 40 bytes are ever used; keep at most 64 */
 	res->con_secret_len = min_t(u32, slen, sizeof(res->con_secret));
 	memcpy(res->con_secret, buf + CEPHX_HDR_LEN + 4, res->con_secret_len);
 
 	cx->global_id = global_id;
-	memcpy(cx->session_key, auth.session_key, MSGR2_CEPHX_KEY_LEN);
-	cx->have_ticket = auth.have_ticket;
-	cx->ticket_secret_id = auth.secret_id;
-	cx->ticket_len = 0;
-	if (auth.have_ticket && auth.blob_len <= sizeof(cx->ticket)) {
-		memcpy(cx->ticket, auth.blob, auth.blob_len);
-		cx->ticket_len = auth.blob_len;
-	}
 	cx->state = CX_DONE;
 	ret = 0;
 out:
 	msgr2_wipe(buf, sizeof(buf));
-	msgr2_wipe(&auth, sizeof(auth));
-	if (ret)
+	if (ret) {
+		cx_forget_tickets(cx);
 		cx->state = CX_IDLE;
+	}
 	return ret;
 }
 
@@ -518,11 +564,7 @@ static void cephx_reset(void *priv)
 	cx->state = CX_IDLE;
 	msgr2_wipe(&cx->server_challenge, sizeof(cx->server_challenge));
 	msgr2_wipe(&cx->client_challenge, sizeof(cx->client_challenge));
-	msgr2_wipe(cx->session_key, sizeof(cx->session_key));
-	cx->have_ticket = false;
-	cx->ticket_secret_id = 0;
-	cx->ticket_len = 0;
-	msgr2_wipe(cx->ticket, sizeof(cx->ticket));
+	cx_forget_tickets(cx);
 }
 
 const struct msgr2_auth_ops msgr2_auth_cephx_ops = {
@@ -531,6 +573,178 @@ const struct msgr2_auth_ops msgr2_auth_cephx_ops = {
 	.reply_more = cephx_reply_more,
 	.done = cephx_done,
 	.reset = cephx_reset,
+};
+
+/* ---- authorizer (client role towards a service) ------------------------ */
+
+#define CEPHX_AUTHORIZER_V	1	/* AUTH_MODE_AUTHORIZER */
+#define CEPHX_AUTHORIZE_V	2	/* CephXAuthorize struct_v */
+#define CEPHX_AUTHORIZE_LEN	(1 + 8 + 1 + 8)
+/* the sealed CephXAuthorize: le32 length + pad16(9 + 18) */
+#define CEPHX_AUTHORIZE_ENC	(4 + 32)
+
+enum {
+	AZ_IDLE = 0,
+	AZ_SENT,		/* authorizer sent without a challenge */
+	AZ_CHALLENGED,		/* sent again with the server's challenge */
+};
+
+int msgr2_cephx_authorizer_init(struct msgr2_cephx_authorizer *az,
+				const struct msgr2_auth_cephx *cx,
+				u32 service)
+{
+	const struct msgr2_cephx_ticket *t;
+	int i = cx_svc_idx(service);
+
+	if (i < 0)
+		return -EINVAL;
+	t = &cx->svc[i];
+	if (cx->state != CX_DONE || t->service != service || !t->blob_len)
+		return -ENOKEY;
+	memset(az, 0, sizeof(*az));
+	az->global_id = cx->global_id;
+	az->ticket = *t;
+	return 0;
+}
+
+/*
+ * u8 1, le64 global_id, le32 service, CephXTicketBlob, then CephXAuthorize
+ * {u8 2, le64 nonce, u8 have_challenge, le64 challenge + 1} sealed with
+ * the ticket's session key.
+ */
+static int az_build(struct msgr2_cephx_authorizer *az, const u64 *challenge,
+		    u8 *out, u32 cap)
+{
+	const struct msgr2_cephx_ticket *t = &az->ticket;
+	u8 msg[CEPHX_AUTHORIZE_LEN];
+	u32 off = 1 + 8 + 4 + 1 + 8;
+	int n;
+
+	if (cap < off + 4 + t->blob_len + CEPHX_AUTHORIZE_ENC)
+		return -ENOSPC;
+	out[0] = CEPHX_AUTHORIZER_V;
+	msgr2_put_le64(out + 1, az->global_id);
+	msgr2_put_le32(out + 9, t->service);
+	out[13] = 1;				/* CephXTicketBlob v1 */
+	msgr2_put_le64(out + 14, t->secret_id);
+	msgr2_put_le32(out + off, t->blob_len);
+	memcpy(out + off + 4, t->blob, t->blob_len);
+	off += 4 + t->blob_len;
+
+	msg[0] = CEPHX_AUTHORIZE_V;
+	msgr2_put_le64(msg + 1, az->nonce);
+	msg[9] = challenge ? 1 : 0;
+	msgr2_put_le64(msg + 10, challenge ? *challenge + 1 : 0);
+	n = msgr2_cephx_encrypt(t->session_key, msg, sizeof(msg), out + off,
+				cap - off);
+	msgr2_wipe(msg, sizeof(msg));
+	if (n < 0)
+		return n;
+	return (int)(off + n);
+}
+
+static int az_request(void *priv, u8 *out, u32 cap)
+{
+	struct msgr2_cephx_authorizer *az = priv;
+
+	if (!az->ticket.service || !az->ticket.blob_len)
+		return -ENOKEY;
+	msgr2_random(&az->nonce, sizeof(az->nonce));
+	az->state = AZ_SENT;
+	return az_build(az, NULL, out, cap);
+}
+
+/* AUTH_REPLY_MORE: CephXAuthorizeChallenge {u8 1, le64}, no length prefix */
+static int az_reply_more(void *priv, const u8 *in, u32 len, u8 *out,
+			 u32 cap)
+{
+	struct msgr2_cephx_authorizer *az = priv;
+	u8 buf[32];
+	u64 challenge;
+	int n;
+
+	if (az->state != AZ_SENT || len > sizeof(buf))
+		return -EBADMSG;
+	n = cx_decrypt_raw(az->ticket.session_key, in, len, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	if (n < 9 || buf[CEPHX_HDR_LEN] != 1) {
+		msgr2_wipe(buf, sizeof(buf));
+		return -EBADMSG;
+	}
+	challenge = msgr2_get_le64(buf + CEPHX_HDR_LEN + 1);
+	msgr2_wipe(buf, sizeof(buf));
+	az->state = AZ_CHALLENGED;
+	n = az_build(az, &challenge, out, cap);
+	msgr2_wipe(&challenge, sizeof(challenge));
+	return n;
+}
+
+/*
+ * AUTH_DONE: CephXAuthorizeReply {u8 v, le64 nonce + 1, v2: le32 length +
+ * connection secret}, sealed.  The connection's session key is the
+ * ticket's.
+ */
+static int az_done(void *priv, u64 global_id, u32 con_mode, const u8 *in,
+		   u32 len, struct msgr2_auth_result *res)
+{
+	struct msgr2_cephx_authorizer *az = priv;
+	u8 buf[CEPHX_DEC_MAX];
+	struct cx_cur c;
+	u32 used, slen = 0;
+	const u8 *sec = NULL;
+	u64 nonce1;
+	u8 v;
+	int n, ret = -EBADMSG;
+
+	if (az->state != AZ_CHALLENGED && az->state != AZ_SENT)
+		return -EBADMSG;
+	n = msgr2_cephx_decrypt(az->ticket.session_key, in, len, &used, buf,
+				sizeof(buf));
+	if (n < 0 || used != len)
+		goto out;
+	c.p = buf + CEPHX_HDR_LEN;
+	c.left = n;
+	if (cur_u8(&c, &v) || v < 1 || cur_le64(&c, &nonce1))
+		goto out;
+	if (v >= 2 && (cur_le32(&c, &slen) || cur_bytes(&c, slen, &sec)))
+		goto out;
+	if (nonce1 != az->nonce + 1) {
+		ret = -EACCES;		/* not the service the ticket is for */
+		goto out;
+	}
+	if (con_mode == MSGR2_MODE_SECURE && slen < CEPHX_SECRET_MIN) {
+		ret = -EPROTO;
+		goto out;
+	}
+	memset(res, 0, sizeof(*res));
+	res->global_id = global_id;
+	res->session_key_len = MSGR2_CEPHX_KEY_LEN;
+	memcpy(res->session_key, az->ticket.session_key, MSGR2_CEPHX_KEY_LEN);
+	res->con_secret_len = min_t(u32, slen, sizeof(res->con_secret));
+	if (sec)
+		memcpy(res->con_secret, sec, res->con_secret_len);
+	ret = 0;
+out:
+	msgr2_wipe(buf, sizeof(buf));
+	az->state = AZ_IDLE;
+	return ret;
+}
+
+static void az_reset(void *priv)
+{
+	struct msgr2_cephx_authorizer *az = priv;
+
+	az->state = AZ_IDLE;
+	msgr2_wipe(&az->nonce, sizeof(az->nonce));
+}
+
+const struct msgr2_auth_ops msgr2_auth_cephx_authorizer_ops = {
+	.method = MSGR2_AUTH_CEPHX,
+	.request = az_request,
+	.reply_more = az_reply_more,
+	.done = az_done,
+	.reset = az_reset,
 };
 
 /* ---- server role -------------------------------------------------------- */

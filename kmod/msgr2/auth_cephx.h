@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * kmsgr msgr2 engine - CephX authentication (method 2): the client role
- * against a monitor (GET_AUTH_SESSION_KEY), and the server role of a mon
- * for that exchange.
+ * against a monitor (GET_AUTH_SESSION_KEY), the server role of a mon for
+ * that exchange, and the client's authorizer towards an OSD (or another
+ * service) with a ticket from the mon.
  *
  * Usage: zero a struct msgr2_auth_cephx (in kmalloc/vmalloc memory), fill
  * entity_type, name and key (msgr2_cephx_parse_key()), optionally
  * global_id and want_keys, and pass &msgr2_auth_cephx_ops with it as the
  * auth_priv of a msgr2_config.  After AUTH_DONE the results are in the
  * msgr2_auth_result the engine passed to done(), and the AUTH ticket and
- * session key stay in this object for later use (service tickets).
+ * the service tickets stay in this object for authorizers (below).
  */
 #ifndef KMSGR_MSGR2_AUTH_CEPHX_H
 #define KMSGR_MSGR2_AUTH_CEPHX_H
@@ -24,6 +25,22 @@
 
 /* CephX request opcodes (le16 at the start of a request / reply) */
 #define MSGR2_CEPHX_GET_AUTH_SESSION_KEY	0x0100
+
+/*
+ * A ticket the mon issued for one service: the session key shared with
+ * that service and the ticket blob (CephXTicketBlob: secret_id + blob
+ * sealed with the service's rotating secret, opaque to the client).
+ */
+struct msgr2_cephx_ticket {
+	u32 service;			/* MSGR2_ENTITY_*; 0: none kept */
+	u8 session_key[MSGR2_CEPHX_KEY_LEN];
+	u64 secret_id;
+	u32 blob_len;
+	u8 blob[MSGR2_CEPHX_TICKET_MAX];
+};
+
+/* service tickets kept from AUTH_DONE: MON, MDS, OSD and MGR */
+#define MSGR2_CEPHX_N_SVC		4
 
 struct msgr2_auth_cephx {
 	/* ---- configuration, set by the caller ---- */
@@ -44,12 +61,15 @@ struct msgr2_auth_cephx {
 	u64 server_challenge;
 	u64 client_challenge;
 
-	/* ---- results of the last successful done() ---- */
-	u8 session_key[MSGR2_CEPHX_KEY_LEN];	/* AUTH service session key */
-	bool have_ticket;
-	u64 ticket_secret_id;
-	u32 ticket_len;				/* 0: blob too large to keep */
-	u8 ticket[MSGR2_CEPHX_TICKET_MAX];	/* AUTH ticket blob, opaque */
+	/*
+	 * ---- results of the last successful done(), wiped by reset ----
+	 * The AUTH ticket (its session key is the connection's), and the
+	 * service tickets of the AUTH_DONE's extra ticket reply, for
+	 * msgr2_cephx_authorizer_init().  A blob larger than
+	 * MSGR2_CEPHX_TICKET_MAX is not kept (service stays 0).
+	 */
+	struct msgr2_cephx_ticket auth;
+	struct msgr2_cephx_ticket svc[MSGR2_CEPHX_N_SVC];
 };
 
 extern const struct msgr2_auth_ops msgr2_auth_cephx_ops;
@@ -85,6 +105,46 @@ struct msgr2_auth_cephx_server {
 };
 
 extern const struct msgr2_auth_ops msgr2_auth_cephx_server_ops;
+
+/*
+ * CephX authorizer, client role towards a service (OSD, MGR, MDS): what
+ * a librados client presents instead of a key.  It carries the mon
+ * session's global id and the service ticket the mon issued for the
+ * peer's type, proves the ticket's session key by encrypting a nonce and
+ * then the server's challenge + 1 (CephXAuthorize v2), and checks the
+ * service's reply (nonce + 1, the connection secret in secure mode).
+ *
+ *   C>S AUTH_REQUEST       u8 1 (authorizer), le64 global_id, le32
+ *                          service, CephXTicketBlob, {CephXAuthorize}
+ *   S>C AUTH_REPLY_MORE    {CephXAuthorizeChallenge}, no length prefix
+ *   C>S AUTH_REQUEST_MORE  the same with have_challenge and challenge + 1
+ *   S>C AUTH_DONE          {CephXAuthorizeReply}
+ *
+ * ({} = ceph_x_encrypt with the ticket's session key.)  Usage: zero a
+ * struct msgr2_cephx_authorizer (kmalloc/vmalloc memory), fill it with
+ * msgr2_cephx_authorizer_init() from an authenticated mon session, and
+ * pass &msgr2_auth_cephx_authorizer_ops with it as the auth_priv.  The
+ * ticket is valid for the mon's auth_service_ticket_ttl (1 h by default).
+ */
+struct msgr2_cephx_authorizer {
+	u64 global_id;
+	struct msgr2_cephx_ticket ticket;
+
+	/* ---- per-connection state (engine-private, cleared by reset) ---- */
+	u32 state;
+	u64 nonce;
+};
+
+extern const struct msgr2_auth_ops msgr2_auth_cephx_authorizer_ops;
+
+/*
+ * Take @cx's global id and its ticket for @service (MSGR2_ENTITY_OSD,
+ * ...) into @az.  -ENOKEY when @cx has not authenticated (yet) or holds
+ * no ticket for @service, -EINVAL for a service without tickets.
+ */
+int msgr2_cephx_authorizer_init(struct msgr2_cephx_authorizer *az,
+				const struct msgr2_auth_cephx *cx,
+				u32 service);
 
 /*
  * Decode a keyring "key = ..." value: base64 of a CryptoKey (le16 type =

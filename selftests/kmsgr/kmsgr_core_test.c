@@ -1366,10 +1366,51 @@ static int cephx_listen(struct kt_inst *ti, const struct kt_xprt *x,
 }
 
 /*
+ * CONNECT with the ticket of cephx session @mon_id (up, to a kmsgr cephx
+ * listener, which issues no service tickets): ENOKEY; every malformed
+ * request is refused before that.
+ */
+static void ticket_refusals(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(core) *self, uint32_t mon_id)
+{
+	uint8_t key[16] = { 1 };
+	struct kmsgr_connect c;
+
+	memset(&c, 0, sizeof(c));
+	ASSERT_EQ(0, kt_addr(&c.addr, self->x.ip, 1));
+	c.transport = self->x.transport;
+	c.auth = KMSGR_AUTH_CEPHX;
+	c.peer_type = KT_ENTITY_OSD;
+	c.ticket_from = mon_id;
+	EXPECT_EQ(-ENOKEY, kmsgr_connect(self->cli.k, &c));
+	c.ticket_from = mon_id + 1000;		/* no such session */
+	EXPECT_EQ(-ENOENT, kmsgr_connect(self->cli.k, &c));
+	c.ticket_from = mon_id;
+	c.peer_type = 1;			/* a mon wants a key */
+	EXPECT_EQ(-EINVAL, kmsgr_connect(self->cli.k, &c));
+	c.peer_type = KT_PEER_ANY;
+	EXPECT_EQ(-EINVAL, kmsgr_connect(self->cli.k, &c));
+	c.peer_type = KT_ENTITY_CLIENT;
+	EXPECT_EQ(-EINVAL, kmsgr_connect(self->cli.k, &c));
+	c.peer_type = KT_ENTITY_OSD;
+	strcpy(c.name, "admin");		/* the ticket names us */
+	EXPECT_EQ(-EINVAL, kmsgr_connect(self->cli.k, &c));
+	c.name[0] = 0;
+	c.key = (uintptr_t)key;			/* a key besides */
+	c.key_len = 16;
+	EXPECT_EQ(-EINVAL, kmsgr_connect(self->cli.k, &c));
+	c.key = 0;
+	c.key_len = 0;
+	c.auth = KMSGR_AUTH_NONE;		/* a ticket, auth none */
+	EXPECT_EQ(-EINVAL, kmsgr_connect(self->cli.k, &c));
+}
+
+/*
  * A listener with auth CEPHX (one entity, client.admin): a kmsgr client
  * with that key gets a session in crc mode and, with SECURE on both, in
  * secure mode, and messages flow; another key gets CLOSED (reason AUTH);
- * bad key tables are refused at LISTEN.  (Ceph's own client against it:
+ * bad key tables are refused at LISTEN; its session has no OSD ticket to
+ * lend (ticket_refusals).  (Ceph's own client against it:
  * run_guest.sh, ceph_cephx_client_test.)
  */
 TEST_F_TIMEOUT(core, listener_cephx, 120)
@@ -1425,6 +1466,8 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 		EXPECT_EQ(2048, c.seg[2].len);
 		EXPECT_EQ(0x5c, self->srv.buf[c.seg[2].off + 2047]);
 		release(&self->srv, c.seg[2], c.res, 0x90 + i);
+		if (!i)
+			ticket_refusals(_metadata, self, cli_id);
 		EXPECT_EQ(0, kmsgr_close_id(self->cli.k, cli_id));
 		EXPECT_EQ(0, kmsgr_close_id(self->srv.k, l.id));
 	}

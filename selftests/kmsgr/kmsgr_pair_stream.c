@@ -58,11 +58,11 @@
 #define KILL_MSGS	200000		/* more than can go before the kill */
 #define KILL_ECHOES	20		/* echoes per stream before the kill */
 /*
- * Secure mode sends messages of at most 4 MiB in all (the session's tx
- * scratch holds one sealed tail: KMSGR_SESS_SECURE_MSG_MAX, kmod/session.c);
- * a larger one fails with EMSGSIZE.
+ * Secure mode sends messages of at most KMSGR_SECURE_MSG_MAX bytes in all
+ * (the session's tx scratch holds one sealed tail); a larger one fails
+ * with EMSGSIZE.
  */
-#define SECURE_MSG_MAX	(4U << 20)
+#define SECURE_MSG_MAX	KMSGR_SECURE_MSG_MAX
 
 static int failures;
 

@@ -31,7 +31,8 @@
 # KMSGR_NO_INSTALL=1 (leave out the install tests: make check-debug),
 # KMSGR_NO_CEPH_PEERS=1 (leave out everything that talks to real Ceph
 # daemons and tools: ceph -s against kmsgr listeners, kmsgrctl mon against
-# a ceph-mon, kmsgr_ceph_test, rados_test.sh, and the clusters they need;
+# a ceph-mon, kmsgr_ceph_test, rados_test.sh, rados_cephx_test.sh, and
+# the clusters they need;
 # the slub_debug pass, where the same kernel paths run against kmsgr's own
 # peers), and
 # the knobs of the harness programs (KMSGR_TCP_MSGS, ...; see their heads).
@@ -284,7 +285,13 @@ ceph_start() {
 			  "$CEPH_CLUSTER" osds "$tmp/ceph-none" 3 kmsgr 2; }
 	} >"$tmp/ceph-none.log" 2>&1 &
 	ceph_none=$!
-	"$CEPH_CLUSTER" start cephx "$tmp/ceph-cephx" >"$tmp/ceph-cephx.log" 2>&1 &
+	# the cephx cluster gets one OSD and pool "kmsgr" for
+	# rados_cephx_test.sh
+	{
+		"$CEPH_CLUSTER" start cephx "$tmp/ceph-cephx" &&
+			{ [ "${KMSGR_RADOS_OBJS:-1000}" = 0 ] ||
+			  "$CEPH_CLUSTER" osds "$tmp/ceph-cephx" 1 kmsgr 1; }
+	} >"$tmp/ceph-cephx.log" 2>&1 &
 	ceph_cephx=$!
 }
 
@@ -1184,6 +1191,10 @@ if [ "${KMSGR_RADOS_OBJS:-1000}" != 0 ] && [ "${KMSGR_NO_CEPH_PEERS:-0}" != 1 ];
 	KMSGR_RADOS_CEPH=${KMSGR_CEPH_NONE:-} \
 		run_harness "$TOP/selftests/kmsgr/rados_test.sh"
 	echo "# rados: $(($(date +%s) - t0)) s"
+	t0=$(date +%s)
+	KMSGR_RADOS_CEPH=${KMSGR_CEPH_CEPHX:-} \
+		run_harness "$TOP/selftests/kmsgr/rados_cephx_test.sh"
+	echo "# rados cephx: $(($(date +%s) - t0)) s"
 fi
 
 t0=$(date +%s)

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # selftests/kmsgr/tap.sh - TAP helpers sourced by the shell tests
-# (netlink_test.sh, logon_key_test.sh, rados_test.sh):
+# (netlink_test.sh, logon_key_test.sh, rados_test.sh,
+# rados_cephx_test.sh):
 #
 #   tap STATUS DESCRIPTION   prints "ok N DESCRIPTION" when STATUS is 0,
 #                            else "not ok N ..." and counts a failure

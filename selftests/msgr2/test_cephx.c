@@ -54,26 +54,35 @@ static int cx_to_done(struct msgr2_auth_cephx *cx)
 	return n < 0 ? n : 0;
 }
 
-/* run done() on a heap copy of exactly @len bytes (so ASan sees over-reads) */
+/* run @cx's done() on a heap copy of exactly @len bytes (ASan: over-reads) */
+static int run_done_on(struct msgr2_auth_cephx *cx, const u8 *payload,
+		       u32 len, u32 con_mode, struct msgr2_auth_result *res)
+{
+	u8 *copy;
+	int ret;
+
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, payload, len);
+	memset(res, 0xa5, sizeof(*res));
+	ret = msgr2_auth_cephx_ops.done(cx, 4122, con_mode, copy, len, res);
+	free(copy);
+	return ret;
+}
+
+/* the same on a fresh client brought to AUTH_DONE */
 static int run_done(const u8 *payload, u32 len, u32 con_mode,
 		    struct msgr2_auth_result *res)
 {
 	struct msgr2_auth_cephx cx;
-	u8 *copy;
 	int ret;
 
 	cx_init(&cx);
 	ret = cx_to_done(&cx);
 	if (ret)
 		return ret;
-	copy = malloc(len ? len : 1);
-	if (!copy)
-		return -ENOMEM;
-	memcpy(copy, payload, len);
-	memset(res, 0xa5, sizeof(*res));
-	ret = msgr2_auth_cephx_ops.done(&cx, 4122, con_mode, copy, len, res);
-	free(copy);
-	return ret;
+	return run_done_on(&cx, payload, len, con_mode, res);
 }
 
 static const u8 *f8_payload(void)
@@ -210,11 +219,11 @@ TEST(done_captured_secure)
 
 	/* what stays in the object */
 	EXPECT_EQ(4122U, cx.global_id);
-	EXPECT_EQ(0, memcmp(cx.session_key, sec_session_key, 16));
-	EXPECT_TRUE(cx.have_ticket);
-	EXPECT_EQ(2U, cx.ticket_secret_id);
-	EXPECT_EQ(96U, cx.ticket_len);
-	EXPECT_EQ(0, memcmp(cx.ticket, sec_f8 + 0x86, 96));
+	EXPECT_EQ(0, memcmp(cx.auth.session_key, sec_session_key, 16));
+	EXPECT_EQ((u32)MSGR2_ENTITY_AUTH, cx.auth.service);
+	EXPECT_EQ(2U, cx.auth.secret_id);
+	EXPECT_EQ(96U, cx.auth.blob_len);
+	EXPECT_EQ(0, memcmp(cx.auth.blob, sec_f8 + 0x86, 96));
 
 	/* done() twice is out of order */
 	memset(&res, 0, sizeof(res));
@@ -225,9 +234,10 @@ TEST(done_captured_secure)
 	/* reset wipes the secrets, keeps the global_id for the next try */
 	msgr2_auth_cephx_ops.reset(&cx);
 	EXPECT_EQ(4122U, cx.global_id);
-	EXPECT_FALSE(cx.have_ticket);
-	EXPECT_EQ(0U, cx.ticket_len);
-	EXPECT_EQ(0, memcmp(cx.session_key, zero, 16));
+	EXPECT_EQ(0U, cx.auth.service);
+	EXPECT_EQ(0U, cx.auth.blob_len);
+	EXPECT_EQ(0, memcmp(cx.auth.session_key, zero, 16));
+	EXPECT_EQ(0U, cx.svc[2].service);
 	/* the next AUTH_REQUEST carries it */
 	ASSERT_EQ(22, msgr2_auth_cephx_ops.request(&cx, out, 64));
 	EXPECT_EQ(4122U, msgr2_get_le64(out + 14));
@@ -556,6 +566,242 @@ TEST(parse_key)
 		EXPECT_EQ(-EINVAL, msgr2_cephx_parse_key(bad[i], key));
 	}
 	EXPECT_EQ(-EINVAL, msgr2_cephx_parse_key(NULL, key));
+}
+
+/*
+ * The captured AUTH_DONE's extra ticket reply (other_keys MON | MDS | OSD
+ * | MGR) decrypts with the AUTH session key: done() keeps one ticket per
+ * service, as the mon issued them (secret_id 2, 112-byte blobs).
+ */
+static void cx_done_captured(struct __test_metadata *_metadata,
+			     struct msgr2_auth_cephx *cx)
+{
+	struct msgr2_auth_result res;
+
+	cx_init(cx);
+	ASSERT_EQ(0, cx_to_done(cx));
+	ASSERT_EQ(0, run_done_on(cx, f8_payload(), F8_LEN, MSGR2_MODE_SECURE,
+				 &res));
+}
+
+TEST(done_keeps_service_tickets)
+{
+	static const u32 svc[MSGR2_CEPHX_N_SVC] = {
+		MSGR2_ENTITY_MON, MSGR2_ENTITY_MDS, MSGR2_ENTITY_OSD,
+		MSGR2_ENTITY_MGR,
+	};
+	struct msgr2_auth_cephx cx;
+	int i;
+
+	cx_done_captured(_metadata, &cx);
+	for (i = 0; i < MSGR2_CEPHX_N_SVC; i++) {
+		EXPECT_EQ(svc[i], cx.svc[i].service);
+		EXPECT_EQ(2U, cx.svc[i].secret_id);
+		EXPECT_EQ(i ? 112U : 96U, cx.svc[i].blob_len);
+		/* a fresh key per service, none of them the AUTH one */
+		EXPECT_NE(0, memcmp(cx.svc[i].session_key,
+				    cx.auth.session_key, 16));
+	}
+	EXPECT_NE(0, memcmp(cx.svc[2].session_key, cx.svc[3].session_key,
+			    16));
+}
+
+/* the service side of an authorizer, played here with the ticket's key */
+struct osd_side {
+	u8 key[16];
+	u64 nonce;
+	u8 have_challenge;
+	u64 challenge_plus_one;
+};
+
+/* check an AUTH_REQUEST(_MORE) payload and open its CephXAuthorize */
+static int osd_open(const struct msgr2_cephx_ticket *t, u64 gid,
+		    const u8 *p, int n, struct osd_side *o)
+{
+	u8 pt[64];
+	u32 off = 22 + t->blob_len, used;
+	int m;
+
+	if (n < (int)off + 36 || p[0] != 1 || msgr2_get_le64(p + 1) != gid ||
+	    msgr2_get_le32(p + 9) != t->service || p[13] != 1 ||
+	    msgr2_get_le64(p + 14) != t->secret_id ||
+	    msgr2_get_le32(p + 22) != t->blob_len ||
+	    memcmp(p + 26, t->blob, t->blob_len))
+		return -1;
+	off += 4;
+	m = msgr2_cephx_decrypt(t->session_key, p + off, n - off, &used, pt,
+				sizeof(pt));
+	if (m != 18 || off + used != (u32)n || pt[9] != 2)
+		return -1;
+	o->nonce = msgr2_get_le64(pt + 10);
+	o->have_challenge = pt[18];
+	o->challenge_plus_one = msgr2_get_le64(pt + 19);
+	return 0;
+}
+
+/* CephXAuthorizeReply {v, nonce + 1[, secret]} sealed, as AUTH_DONE has it */
+static int osd_reply(const u8 key[16], u8 v, u64 nonce1, u32 slen, u8 *out,
+		     u32 cap)
+{
+	u8 pt[1 + 8 + 4 + 64];
+	u32 i;
+
+	pt[0] = v;
+	msgr2_put_le64(pt + 1, nonce1);
+	msgr2_put_le32(pt + 9, slen);
+	for (i = 0; i < 64; i++)
+		pt[13 + i] = 0x40 + i;
+	return msgr2_cephx_encrypt(key, pt, v >= 2 ? 13 + slen : 9, out, cap);
+}
+
+TEST(authorizer_init)
+{
+	struct msgr2_cephx_authorizer az;
+	struct msgr2_auth_cephx cx;
+
+	memset(&cx, 0, sizeof(cx));
+	/* not authenticated: no ticket */
+	EXPECT_EQ(-ENOKEY, msgr2_cephx_authorizer_init(&az, &cx,
+						       MSGR2_ENTITY_OSD));
+	cx_done_captured(_metadata, &cx);
+	EXPECT_EQ(-EINVAL, msgr2_cephx_authorizer_init(&az, &cx,
+						       MSGR2_ENTITY_AUTH));
+	EXPECT_EQ(-EINVAL, msgr2_cephx_authorizer_init(&az, &cx,
+						       MSGR2_ENTITY_CLIENT));
+	ASSERT_EQ(0, msgr2_cephx_authorizer_init(&az, &cx, MSGR2_ENTITY_OSD));
+	EXPECT_EQ(4122U, az.global_id);
+	EXPECT_EQ(0, memcmp(&az.ticket, &cx.svc[2], sizeof(az.ticket)));
+	/* a reset mon session has none */
+	msgr2_auth_cephx_ops.reset(&cx);
+	EXPECT_EQ(-ENOKEY, msgr2_cephx_authorizer_init(&az, &cx,
+						       MSGR2_ENTITY_OSD));
+	/* no ticket, no request */
+	memset(&az, 0, sizeof(az));
+	EXPECT_EQ(-ENOKEY, msgr2_auth_cephx_authorizer_ops.request(&az, NULL,
+								   0));
+}
+
+/*
+ * The whole exchange against an OSD played with the ticket's session key:
+ * authorizer, challenge, authorizer with challenge + 1, reply with nonce +
+ * 1 and a connection secret.
+ */
+TEST(authorizer_exchange)
+{
+	const struct msgr2_auth_ops *a = &msgr2_auth_cephx_authorizer_ops;
+	struct msgr2_cephx_authorizer az;
+	struct msgr2_auth_result res;
+	struct msgr2_auth_cephx cx;
+	struct osd_side o1, o2;
+	u8 req[512], more[512], chal[64], done[128], pt[9];
+	const struct msgr2_cephx_ticket *t;
+	u64 c = 0x1122334455667788ULL;
+	int n, m, d;
+
+	cx_done_captured(_metadata, &cx);
+	ASSERT_EQ(0, msgr2_cephx_authorizer_init(&az, &cx, MSGR2_ENTITY_OSD));
+	t = &az.ticket;
+	EXPECT_EQ((u32)MSGR2_AUTH_CEPHX, a->method);
+
+	n = a->request(&az, req, sizeof(req));
+	ASSERT_EQ(22 + 112 + 4 + 36, n);
+	ASSERT_EQ(0, osd_open(t, 4122, req, n, &o1));
+	EXPECT_EQ(0, o1.have_challenge);
+	EXPECT_EQ(0U, o1.challenge_plus_one);
+	EXPECT_EQ(-ENOSPC, a->request(&az, req, n - 1));
+
+	/* the challenge comes without a length prefix */
+	pt[0] = 1;
+	msgr2_put_le64(pt + 1, c);
+	ASSERT_EQ(36, msgr2_cephx_encrypt(t->session_key, pt, 9, chal,
+					  sizeof(chal)));
+	n = a->request(&az, req, sizeof(req));
+	ASSERT_EQ(0, osd_open(t, 4122, req, n, &o1));
+	m = a->reply_more(&az, chal + 4, 32, more, sizeof(more));
+	ASSERT_EQ(n, m);
+	ASSERT_EQ(0, osd_open(t, 4122, more, m, &o2));
+	EXPECT_EQ(o1.nonce, o2.nonce);
+	EXPECT_EQ(1, o2.have_challenge);
+	EXPECT_EQ(c + 1, o2.challenge_plus_one);
+	/* a second challenge is out of order */
+	EXPECT_GT(0, a->reply_more(&az, chal + 4, 32, more, sizeof(more)));
+
+	d = osd_reply(t->session_key, 2, o2.nonce + 1, 64, done, sizeof(done));
+	ASSERT_LT(0, d);
+	memset(&res, 0xa5, sizeof(res));
+	ASSERT_EQ(0, a->done(&az, 4122, MSGR2_MODE_SECURE, done, d, &res));
+	EXPECT_EQ(4122U, res.global_id);
+	EXPECT_EQ(16U, res.session_key_len);
+	EXPECT_EQ(0, memcmp(res.session_key, t->session_key, 16));
+	EXPECT_EQ(64U, res.con_secret_len);
+	EXPECT_EQ(0x40, res.con_secret[0]);
+	EXPECT_EQ(0x7f, res.con_secret[63]);
+}
+
+/* what the authorizer refuses: a bad challenge, a wrong or short reply */
+TEST(authorizer_refusals)
+{
+	const struct msgr2_auth_ops *a = &msgr2_auth_cephx_authorizer_ops;
+	struct msgr2_cephx_authorizer az;
+	struct msgr2_auth_result res;
+	struct msgr2_auth_cephx cx;
+	struct osd_side o;
+	u8 req[512], out[512], done[128], pt[9] = { 1 };
+	int n, d;
+
+	cx_done_captured(_metadata, &cx);
+	ASSERT_EQ(0, msgr2_cephx_authorizer_init(&az, &cx, MSGR2_ENTITY_OSD));
+	n = a->request(&az, req, sizeof(req));
+	ASSERT_EQ(0, osd_open(&az.ticket, 4122, req, n, &o));
+
+	/* a challenge sealed with another key, or cut, or too long */
+	ASSERT_EQ(36, msgr2_cephx_encrypt(cx.svc[3].session_key, pt, 9, out,
+					  sizeof(out)));
+	EXPECT_EQ(-EBADMSG, a->reply_more(&az, out + 4, 32, req,
+					  sizeof(req)));
+	n = a->request(&az, req, sizeof(req));
+	ASSERT_EQ(0, osd_open(&az.ticket, 4122, req, n, &o));
+	EXPECT_EQ(-EBADMSG, a->reply_more(&az, out + 4, 31, req,
+					  sizeof(req)));
+	EXPECT_EQ(-EBADMSG, a->reply_more(&az, out, 64, req, sizeof(req)));
+
+	/* the reply: wrong nonce, wrong key, no secret in secure mode */
+	n = a->request(&az, req, sizeof(req));
+	ASSERT_EQ(0, osd_open(&az.ticket, 4122, req, n, &o));
+	d = osd_reply(az.ticket.session_key, 2, o.nonce + 2, 64, done,
+		      sizeof(done));
+	EXPECT_EQ(-EACCES, a->done(&az, 4122, MSGR2_MODE_CRC, done, d, &res));
+
+	n = a->request(&az, req, sizeof(req));
+	ASSERT_EQ(0, osd_open(&az.ticket, 4122, req, n, &o));
+	d = osd_reply(cx.svc[3].session_key, 2, o.nonce + 1, 64, done,
+		      sizeof(done));
+	EXPECT_EQ(-EBADMSG, a->done(&az, 4122, MSGR2_MODE_CRC, done, d,
+				    &res));
+
+	n = a->request(&az, req, sizeof(req));
+	ASSERT_EQ(0, osd_open(&az.ticket, 4122, req, n, &o));
+	d = osd_reply(az.ticket.session_key, 1, o.nonce + 1, 0, done,
+		      sizeof(done));
+	EXPECT_EQ(-EPROTO, a->done(&az, 4122, MSGR2_MODE_SECURE, done, d,
+				   &res));
+
+	/* crc mode: a v1 reply (no secret) is fine; every cut is not */
+	n = a->request(&az, req, sizeof(req));
+	ASSERT_EQ(0, osd_open(&az.ticket, 4122, req, n, &o));
+	d = osd_reply(az.ticket.session_key, 2, o.nonce + 1, 64, done,
+		      sizeof(done));
+	for (n = 0; n < d; n++) {
+		az.state = 1;
+		EXPECT_EQ(-EBADMSG, a->done(&az, 4122, MSGR2_MODE_CRC, done, n,
+					    &res));
+	}
+	/* a v1 reply (no secret) in crc mode */
+	d = osd_reply(az.ticket.session_key, 1, o.nonce + 1, 0, done,
+		      sizeof(done));
+	az.state = 1;
+	EXPECT_EQ(0, a->done(&az, 4122, MSGR2_MODE_CRC, done, d, &res));
+	EXPECT_EQ(0U, res.con_secret_len);
 }
 
 TEST_HARNESS_MAIN

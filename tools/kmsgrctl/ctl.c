@@ -495,7 +495,12 @@ int ctl_conn_open(struct ctl_conn *c)
 	kc.my_type = 8;		/* CEPH_ENTITY_TYPE_CLIENT */
 	kc.auth = KMSGR_AUTH_NONE;
 	snprintf(kc.name, sizeof(kc.name), "%s", c->name + 7);
-	if (c->keyring) {
+	if (c->ticket_from) {
+		/* who we are is in the ticket */
+		kc.auth = KMSGR_AUTH_CEPHX;
+		kc.ticket_from = c->ticket_from;
+		memset(kc.name, 0, sizeof(kc.name));
+	} else if (c->keyring) {
 		ret = kmsgr_keyring_load(c->keyring, c->name, key);
 		if (ret) {
 			error("cannot read the key of %s from %s: %s", c->name,
@@ -526,6 +531,11 @@ int ctl_conn_open(struct ctl_conn *c)
 		      kmsgr_strerror(ret), ret == -EKEYREJECTED ?
 		      " (its payload must be the 16 raw bytes: kmsgrctl key add)" :
 		      "");
+		return ret;
+	}
+	if (ret == -ENOKEY && c->ticket_from) {
+		error("%s: the monitor session %u holds no cephx ticket for this service (%s)",
+		      what, c->ticket_from, kmsgr_strerror(ret));
 		return ret;
 	}
 	if (ret) {

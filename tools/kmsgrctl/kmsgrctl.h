@@ -123,6 +123,11 @@ struct ctl_conn {
 	const char *name;	/* "client.admin" */
 	const char *keyring;	/* NULL: auth none */
 	const char *key_desc;	/* or a logon key's description */
+	/*
+	 * or cephx with the ticket the mon session @ticket_from holds for
+	 * @peer_type (OSD sessions; @keyring and @key_desc are not used)
+	 */
+	__u32 ticket_from;
 	__u64 timeout_ns;
 	/* no message when the peer cannot be reached (the caller retries) */
 	bool quiet;

@@ -381,6 +381,8 @@ int osdc_init(struct osdc *o, struct ctl_conn *mon, __u64 timeout_ns,
 	o->osd_proto = *mon;
 	o->osd_proto.peer_type = ENTITY_OSD;
 	o->osd_proto.open = false;
+	o->osd_proto.keyring = NULL;
+	o->osd_proto.key_desc = NULL;
 	/* an OSD that cannot be reached is retried; the end result is said */
 	o->osd_proto.quiet = true;
 	o->timeout_ns = timeout_ns;
@@ -434,6 +436,9 @@ static int osd_session(struct osdc *o, int id, struct ctl_conn **cp)
 	*c = o->osd_proto;
 	c->addr_str = osd->addr_str;
 	c->open = false;
+	/* cephx: the mon session's ticket (the one open now) */
+	if (o->mon->keyring || o->mon->key_desc)
+		c->ticket_from = o->mon->id;
 	if (kmsgr_addr_parse(c->addr_str, &c->addr))
 		return -EINVAL;
 	c->addr.nonce = osd->nonce;
@@ -811,7 +816,10 @@ static void osdc_handle(struct osdc *o, const struct kmsgr_cqe *cqe)
 		if (!rq)
 			return;
 		rq->sending = false;
-		if (cqe->res && !rq->answered && !rq->retry)
+		/* refused here, not lost on the way: no use sending it again */
+		if (cqe->res == -EMSGSIZE || cqe->res == -EINVAL)
+			req_finish(o, rq, cqe->res);
+		else if (cqe->res && !rq->answered && !rq->retry)
 			session_lost(o, cqe->session,
 				     "the session to its primary OSD ended");
 		else if (rq->answered)

@@ -69,8 +69,8 @@ static void rados_usage(FILE *f)
 		"-j prints what was done as JSON, with the object's placement (pgid,\n"
 		"raw_pgid, primary OSD, map epoch).  --timeout bounds each monitor\n"
 		"step and each operation, resends on a new map included (default\n"
-		"10 s).  The monitor and the entity are found as for \"%s mon\";\n"
-		"auth none only for now (cephx to OSDs needs service tickets).\n",
+		"10 s).  The monitor, the entity and its key are found as for\n"
+		"\"%s mon\"; with cephx the OSDs are shown the monitor's tickets.\n",
 		progname, progname, progname, progname, progname, progname,
 		RADOS_BENCH_RUN_NAME, progname);
 }
@@ -742,11 +742,6 @@ int cmd_rados(int argc, char **argv)
 		return ret;
 	if (ctl_conn_check(&cli.conn))
 		return EXIT_USAGE;
-	if (cli.conn.keyring || cli.conn.key_desc) {
-		error("rados: cephx (%s) is not supported yet: OSDs want a service ticket",
-		      cli.conn.keyring ? cli.conn.keyring : cli.conn.key_desc);
-		return EXIT_FAILURE;
-	}
 
 	ctl_catch_signals();
 	/*

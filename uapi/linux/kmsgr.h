@@ -116,6 +116,11 @@
 						 * keys: kmsgr_connect.key_desc,
 						 * KMSGR_LISTEN_KEY_F_LOGON
 						 */
+#define KMSGR_FEAT_CEPHX_TICKETS _BITULL(12)	/* cephx to OSDs, MGRs and
+						 * MDSs with a mon session's
+						 * ticket: kmsgr_connect.
+						 * ticket_from
+						 */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -340,7 +345,19 @@ struct kmsgr_connect {
 	char name[KMSGR_NAME_LEN]; /* in: entity id, e.g. "admin" */
 	__u64 user_data;	/* in: copied into this session's events */
 	__u32 id;		/* out: session id */
-	__u32 reserved0;
+	/*
+	 * in: KMSGR_AUTH_CEPHX towards an OSD, MGR or MDS (@peer_type) the
+	 * way a Ceph client does it (KMSGR_FEAT_CEPHX_TICKETS): the id of a
+	 * cephx session of this instance to a mon that has authenticated;
+	 * the ticket the mon issued it for @peer_type, its session key and
+	 * its global id are presented (a cephx authorizer), and @key,
+	 * @key_len, @key_desc and @name stay 0.  The ticket is taken at
+	 * CONNECT (the mon's auth_service_ticket_ttl, 1 h by default).
+	 * ENOKEY when the mon session has not authenticated or holds no
+	 * ticket for @peer_type; ENOENT when @ticket_from is no session,
+	 * EINVAL when it is not a cephx client session to a mon.  0: none.
+	 */
+	__u32 ticket_from;
 	/*
 	 * in: user pointer to the description of a "logon" key holding the
 	 * 16-byte cephx secret (KMSGR_FEAT_LOGON_KEYS), instead of @key and
@@ -397,6 +414,8 @@ struct kmsgr_slice {
 /* kmsgr_sqe.flags */
 #define KMSGR_SQE_F_TOKEN	_BITUL(0)	/* RELEASE: @tid is the token */
 #define KMSGR_SQE_F_SKIP_SUCCESS _BITUL(1)	/* SEND: no CQE unless it fails */
+/* Largest message (all three segments) a secure-mode session sends. */
+#define KMSGR_SECURE_MSG_MAX	((4U << 20) + (64U << 10))
 /* Largest release token; tokens are 1 .. KMSGR_RELEASE_TOKEN_MAX. */
 #define KMSGR_RELEASE_TOKEN_MAX	0x7fffffffU
 
@@ -409,7 +428,11 @@ struct kmsgr_slice {
  * reports res 0 when the message was sent (lossy) or acknowledged by the
  * peer (lossless), or -errno when it was dropped.  (Lossless sessions hand
  * large slices to the network stack by page reference, zero copy, so this
- * rule is what keeps their bytes right on the wire.)
+ * rule is what keeps their bytes right on the wire.)  A session in secure
+ * mode seals each message in a buffer of its own: there the three slices
+ * together may hold at most KMSGR_SECURE_MSG_MAX bytes (a 4 MiB data
+ * segment, Ceph's usual object op, with its front and middle), else the
+ * SEND completes with -EMSGSIZE.
  * With KMSGR_SQE_F_SKIP_SUCCESS (KMSGR_FEAT_SKIP_SUCCESS) a SEND that
  * succeeds posts no CQE at all (io_uring's IOSQE_CQE_SKIP_SUCCESS); one
  * that fails still posts its KMSGR_CQE_SEND with -errno.  The application
