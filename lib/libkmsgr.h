@@ -651,13 +651,15 @@ int kmsgr_listen(struct kmsgr *k, struct kmsgr_listen *l);
 /**
  * kmsgr_connect() - open a session to a peer (KMSGR_IOC_CONNECT)
  * @k: handle after kmsgr_setup()
- * @c: in: addr, transport, flags, peer_type, my_type, auth, key, name,
- *     user_data; out: id
+ * @c: in: addr, transport, flags, peer_type, my_type, auth, key (or
+ *     key_desc, or ticket_from: a mon session's cephx ticket for an OSD),
+ *     name, user_data; out: id
  *
  * The connection is made asynchronously: KMSGR_EV_UP when the session is
  * ready, KMSGR_EV_CLOSED (with a reason) when it fails.
  *
- * Return: 0 or a negative errno.
+ * Return: 0 or a negative errno (-ENOKEY: no logon key, or the mon
+ * session of ticket_from holds no ticket for peer_type).
  */
 int kmsgr_connect(struct kmsgr *k, struct kmsgr_connect *c);
 
