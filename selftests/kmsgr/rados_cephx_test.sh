@@ -36,11 +36,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# comment FILE: its last lines as TAP comments
-comment() {
-	tail -n 15 "$1" | sed 's/^/# /'
-}
-
 t0=$(date +%s)
 if [ -n "$own" ]; then
 	if ! "$CLUSTER" start cephx "$dir" >"$tmp/cluster.log" 2>&1 ||

@@ -46,11 +46,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# comment FILE: its last lines as TAP comments
-comment() {
-	tail -n 15 "$1" | sed 's/^/# /'
-}
-
 t0=$(date +%s)
 if [ -n "$own" ]; then
 	if ! "$CLUSTER" start none "$dir" >"$tmp/cluster.log" 2>&1 ||

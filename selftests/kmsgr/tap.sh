@@ -7,6 +7,7 @@
 #
 #   tap STATUS DESCRIPTION   prints "ok N DESCRIPTION" when STATUS is 0,
 #                            else "not ok N ..." and counts a failure
+#   comment FILE             its last 15 lines as TAP comments
 #
 # $n counts the tests, $failed the failures; the caller prints "1..$n".
 
@@ -21,4 +22,8 @@ tap() {
 		failed=$((failed + 1))
 		echo "not ok $n $2"
 	fi
+}
+
+comment() {
+	tail -n 15 "$1" | sed 's/^/# /'
 }
