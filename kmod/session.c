@@ -479,6 +479,7 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 			       const u32 *off, const u32 *len)
 {
 	struct kmsgr_cqe *cqe = &s->rx_cqe;
+	u64 total = 0;
 	int i;
 
 	trace_kmsgr_msg_recv(s, hdr, len);
@@ -488,6 +489,7 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 			continue;
 		cqe->seg[i].off = off[i];
 		cqe->seg[i].len = len[i];
+		total += len[i];
 	}
 	if (s->no_cq) {
 		kmsgr_sess_free_slices(s->obj.inst, cqe->seg);
@@ -495,9 +497,9 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 	}
 	s->active_at = jiffies;
 	s->msgs_in++;
-	s->bytes_in += (u64)len[0] + len[1] + len[2];
+	s->bytes_in += total;
 	kmsgr_count(msgs_in, 1);
-	kmsgr_count(bytes_in, (u64)len[0] + len[1] + len[2]);
+	kmsgr_count(bytes_in, total);
 	cqe->user_data = s->obj.user_data;
 	cqe->res = kmsgr_pool_deliver(s->obj.inst, cqe->seg);
 	cqe->kind = KMSGR_CQE_RECV;

@@ -1472,6 +1472,7 @@ static int session_pair(struct __test_metadata *_metadata,
 
 #define BP_MSGS		48
 #define BP_LEN		4000	/* 8 grains: 16 fit in a 64 KiB pool */
+#define SMALL_MSGS	100	/* more than the CQ of 64 */
 
 /* Two instances with a session between them (set up by the test). */
 FIXTURE(pair) {
@@ -1494,13 +1495,14 @@ FIXTURE_TEARDOWN(pair)
 
 TEST_F_TIMEOUT(pair, pool_and_cq_backpressure, 300)
 {
-	struct kmsgr_cqe held[BP_MSGS], cqe;
+	struct kmsgr_cqe held[BP_MSGS], small[SMALL_MSGS], cqe;
 	struct kmsgr_close cl = { 0 };
 	struct kmsgr_sqe sqe;
 	struct ring a, b;
 	uint32_t sa = 0, sb = 0, off;
-	unsigned int i, got = 0, sends = 0, k, bad;
+	unsigned int i, got = 0, sends = 0, k, bad, busy = 0;
 	uint8_t *p;
+	int ret;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
@@ -1614,7 +1616,7 @@ TEST_F_TIMEOUT(pair, pool_and_cq_backpressure, 300)
 	 * Small messages: now the CQ (64) is the limit.  Delivery pauses
 	 * and says so; nothing is lost.
 	 */
-	for (i = 0; i < 100; i++) {
+	for (i = 0; i < SMALL_MSGS; i++) {
 		memset(&sqe, 0, sizeof(sqe));
 		sqe.opcode = KMSGR_OP_SEND;
 		sqe.session = sb;
@@ -1623,26 +1625,51 @@ TEST_F_TIMEOUT(pair, pool_and_cq_backpressure, 300)
 		sqe.user_data = i;
 		sqe.seg[0].off = 0;
 		sqe.seg[0].len = 100;
-		while (submit_one(&b, &sqe) != 1) {
+		ret = submit_one(&b, &sqe);
+		while (ret == -EBUSY) {	/* still in the SQ: reap, retry */
 			ASSERT_EQ(0, wait_cqe(&b, &cqe, 30000));
 			EXPECT_EQ(0, cqe.res);
+			ret = ring_submit(&b, 0, 0, 0);
 		}
+		ASSERT_EQ(1, ret);
 	}
 	usleep(500 * 1000);
 	for (k = 0; k < 40 && cq_ready(&a) < a.s.cq_entries; k++)
 		usleep(100 * 1000);
 	EXPECT_EQ(a.s.cq_entries, cq_ready(&a));
 	EXPECT_EQ(KMSGR_RING_F_CQ_PAUSED, load_acquire(&a.cq->flags));
-	for (i = 0; i < 100; i++) {
-		ASSERT_EQ(0, wait_cqe(&a, &cqe, 30000))
-			TH_LOG("small message %u never arrived", i);
-		ASSERT_EQ(KMSGR_CQE_RECV, cqe.kind);
-		EXPECT_EQ(i, cqe.tid);
+	/*
+	 * Between our reading a CQE and the RELEASE, the paused session may
+	 * post its next message into the slot just freed: the RELEASE then
+	 * finds no CQ room (EBUSY, stays in the SQ) and we read on first.
+	 * The first RELEASE waits long enough for that to happen.
+	 */
+	for (i = got = 0; i < SMALL_MSGS; i++) {
+		while (got <= i) {
+			ASSERT_EQ(0, wait_cqe(&a, &small[got], 30000))
+				TH_LOG("small message %u never arrived", got);
+			ASSERT_EQ(KMSGR_CQE_RECV, small[got].kind);
+			got++;
+		}
+		EXPECT_EQ(i, small[i].tid);
+		if (!i)		/* the session's 20 ms re-check takes the slot */
+			usleep(200 * 1000);
 		memset(&sqe, 0, sizeof(sqe));
 		sqe.opcode = KMSGR_OP_RELEASE;
-		sqe.seg[0] = cqe.seg[0];
-		ASSERT_EQ(1, submit_one(&a, &sqe));
+		sqe.seg[0] = small[i].seg[0];
+		ret = submit_one(&a, &sqe);
+		while (ret == -EBUSY) {
+			ASSERT_GT(SMALL_MSGS, got);
+			busy++;
+			ASSERT_EQ(0, wait_cqe(&a, &small[got], 30000));
+			ASSERT_EQ(KMSGR_CQE_RECV, small[got].kind);
+			got++;
+			ret = ring_submit(&a, 0, 0, 0);
+		}
+		ASSERT_EQ(1, ret);
 	}
+	TH_LOG("%u RELEASEs found the CQ refilled first (EBUSY)", busy);
+	EXPECT_LT(0, busy);
 	EXPECT_EQ(-ETIMEDOUT, wait_cqe(&a, &cqe, 300));
 	EXPECT_EQ(0, load_acquire(&a.cq->flags));
 
