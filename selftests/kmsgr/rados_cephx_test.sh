@@ -14,7 +14,9 @@
 #     the rados tool read back identically by kmsgrctl, stat agrees, rm
 #     removes; a short bench write; while it runs the kernel reports the
 #     OSD sessions as cephx in that mode;
-#   - a wrong key is refused with a clear error, within the timeout.
+#   - a wrong key is refused with a clear error, within the timeout;
+#   - a full pool (tiny full ratios): a put fails at once with ENOSPC and
+#     a clear message; get and rm still work.
 #
 # Prints TAP; exit status 0 when all passed.
 
@@ -151,6 +153,75 @@ else
 fi
 rados -p kmsgr stat wrong >/dev/null 2>&1
 tap $((!$?)) "nothing was written with the wrong key"
+
+# --- a full pool.  The OSD already holds more than 1 MB (the objects put
+# above): with ordered, tiny full ratios it reports itself full and the mon
+# marks the pool full (no mgr needed).  Writes then fail at once with a
+# clear ENOSPC (librados would hold them); reads and deletes still work.
+# A bench writing meanwhile learns it from the OSD (its map said "not full"
+# when it sent): it must stop with ENOSPC soon, not wait out its 60 s.
+"$K" rados bench kmsgr 60 write -b 4096 -t 4 >"$tmp/bench" 2>"$tmp/berr" &
+bpid=$!
+sleep 2
+ceph osd set-nearfull-ratio 0.0005 >/dev/null 2>&1 &&
+	ceph osd set-backfillfull-ratio 0.0008 >/dev/null 2>&1 &&
+	ceph osd set-full-ratio 0.001 >/dev/null 2>&1
+full=
+t0=$(date +%s)
+for _ in $(seq 1 60); do
+	if ceph osd dump -f json 2>/dev/null |
+		grep -q '"flags_names":"[^"]*full'; then
+		full=1
+		break
+	fi
+	sleep 1
+done
+[ -n "$full" ]
+tap $? "the OSD past its full ratio: the mon marks pool kmsgr full ($(($(date +%s) - t0)) s)"
+t1=$(date +%s)
+for _ in $(seq 1 30); do
+	kill -0 "$bpid" 2>/dev/null || break
+	sleep 1
+done
+if kill -0 "$bpid" 2>/dev/null; then
+	kill "$bpid"
+	wait "$bpid"
+	tap 1 "a full pool: a rados bench write under way stops with ENOSPC (still running 30 s after)"
+else
+	wait "$bpid"
+	rc=$?
+	if [ $rc -ne 0 ] && grep -q 'No space left on device' "$tmp/berr"; then
+		tap 0 "a full pool: a rados bench write under way stops $(($(date +%s) - t1)) s after: $(grep -m 1 'No space' "$tmp/berr")"
+	else
+		comment "$tmp/berr"
+		tap 1 "a full pool: a rados bench write under way stops with ENOSPC (rc $rc)"
+	fi
+fi
+t0=$(date +%s)
+"$K" rados put kmsgr full-obj "$tmp/obj/tool" --timeout 20 \
+	>"$tmp/out" 2>"$tmp/err"
+rc=$?
+dt=$(($(date +%s) - t0))
+if [ $rc -ne 0 ] && [ "$dt" -le 10 ] &&
+	grep -q 'No space left on device (the pool or its OSDs are full)' \
+		"$tmp/err"; then
+	tap 0 "a full pool: kmsgrctl rados put refused in $dt s: $(head -n 1 "$tmp/err")"
+else
+	comment "$tmp/err"
+	tap 1 "a full pool: kmsgrctl rados put refused at once with ENOSPC (rc $rc, $dt s)"
+fi
+rc=1
+if "$K" rados get kmsgr crc-o3 "$tmp/back" 2>"$tmp/err" &&
+	cmp -s "$tmp/obj/o3" "$tmp/back" &&
+	"$K" rados rm kmsgr crc-o4 2>>"$tmp/err" &&
+	! rados -p kmsgr stat crc-o4 >/dev/null 2>&1; then
+	rc=0
+fi
+[ $rc -ne 0 ] && comment "$tmp/err"
+tap $rc "a full pool: kmsgrctl rados get still reads, rm still removes (it frees space)"
+ceph osd set-full-ratio 0.95 >/dev/null 2>&1
+ceph osd set-backfillfull-ratio 0.9 >/dev/null 2>&1
+ceph osd set-nearfull-ratio 0.85 >/dev/null 2>&1
 
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -33,6 +33,7 @@
 #define OSD_FLAG_READ		0x0010
 #define OSD_FLAG_WRITE		0x0020
 #define OSD_FLAG_KNOWN_REDIR	0x400000
+#define OSD_FLAG_FULL_TRY	0x800000
 
 #define CEPH_NOSNAP		((__u64)-2)
 #define OSD_OP_SIZE		38	/* struct ceph_osd_op, packed */
@@ -515,8 +516,13 @@ static int encode_mosdop(const struct osdc *o, const struct osdc_req *rq,
 	cenc_u8(&e, 0xff);
 	cenc_le32(&e, loc->hash);
 	cenc_le32(&e, loc->epoch);
-	cenc_le32(&e, (rq->write ? OSD_FLAG_WRITE : OSD_FLAG_READ) |
-		  OSD_FLAG_ONDISK | OSD_FLAG_KNOWN_REDIR);
+	/*
+	 * FULL_TRY: an OSD whose pool is full answers a write that needs
+	 * space with ENOSPC (EDQUOT) instead of dropping it, and still takes
+	 * deletes; the map may not say "full" yet when we send.
+	 */
+	cenc_le32(&e, (rq->write ? OSD_FLAG_WRITE | OSD_FLAG_FULL_TRY :
+		       OSD_FLAG_READ) | OSD_FLAG_ONDISK | OSD_FLAG_KNOWN_REDIR);
 	/*
 	 * osd_reqid_t (entity_name_t, tid, inc): the OSD's duplicate
 	 * detection key.  A zero one would make it client.<our global id>
@@ -678,6 +684,25 @@ static struct osdc_req *req_by_tid(struct osdc *o, __u64 tid)
 	return NULL;
 }
 
+const char *osdc_strerror(int err)
+{
+	if (err == -ENOSPC)
+		return "No space left on device (the pool or its OSDs are full)";
+	if (err == -EDQUOT)
+		return "Disk quota exceeded (the pool's quota is reached)";
+	return strerror(-err);
+}
+
+static bool req_deletes(const struct osdc_req *rq)
+{
+	unsigned int i;
+
+	for (i = 0; i < rq->n; i++)
+		if (rq->ops[i].op == OSD_OP_DELETE)
+			return true;
+	return false;
+}
+
 /*
  * One attempt: find the primary on the current map and send @rq there.
  * 0 when sent or to be tried again; -errno ends it.
@@ -697,6 +722,9 @@ static int req_send(struct osdc *o, struct osdc_req *rq)
 			pool = &o->pools[i];
 	if (!pool)
 		return -ENOENT;
+	/* refused at once, not held; a delete may still free space */
+	if (rq->write && pool->full && !req_deletes(rq))
+		return -ENOSPC;
 	ret = osdc_locate(o, pool, rq->oid, &rq->loc);
 	if (ret)
 		return ret;
@@ -733,8 +761,6 @@ int osdc_start(struct osdc *o, const struct osdc_pool *pool,
 
 	if (strlen(rq->oid) > OSDC_OID_MAX)
 		return -ENAMETOOLONG;
-	if (rq->write && pool->full)
-		return -ENOSPC;
 	if (rq->slot >= o->n_slots || rq->n > 16)
 		return -EINVAL;
 	rq->pool_id = pool->id;
@@ -752,7 +778,7 @@ int osdc_start(struct osdc *o, const struct osdc_pool *pool,
 	if (ret) {
 		req_unlink(o, rq);
 		if (ret != -EINTR)
-			error("%s: %s", rq->oid, strerror(-ret));
+			error("%s: %s", rq->oid, osdc_strerror(ret));
 	}
 	return ret;
 }
@@ -791,7 +817,7 @@ static int resend_round(struct osdc *o)
 			return ret;
 		if (ret) {
 			if (ret != -ENOENT)
-				error("%s: %s", rq->oid, strerror(-ret));
+				error("%s: %s", rq->oid, osdc_strerror(ret));
 			req_finish(o, rq, ret);
 		}
 	}

@@ -90,6 +90,9 @@ struct osdc {
 __u64 osdc_tx_size(unsigned int slots, __u64 data);
 
 /* One operation on an object. */
+/* strerror() of a request's result, with what ENOSPC and EDQUOT mean here */
+const char *osdc_strerror(int err);
+
 struct osdc_op {
 	__u16 op;		/* OSD_OP_* */
 	__u64 offset, length;	/* READ, WRITE, WRITEFULL */

@@ -395,7 +395,7 @@ static int batch_done(const struct osdc_pool *pool, struct batch_job *j,
 	}
 	if (ret && ret != -ETIMEDOUT && ret != -EINTR)
 		error("%s %s/%s: %s", put ? "put" : "get", pool->name, j->oid,
-		      strerror(-ret));
+		      osdc_strerror(ret));
 	if (!ret && opt.json) {
 		jw_open(NULL, '{');
 		jw_string("pool", pool->name);
@@ -548,7 +548,7 @@ static int rados_run(struct ceph_cli *cli, const char *verb,
 		ret = rados_rm(&o, &pool, oid);
 	/* osdc_exec printed its own failures; the OSD's answers are ours */
 	if (ret && !b && !n_pairs && ret != -ETIMEDOUT && ret != -EINTR)
-		error("%s %s/%s: %s", verb, pool_name, oid, strerror(-ret));
+		error("%s %s/%s: %s", verb, pool_name, oid, osdc_strerror(ret));
 out:
 	osdc_fini(&o);
 	ctl_conn_close(&cli->conn);

@@ -330,7 +330,7 @@ static int rb_cleanup(struct osdc *o, const struct osdc_pool *pool,
 		inflight--;
 		if (rq->result && rq->result != -ENOENT && !err) {
 			error("rm %s/%s: %s", pool->name, rq->oid,
-			      strerror(-rq->result));
+			      osdc_strerror(rq->result));
 			err = rq->result;
 		}
 	}
@@ -497,7 +497,7 @@ int rados_bench(struct osdc *o, const struct osdc_pool *pool,
 		inflight--;
 		if (rq->result) {
 			error("%s %s/%s: %s", w ? "write" : "read", pool->name,
-			      rq->oid, strerror(-rq->result));
+			      rq->oid, osdc_strerror(rq->result));
 			err = err ? err : rq->result;
 			continue;
 		}
