@@ -48,6 +48,12 @@ static u32 kmsgr_enter_refresh(struct kmsgr_instance *inst)
 
 /* ---- ENTER -------------------------------------------------------------- */
 
+static bool kmsgr_sqe_is_bdev(const struct kmsgr_sqe *sqe)
+{
+	return sqe->opcode >= KMSGR_OP_BDEV_WRITE &&
+	       sqe->opcode <= KMSGR_OP_BDEV_FLUSH;
+}
+
 /* Post the completion of a consumed SQE into its reserved slot. */
 static void kmsgr_sqe_complete(struct kmsgr_instance *inst,
 			       const struct kmsgr_sqe *sqe, u8 kind, int res)
@@ -60,6 +66,10 @@ static void kmsgr_sqe_complete(struct kmsgr_instance *inst,
 
 	if (kind == KMSGR_CQE_SEND)
 		cqe.session = sqe->session;
+	if (kmsgr_sqe_is_bdev(sqe)) {
+		cqe.session = sqe->session;
+		cqe.tid = sqe->tid;
+	}
 	if (res)
 		inst->stats.sqe_errors++;
 	kmsgr_cq_post(inst, &cqe, KMSGR_CQ_RESERVED);
@@ -77,25 +87,31 @@ static bool kmsgr_sqe_slices_ok(struct kmsgr_instance *inst,
 	return true;
 }
 
+/* The flags each opcode takes. */
+static const u8 kmsgr_sqe_flags[] = {
+	[KMSGR_OP_NOP] = 0,
+	[KMSGR_OP_SEND] = KMSGR_SQE_F_SKIP_SUCCESS,
+	[KMSGR_OP_RELEASE] = KMSGR_SQE_F_TOKEN,
+	[KMSGR_OP_BDEV_WRITE] = KMSGR_SQE_F_FUA | KMSGR_SQE_F_PREFLUSH |
+				KMSGR_SQE_F_RELEASE,
+	[KMSGR_OP_BDEV_READ] = 0,
+	[KMSGR_OP_BDEV_FLUSH] = 0,
+};
+
 /* Check the fields every opcode shares; 0 or -EINVAL. */
 static int kmsgr_sqe_check(struct kmsgr_instance *inst,
 			   const struct kmsgr_sqe *sqe)
 {
-	if (sqe->reserved0 || sqe->reserved1)
+	if (sqe->opcode >= ARRAY_SIZE(kmsgr_sqe_flags) ||
+	    sqe->flags & ~kmsgr_sqe_flags[sqe->opcode] || sqe->reserved0)
 		return -EINVAL;
-	if (sqe->flags & ~(sqe->opcode == KMSGR_OP_RELEASE ? KMSGR_SQE_F_TOKEN :
-			   sqe->opcode == KMSGR_OP_SEND ?
-			   KMSGR_SQE_F_SKIP_SUCCESS : 0))
+	/* the token is the one field of reserved1 that an SQE may use */
+	if (sqe->flags & KMSGR_SQE_F_RELEASE ? !sqe->token || sqe->reserved2 :
+	    sqe->reserved1)
 		return -EINVAL;
-	switch (sqe->opcode) {
-	case KMSGR_OP_NOP:
+	if (sqe->opcode == KMSGR_OP_NOP)
 		return 0;
-	case KMSGR_OP_SEND:
-	case KMSGR_OP_RELEASE:
-		return kmsgr_sqe_slices_ok(inst, sqe) ? 0 : -EINVAL;
-	default:
-		return -EINVAL;
-	}
+	return kmsgr_sqe_slices_ok(inst, sqe) ? 0 : -EINVAL;
 }
 
 /*
@@ -106,8 +122,7 @@ static int kmsgr_sqe_check(struct kmsgr_instance *inst,
 static int kmsgr_sqe_release(struct kmsgr_instance *inst,
 			     const struct kmsgr_sqe *sqe)
 {
-	unsigned long flags;
-	bool freed = false, resume = false;
+	bool freed = false;
 	unsigned int i;
 	u32 token = 0;
 	int ret = 0;
@@ -127,13 +142,7 @@ static int kmsgr_sqe_release(struct kmsgr_instance *inst,
 			freed = true;
 	}
 
-	if (freed) {
-		spin_lock_irqsave(&inst->cq_lock, flags);
-		resume = inst->pool_starved;
-		inst->pool_starved = false;
-		spin_unlock_irqrestore(&inst->cq_lock, flags);
-	}
-	if (resume)
+	if (freed && kmsgr_pool_take_starved(inst))
 		kmsgr_sess_resume(inst);
 	return ret;
 }
@@ -168,6 +177,12 @@ static void kmsgr_sqe_exec(struct kmsgr_instance *inst,
 		ret = kmsgr_sess_send(inst, sqe, push);
 		if (ret)
 			kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_SEND, ret);
+		break;
+	default:
+		/* the block device ops: their completion posts the CQE */
+		ret = kmsgr_bdev_submit(inst, sqe);
+		if (ret)
+			kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, ret);
 		break;
 	}
 }

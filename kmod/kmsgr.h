@@ -11,6 +11,8 @@
  *   session.c    sessions: CONNECT, server sessions, the engine's
  *                callbacks, SEND, timers, reconnects
  *   conn_io.c    bytes between a msgr2_conn and its transport
+ *   bdev.c       ATTACH_BDEV, DETACH_BDEV, the BDEV SQEs (bios over the
+ *                buffer area)
  *   keys.c       cephx secrets from the kernel's "logon" keys
  *   mem.c        SETUP, mmap, the SQ and CQ rings, the CQ producer, the
  *                buffer area and its receive pool
@@ -58,7 +60,7 @@
 				 KMSGR_FEAT_LISTEN_CEPHX | \
 				 KMSGR_FEAT_SKIP_SUCCESS | KMSGR_FEAT_INFO_POOL | \
 				 KMSGR_FEAT_RING_LINES | KMSGR_FEAT_LOGON_KEYS | \
-				 KMSGR_FEAT_CEPHX_TICKETS)
+				 KMSGR_FEAT_CEPHX_TICKETS | KMSGR_FEAT_BDEV)
 
 /* Receive-pool allocation unit (bytes). */
 #define KMSGR_POOL_GRAIN	512
@@ -77,6 +79,9 @@ struct kmsgr_inst_stats {
 	u64 cq_lost;		/* events lost: overflow list full, no memory */
 	u64 pool_bytes;		/* receive-pool bytes allocated now */
 	u64 pool_full;		/* pool allocations refused */
+	u64 bdev_ops;		/* BDEV SQEs submitted (submit_lock) */
+	u64 bdev_read_bytes;	/* ... bytes of their READs */
+	u64 bdev_write_bytes;	/* ... bytes of their WRITEs */
 };
 
 /* module parameters (main.c) */
@@ -198,6 +203,11 @@ struct kmsgr_instance {
 	struct list_head timed;		/* sessions with a wake-up time */
 	struct timer_list timer;	/* at the earliest of them */
 
+	/* ---- bdev.c: attached block devices (submit_lock) ---- */
+	struct xarray bdevs;		/* handle -> struct kmsgr_bdev_h */
+	u32 nr_bdevs;
+	u32 bdev_next;			/* next handle to try */
+
 	/*
 	 * ---- the transports: memory of its connections (netlink) ----
 	 * Written only by the transports its sessions and listeners
@@ -292,6 +302,18 @@ int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token);
  * range is not inside the area (or SETUP has not happened).
  */
 void *kmsgr_buf_ptr(struct kmsgr_instance *inst, u64 off, u64 len);
+
+/*
+ * Take the delivered slices of one message (len 0: unused) from the
+ * application, all or none: they stay allocated, and a RELEASE of them
+ * fails, until the kernel frees them (kmsgr_pool_free(), token
+ * KMSGR_POOL_KERNEL).  -EINVAL unless each is exactly one delivered
+ * allocation with @token.
+ */
+int kmsgr_pool_take(struct kmsgr_instance *inst, const struct kmsgr_slice *seg,
+		    u32 token);
+/* Whether an allocation failed since the last call (then resume). */
+bool kmsgr_pool_take_starved(struct kmsgr_instance *inst);
 
 /* ---- keys.c: cephx secrets from logon keys (below the sessions) --------- */
 
@@ -437,6 +459,23 @@ void kmsgr_set_notifier(const struct kmsgr_notifier *n);
 
 int kmsgr_sess_init(void);	/* module init: workqueue */
 void kmsgr_sess_exit(void);
+
+/* ---- bdev.c: block devices (above session.c, below enter.c) ------------ */
+
+/* open(): an empty handle table */
+void kmsgr_bdev_inst_init(struct kmsgr_instance *inst);
+int kmsgr_bdev_attach(struct kmsgr_instance *inst,
+		      struct kmsgr_bdev __user *uarg);
+int kmsgr_bdev_detach(struct kmsgr_instance *inst,
+		      struct kmsgr_bdev_detach __user *uarg);
+/* release(): detach every device, once its ops have completed */
+void kmsgr_bdev_detach_all(struct kmsgr_instance *inst);
+/*
+ * Start a BDEV SQE (flags, reserved fields and slices checked): 0 when
+ * its KMSGR_CQE_OP follows into the reserved slot, else the errno.
+ */
+int kmsgr_bdev_submit(struct kmsgr_instance *inst,
+		      const struct kmsgr_sqe *sqe);
 
 /* ---- listener.c ---------------------------------------------------------- */
 

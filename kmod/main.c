@@ -85,6 +85,7 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 	mutex_init(&inst->lock);
 	kmsgr_inst_init(inst);
 	kmsgr_sess_inst_init(inst);	/* gives it its id */
+	kmsgr_bdev_inst_init(inst);
 	atomic_inc(&kmsgr_instances);
 	kmsgr_inst_dbg(inst, "created\n");
 	return inst;
@@ -160,6 +161,7 @@ static int kmsgr_ch_release(struct inode *inode, struct file *file)
 
 	kmsgr_sess_inst_exit(inst);	/* netlink no longer sees it */
 	kmsgr_close_all(inst);
+	kmsgr_bdev_detach_all(inst);	/* waits for their ops' CQEs */
 	kmsgr_inst_teardown(inst);
 	kmsgr_instance_free(inst);
 	return 0;
@@ -235,6 +237,13 @@ static long kmsgr_ch_ioctl(struct file *file, unsigned int cmd,
 	case KMSGR_IOC_CLOSE:
 		/* inst->lock inside, not across its RCU grace period */
 		ret = kmsgr_close(inst, argp);
+		break;
+	case KMSGR_IOC_ATTACH_BDEV:
+		/* submit_lock inside; not inst->lock (never nested) */
+		ret = kmsgr_bdev_attach(inst, argp);
+		break;
+	case KMSGR_IOC_DETACH_BDEV:
+		ret = kmsgr_bdev_detach(inst, argp);
 		break;
 	default:
 		ret = -ENOTTY;

@@ -1082,6 +1082,59 @@ out_unlock:
 	return ret;
 }
 
+int kmsgr_pool_take(struct kmsgr_instance *inst, const struct kmsgr_slice *seg,
+		    u32 token)
+{
+	long first[KMSGR_NSEG];
+	unsigned long flags;
+	unsigned int i, j;
+	int ret = -EINVAL;
+
+	if (!token || token > KMSGR_RELEASE_TOKEN_MAX)
+		return -EINVAL;
+	for (i = 0; i < KMSGR_NSEG; i++) {
+		first[i] = -1;
+		if (!seg[i].len)
+			continue;
+		first[i] = kmsgr_pool_grain(inst, seg[i].off, seg[i].len);
+		if (first[i] < 0)
+			return -EINVAL;
+		/* twice the same: it would be freed twice */
+		for (j = 0; j < i; j++)
+			if (first[j] == first[i])
+				return -EINVAL;
+	}
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	for (i = 0; i < KMSGR_NSEG; i++)
+		if (first[i] >= 0 &&
+		    (!kmsgr_pool_is_alloc(inst, first[i],
+					  DIV_ROUND_UP(seg[i].len,
+						       KMSGR_POOL_GRAIN)) ||
+		     inst->pool_token[first[i]] != token))
+			goto out_unlock;
+	/* token 0: as while being received into, no RELEASE takes it */
+	for (i = 0; i < KMSGR_NSEG; i++)
+		if (first[i] >= 0)
+			inst->pool_token[first[i]] = 0;
+	ret = 0;
+out_unlock:
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	return ret;
+}
+
+bool kmsgr_pool_take_starved(struct kmsgr_instance *inst)
+{
+	unsigned long flags;
+	bool starved;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	starved = inst->pool_starved;
+	inst->pool_starved = false;
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	return starved;
+}
+
 /**
  * kmsgr_buf_ptr() - kernel address of buffer-area bytes
  * @inst: the instance

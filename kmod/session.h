@@ -2,13 +2,14 @@
 /*
  * kmsgr - the session layer's own header: the objects of inst->objs
  * (sessions and listeners), connections, and what session.c, listener.c,
- * conn_io.c and main.c (CLOSE, teardown) share.  Not for mem.c or
- * enter.c, which see only kmsgr.h.
+ * conn_io.c and main.c (CLOSE, teardown) share.  Not for mem.c, bdev.c
+ * or enter.c, which see only kmsgr.h.
  *
  * Layers, each calling only those below it:
  *
  *   main.c      module, /dev/kmsgr, ioctl dispatch, CLOSE, instance teardown
  *   enter.c     ENTER and poll: SQE dispatch, CQ waits
+ *   bdev.c      block devices: ATTACH/DETACH_BDEV, bios over the area
  *   listener.c  LISTEN, accept, listener teardown
  *   session.c   sessions: CONNECT, server sessions, the state machine and
  *               the engine's callbacks, SEND, timers, teardown

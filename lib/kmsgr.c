@@ -82,6 +82,7 @@ static const char *const kmsgr_feature_names[] = {
 	[10] = "rdma",		/* KMSGR_FEAT_RDMA */
 	[11] = "logon-keys",	/* KMSGR_FEAT_LOGON_KEYS */
 	[12] = "cephx-tickets",	/* KMSGR_FEAT_CEPHX_TICKETS */
+	[13] = "bdev",		/* KMSGR_FEAT_BDEV */
 };
 
 /* ioctl() returning 0 or a negative errno. */
@@ -889,6 +890,42 @@ int kmsgr_close_id(struct kmsgr *k, __u32 id)
 	memset(&c, 0, sizeof(c));
 	c.id = id;
 	return kmsgr_ioctl(k->fd, KMSGR_IOC_CLOSE, &c);
+}
+
+int kmsgr_bdev_attach(struct kmsgr *k, struct kmsgr_bdev *b)
+{
+	return kmsgr_ioctl(k->fd, KMSGR_IOC_ATTACH_BDEV, b);
+}
+
+int kmsgr_bdev_detach(struct kmsgr *k, __u32 id)
+{
+	struct kmsgr_bdev_detach d;
+
+	memset(&d, 0, sizeof(d));
+	d.id = id;
+	return kmsgr_ioctl(k->fd, KMSGR_IOC_DETACH_BDEV, &d);
+}
+
+void kmsgr_prep_bdev(struct kmsgr_sqe *sqe, __u8 opcode, __u32 id,
+		     __u64 dev_off, __u32 off, __u32 len, __u64 user_data)
+{
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = opcode;
+	sqe->session = id;
+	sqe->tid = dev_off;
+	sqe->seg[0].off = off;
+	sqe->seg[0].len = len;
+	sqe->user_data = user_data;
+}
+
+void kmsgr_prep_bdev_write_recv(struct kmsgr_sqe *sqe, __u32 id,
+				__u64 dev_off, const struct kmsgr_cqe *recv,
+				__u64 user_data)
+{
+	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_WRITE, id, dev_off,
+			recv->seg[2].off, recv->seg[2].len, user_data);
+	sqe->flags = KMSGR_SQE_F_RELEASE;
+	sqe->token = recv->res > 0 ? (__u32)recv->res : 0;
 }
 
 static const char *const kmsgr_reason_names[] = {

@@ -673,6 +673,59 @@ int kmsgr_connect(struct kmsgr *k, struct kmsgr_connect *c);
 int kmsgr_close_id(struct kmsgr *k, __u32 id);
 
 /**
+ * kmsgr_bdev_attach() - attach a block device (KMSGR_IOC_ATTACH_BDEV)
+ * @k: handle after kmsgr_setup()
+ * @b: in: fd (an open block device) and flags (KMSGR_BDEV_F_*), the rest
+ *     zero; out: id (the handle the BDEV SQEs name), attrs, capacity,
+ *     lbs, pbs, max_io
+ *
+ * Return: 0 or a negative errno (-ENOTBLK, -EBADF, -EBUSY, -EMFILE, ...).
+ */
+int kmsgr_bdev_attach(struct kmsgr *k, struct kmsgr_bdev *b);
+
+/**
+ * kmsgr_bdev_detach() - detach a block device (KMSGR_IOC_DETACH_BDEV)
+ * @k:  handle
+ * @id: the handle kmsgr_bdev_attach() returned
+ *
+ * Waits until the ops already submitted on it have completed.
+ *
+ * Return: 0 or a negative errno (-ENODEV for an unknown handle).
+ */
+int kmsgr_bdev_detach(struct kmsgr *k, __u32 id);
+
+/**
+ * kmsgr_prep_bdev() - prepare a BDEV_WRITE, BDEV_READ or BDEV_FLUSH
+ * @sqe:       the SQE (cleared first)
+ * @opcode:    KMSGR_OP_BDEV_*
+ * @id:        the device's handle
+ * @dev_off:   byte offset on the device (0 for FLUSH)
+ * @off:       buffer-area offset of the memory (one slice; add more in
+ *             sqe->seg[1] and [2] for a vectored op)
+ * @len:       its length (0 for FLUSH)
+ * @user_data: copied into the CQE
+ */
+void kmsgr_prep_bdev(struct kmsgr_sqe *sqe, __u8 opcode, __u32 id,
+		     __u64 dev_off, __u32 off, __u32 len, __u64 user_data);
+
+/**
+ * kmsgr_prep_bdev_write_recv() - write a received message's data segment
+ * to a block device and give its slices back when done
+ * @sqe:       the SQE (cleared first)
+ * @id:        the device's handle
+ * @dev_off:   byte offset on the device
+ * @recv:      the RECV CQE (a module with KMSGR_FEAT_RELEASE_TOKEN)
+ * @user_data: copied into the CQE
+ *
+ * The data segment (seg[2]) is written and given back when the write is
+ * done (KMSGR_SQE_F_RELEASE).  The message's front and middle, if any,
+ * are the caller's to release: kmsgr_prep_release() with seg[2] cleared.
+ */
+void kmsgr_prep_bdev_write_recv(struct kmsgr_sqe *sqe, __u32 id,
+				__u64 dev_off, const struct kmsgr_cqe *recv,
+				__u64 user_data);
+
+/**
  * kmsgr_reason_str() - text of a KMSGR_REASON_* value
  * @reason: the reason field of a DOWN or CLOSED event
  *

@@ -483,6 +483,10 @@ static enum expect fuzz_sqe(struct kmsgr_sqe *sqe, uint64_t *rng,
 			any = true;
 	}
 
+	/* no device is attached: EINVAL or ENODEV, whichever is first */
+	if (sqe->opcode >= KMSGR_OP_BDEV_WRITE &&
+	    sqe->opcode <= KMSGR_OP_BDEV_FLUSH)
+		return FX_ERR;
 	if (sqe->opcode > KMSGR_OP_RELEASE || sqe->flags ||
 	    sqe->reserved0 || sqe->reserved1)
 		return FX_EINVAL;

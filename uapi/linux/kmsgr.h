@@ -37,8 +37,8 @@
  *   0x03  KMSGR_IOC_LISTEN      listen on an address (tcp; rdma later)
  *   0x04  KMSGR_IOC_CONNECT     open a session to a peer
  *   0x05  KMSGR_IOC_CLOSE       close a session or a listener
- *   0x06  KMSGR_IOC_ATTACH_BDEV (reserved) attach a block device by fd
- *   0x07  KMSGR_IOC_DETACH_BDEV (reserved) detach it
+ *   0x06  KMSGR_IOC_ATTACH_BDEV attach a block device by fd
+ *   0x07  KMSGR_IOC_DETACH_BDEV detach it
  *   0x08-0x3f                   reserved for later kmsgr commands
  *
  * Data path
@@ -120,6 +120,9 @@
 						 * MDSs with a mon session's
 						 * ticket: kmsgr_connect.
 						 * ticket_from
+						 */
+#define KMSGR_FEAT_BDEV		_BITULL(13)	/* ATTACH_BDEV, DETACH_BDEV,
+						 * KMSGR_OP_BDEV_* SQEs
 						 */
 
 /*
@@ -410,10 +413,21 @@ struct kmsgr_slice {
 #define KMSGR_OP_NOP		0	/* completes at once (KMSGR_CQE_OP) */
 #define KMSGR_OP_SEND		1	/* send a message: one KMSGR_CQE_SEND */
 #define KMSGR_OP_RELEASE	2	/* give back receive-pool slices */
+#define KMSGR_OP_BDEV_WRITE	3	/* slices to a block device */
+#define KMSGR_OP_BDEV_READ	4	/* a block device range into slices */
+#define KMSGR_OP_BDEV_FLUSH	5	/* flush the device's write cache */
 
 /* kmsgr_sqe.flags */
 #define KMSGR_SQE_F_TOKEN	_BITUL(0)	/* RELEASE: @tid is the token */
 #define KMSGR_SQE_F_SKIP_SUCCESS _BITUL(1)	/* SEND: no CQE unless it fails */
+#define KMSGR_SQE_F_FUA		_BITUL(2)	/* BDEV_WRITE: forced unit access */
+#define KMSGR_SQE_F_PREFLUSH	_BITUL(3)	/* BDEV_WRITE: flush the cache
+						 * first
+						 */
+#define KMSGR_SQE_F_RELEASE	_BITUL(4)	/* BDEV_WRITE: the slices are a
+						 * RECV's (@token), given back
+						 * when the write is done
+						 */
 /* Largest message (all three segments) a secure-mode session sends. */
 #define KMSGR_SECURE_MSG_MAX	((4U << 20) + (64U << 10))
 /* Largest release token; tokens are 1 .. KMSGR_RELEASE_TOKEN_MAX. */
@@ -453,6 +467,27 @@ struct kmsgr_slice {
  * are outstanding: the other half of the CQ stays free for inbound
  * messages and events, so SENDs in flight can never block the reading
  * that completes them.  ENTER fails with EBUSY when it could consume none.
+ *
+ * BDEV_WRITE, BDEV_READ, BDEV_FLUSH (KMSGR_FEAT_BDEV): @session is the
+ * handle of an attached block device (struct kmsgr_bdev), @tid the byte
+ * offset on it, and the non-empty slices of @seg, in order, the memory
+ * (vectored: up to three pieces).  Every offset and length, on the device
+ * and in the buffer area, is a multiple of the device's logical block
+ * size; the range lies within the capacity and is at most max_io bytes.
+ * The bytes move between the device and the buffer area's own pages,
+ * never through a copy.  READ's slices lie before the receive pool (the
+ * kernel owns the pool).  WRITE's slices stay untouched until its CQE;
+ * with KMSGR_SQE_F_RELEASE they must be the receive-pool slices of one
+ * RECV whose release token is in @token: they are taken from the
+ * application at once (a RELEASE of them fails from then on) and given
+ * back when the write is done, whatever its result.  FUA and PREFLUSH
+ * go to the device as REQ_FUA and REQ_PREFLUSH.  FLUSH has no slices and
+ * @tid 0.  Each completes with one KMSGR_CQE_OP entry: @session the
+ * handle, @tid the offset, @res 0 or -errno: EINVAL (misaligned, a slice
+ * in the wrong place, a bad token), ENODEV (no such handle, or detached),
+ * EROFS (a write to a read-only attachment), ENOSPC (beyond the
+ * capacity), EMSGSIZE (above max_io), or the block layer's status (EIO,
+ * ENOLINK, ...).
  */
 struct kmsgr_sqe {
 	__u8 opcode;		/* KMSGR_OP_* */
@@ -466,14 +501,24 @@ struct kmsgr_sqe {
 	__u64 user_data;	/* copied into the CQE */
 	__u64 tid;		/* SEND: transaction id */
 	struct kmsgr_slice seg[3]; /* SEND: front, middle, data */
-	__u64 reserved1;	/* must be 0 */
+	union {
+		__u64 reserved1;	/* must be 0, but: */
+		struct {
+			__u32 token;	/* BDEV_WRITE with RELEASE: the
+					 * RECV's release token, else 0
+					 */
+			__u32 reserved2; /* must be 0 */
+		};
+	};
 };
 
 /* kmsgr_cqe.kind */
 #define KMSGR_CQE_SEND		1	/* a SEND finished: res 0 or -errno */
 #define KMSGR_CQE_RECV		2	/* an inbound message */
 #define KMSGR_CQE_EVENT		3	/* a session event (event field) */
-#define KMSGR_CQE_OP		4	/* NOP, or a rejected SQE (res < 0) */
+#define KMSGR_CQE_OP		4	/* NOP, a block-device op, or a
+					 * rejected SQE (res < 0)
+					 */
 
 /* kmsgr_cqe.event */
 #define KMSGR_EV_ACCEPTED	1	/* new session from a listener */
@@ -549,6 +594,68 @@ struct kmsgr_cqe {
 						 * (-ENETDOWN)
 						 */
 
+/* ------------------------------------------------------------------------ */
+/* Block devices: ATTACH_BDEV, DETACH_BDEV                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * struct kmsgr_bdev - argument of KMSGR_IOC_ATTACH_BDEV (KMSGR_FEAT_BDEV).
+ *
+ * In: @fd, an open block device (the whole device or a partition),
+ * opened for reading and writing, or for reading with
+ * KMSGR_BDEV_F_RDONLY; @flags.  Out: the handle for the BDEV SQEs and
+ * DETACH_BDEV, and what the device is.  The instance holds the device
+ * open until DETACH_BDEV or its end; @fd may be closed after the call.
+ * ENOTBLK (not a block device), EBADF (not open for what @flags ask),
+ * EBUSY (KMSGR_BDEV_F_EXCL and someone else holds it exclusively, or a
+ * mounted file system), EMFILE (KMSGR_BDEV_MAX attached), EINVAL.
+ * A device that goes away (hot unplug) stays attached: its ops fail.
+ */
+struct kmsgr_bdev {
+	__s32 fd;		/* in */
+	__u32 flags;		/* in: KMSGR_BDEV_F_* */
+	__u32 id;		/* out: handle (kmsgr_sqe.session) */
+	__u32 attrs;		/* out: KMSGR_BDEV_A_* */
+	__u64 capacity;		/* out: bytes */
+	__u32 lbs;		/* out: logical block size, bytes */
+	__u32 pbs;		/* out: physical block size, bytes */
+	__u32 max_io;		/* out: largest READ or WRITE, bytes */
+	__u32 reserved0;	/* must be 0 */
+	__u64 reserved[4];	/* must be 0 */
+};
+
+/* kmsgr_bdev.flags */
+#define KMSGR_BDEV_F_EXCL	_BITUL(0)	/* claim it exclusively */
+#define KMSGR_BDEV_F_RDONLY	_BITUL(1)	/* read only: writes fail EROFS */
+#define KMSGR_BDEV_F_ALL	(KMSGR_BDEV_F_EXCL | KMSGR_BDEV_F_RDONLY)
+
+/* kmsgr_bdev.attrs */
+#define KMSGR_BDEV_A_RDONLY	_BITUL(0)	/* writes refused (the device is
+						 * read-only, or F_RDONLY)
+						 */
+#define KMSGR_BDEV_A_WCACHE	_BITUL(1)	/* volatile write cache: FLUSH
+						 * and FUA make data durable
+						 */
+#define KMSGR_BDEV_A_FUA	_BITUL(2)	/* the device does FUA itself
+						 * (else the kernel emulates
+						 * it with a flush)
+						 */
+
+/* Most block devices attached to one instance at once. */
+#define KMSGR_BDEV_MAX		64
+
+/*
+ * struct kmsgr_bdev_detach - argument of KMSGR_IOC_DETACH_BDEV.  Later
+ * SQEs naming @id fail ENODEV; the call waits until the ops already
+ * submitted on it have completed (their CQEs are posted), then lets the
+ * device go.  ENODEV: no such handle.
+ */
+struct kmsgr_bdev_detach {
+	__u32 id;		/* in: the handle */
+	__u32 flags;		/* in: must be 0 */
+	__u64 reserved[2];	/* must be 0 */
+};
+
 /* Commands; see "ioctl namespace" above for the reserved numbers. */
 #define KMSGR_IOC_INFO		_IOWR(KMSGR_IOC_MAGIC, 0x00, struct kmsgr_info)
 #define KMSGR_IOC_SETUP		_IOWR(KMSGR_IOC_MAGIC, 0x01, struct kmsgr_setup)
@@ -556,5 +663,8 @@ struct kmsgr_cqe {
 #define KMSGR_IOC_LISTEN	_IOWR(KMSGR_IOC_MAGIC, 0x03, struct kmsgr_listen)
 #define KMSGR_IOC_CONNECT	_IOWR(KMSGR_IOC_MAGIC, 0x04, struct kmsgr_connect)
 #define KMSGR_IOC_CLOSE		_IOW(KMSGR_IOC_MAGIC, 0x05, struct kmsgr_close)
+#define KMSGR_IOC_ATTACH_BDEV	_IOWR(KMSGR_IOC_MAGIC, 0x06, struct kmsgr_bdev)
+#define KMSGR_IOC_DETACH_BDEV	_IOW(KMSGR_IOC_MAGIC, 0x07, \
+				     struct kmsgr_bdev_detach)
 
 #endif /* _UAPI_LINUX_KMSGR_H */

@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr - block devices: ATTACH_BDEV, DETACH_BDEV and the BDEV SQEs, which
+ * move bytes between a block device and the buffer area's own pages (bios
+ * built over them, no copy).  Above mem.c (CQ, receive pool) and
+ * session.c (resuming sessions the pool starved); below enter.c (which
+ * hands it BDEV SQEs) and main.c.
+ *
+ * Who touches what:
+ *  - inst->bdevs (handle -> struct kmsgr_bdev_h) and inst->nr_bdevs change
+ *    only under inst->submit_lock, which ENTER holds while it looks a
+ *    handle up and counts an op in h->inflight: an op is either counted
+ *    before DETACH takes the handle out, or finds no handle.
+ *  - h->inflight: ops submitted and not completed.  Whoever took the
+ *    handle out (DETACH, the instance's end) waits for it to reach 0, then
+ *    lets the device go and frees @h.
+ *  - An op's completion (kmsgr_bio_op_done(), any context: the last bio's
+ *    end_io) posts its CQE into the slot ENTER reserved, frees the slices
+ *    it took from the application, and only then drops h->inflight; after
+ *    that it dereferences neither @h nor the instance (wake_up_var() uses
+ *    the address as a key only).  So both outlive every op, and the
+ *    instance's rings and area are freed only after kmsgr_bdev_detach_all().
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+#include <linux/wait_bit.h>
+#include <linux/xarray.h>
+
+#include "kmsgr.h"
+#include "log.h"
+
+/* Largest BDEV_READ or BDEV_WRITE (kmsgr_bdev.max_io). */
+#define KMSGR_BDEV_MAX_IO	(8U << 20)
+
+/* One attached device. */
+struct kmsgr_bdev_h {
+	struct block_device *bdev;
+	fmode_t mode;			/* as opened, for blkdev_put() */
+	u32 id;
+	bool rdonly;
+	u32 lbs;
+	u64 capacity;
+	atomic_t inflight;		/* ops not yet completed */
+};
+
+/* One BDEV SQE in flight: its bios, then its CQE. */
+struct kmsgr_bio_op {
+	struct kmsgr_instance *inst;
+	struct kmsgr_bdev_h *h;
+	struct kmsgr_cqe cqe;		/* posted when the last bio ends */
+	atomic_t bios;			/* bios not ended, + 1 while building */
+	int error;			/* the first bio error */
+	bool read;
+	bool release;			/* free @seg when done (taken slices) */
+	struct kmsgr_slice seg[KMSGR_NSEG];
+};
+
+void kmsgr_bdev_inst_init(struct kmsgr_instance *inst)
+{
+	xa_init_flags(&inst->bdevs, XA_FLAGS_ALLOC1);
+}
+
+/* ---- attach and detach --------------------------------------------------- */
+
+/* Wait for @h's ops (it is out of inst->bdevs), let the device go. */
+static void kmsgr_bdev_put(struct kmsgr_bdev_h *h)
+{
+	wait_var_event(&h->inflight, !atomic_read(&h->inflight));
+	blkdev_put(h->bdev, h->mode);
+	kfree(h);
+}
+
+/* Take handle @id out (no op can find it afterwards); NULL if none. */
+static struct kmsgr_bdev_h *kmsgr_bdev_unlink(struct kmsgr_instance *inst,
+					      u32 id)
+{
+	struct kmsgr_bdev_h *h;
+
+	mutex_lock(&inst->submit_lock);
+	h = xa_erase(&inst->bdevs, id);
+	if (h)
+		inst->nr_bdevs--;
+	mutex_unlock(&inst->submit_lock);
+	return h;
+}
+
+/* Open the device behind @fd as @flags ask; the handle is not linked. */
+static int kmsgr_bdev_open(struct kmsgr_instance *inst,
+			   const struct kmsgr_bdev *a,
+			   struct kmsgr_bdev_h **out)
+{
+	bool rdonly = a->flags & KMSGR_BDEV_F_RDONLY;
+	struct block_device *bdev;
+	struct kmsgr_bdev_h *h;
+	struct file *f;
+	fmode_t mode;
+	dev_t dev;
+	int ret;
+
+	f = fget(a->fd);
+	if (!f)
+		return -EBADF;
+	ret = -ENOTBLK;
+	if (!S_ISBLK(file_inode(f)->i_mode))
+		goto out_fput;
+	/* the caller could open it for what it asks, and did */
+	ret = -EBADF;
+	if (!(f->f_mode & FMODE_READ) ||
+	    (!rdonly && !(f->f_mode & FMODE_WRITE)))
+		goto out_fput;
+	dev = file_inode(f)->i_rdev;
+
+	ret = -ENOMEM;
+	h = kzalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
+	if (!h)
+		goto out_fput;
+	mode = FMODE_READ | (rdonly ? 0 : FMODE_WRITE);
+	if (a->flags & KMSGR_BDEV_F_EXCL)
+		mode |= FMODE_EXCL;
+	bdev = blkdev_get_by_dev(dev, mode, mode & FMODE_EXCL ? inst : NULL);
+	if (IS_ERR(bdev)) {
+		ret = PTR_ERR(bdev);
+		kfree(h);
+		goto out_fput;
+	}
+	h->bdev = bdev;
+	h->mode = mode;
+	h->rdonly = rdonly || bdev_read_only(bdev);
+	h->lbs = bdev_logical_block_size(bdev);
+	h->capacity = bdev_nr_bytes(bdev);
+	atomic_set(&h->inflight, 0);
+	*out = h;
+	ret = 0;
+out_fput:
+	fput(f);
+	return ret;
+}
+
+/**
+ * kmsgr_bdev_attach() - KMSGR_IOC_ATTACH_BDEV
+ * @inst: the instance (set up)
+ * @uarg: struct kmsgr_bdev in user memory
+ *
+ * Return: 0; -EINVAL (before SETUP, a bad flag or reserved field),
+ * -EFAULT, -EBADF, -ENOTBLK, -EMFILE (KMSGR_BDEV_MAX attached), or what
+ * opening the device gave (-EBUSY when claimed, -ENXIO when gone, ...).
+ */
+int kmsgr_bdev_attach(struct kmsgr_instance *inst,
+		      struct kmsgr_bdev __user *uarg)
+{
+	struct kmsgr_bdev_h *h;
+	struct kmsgr_bdev a;
+	int ret;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (a.flags & ~KMSGR_BDEV_F_ALL || a.reserved0 ||
+	    memchr_inv(a.reserved, 0, sizeof(a.reserved)))
+		return -EINVAL;
+	if (!kmsgr_inst_ready(inst))
+		return -EINVAL;
+
+	ret = kmsgr_bdev_open(inst, &a, &h);
+	if (ret)
+		return ret;
+
+	mutex_lock(&inst->submit_lock);
+	if (inst->nr_bdevs >= KMSGR_BDEV_MAX) {
+		ret = -EMFILE;
+	} else {
+		ret = xa_alloc_cyclic(&inst->bdevs, &h->id, h,
+				      XA_LIMIT(1, INT_MAX), &inst->bdev_next,
+				      GFP_KERNEL_ACCOUNT);
+		if (ret >= 0) {
+			inst->nr_bdevs++;
+			ret = 0;
+		}
+	}
+	mutex_unlock(&inst->submit_lock);
+	if (ret) {
+		blkdev_put(h->bdev, h->mode);
+		kfree(h);
+		return ret == -EBUSY ? -EMFILE : ret;
+	}
+
+	memset_after(&a, 0, flags);
+	a.id = h->id;
+	a.attrs = (h->rdonly ? KMSGR_BDEV_A_RDONLY : 0) |
+		  (bdev_write_cache(h->bdev) ? KMSGR_BDEV_A_WCACHE : 0) |
+		  (bdev_fua(h->bdev) ? KMSGR_BDEV_A_FUA : 0);
+	a.capacity = h->capacity;
+	a.lbs = h->lbs;
+	a.pbs = bdev_physical_block_size(h->bdev);
+	a.max_io = round_down(KMSGR_BDEV_MAX_IO, h->lbs);
+	if (copy_to_user(uarg, &a, sizeof(a))) {
+		/* nobody learnt the id; an op that guessed it is waited for */
+		h = kmsgr_bdev_unlink(inst, a.id);
+		if (h)
+			kmsgr_bdev_put(h);
+		return -EFAULT;
+	}
+	kmsgr_inst_dbg(inst, "block device %pg attached as %u%s%s\n",
+		       h->bdev, a.id, h->rdonly ? ", read-only" : "",
+		       h->mode & FMODE_EXCL ? ", exclusive" : "");
+	return 0;
+}
+
+/**
+ * kmsgr_bdev_detach() - KMSGR_IOC_DETACH_BDEV
+ * @inst: the instance
+ * @uarg: struct kmsgr_bdev_detach in user memory
+ *
+ * Return: 0 once the ops submitted on it have completed and the device is
+ * let go; -ENODEV (no such handle), -EINVAL, -EFAULT.
+ */
+int kmsgr_bdev_detach(struct kmsgr_instance *inst,
+		      struct kmsgr_bdev_detach __user *uarg)
+{
+	struct kmsgr_bdev_detach d;
+	struct kmsgr_bdev_h *h;
+
+	if (copy_from_user(&d, uarg, sizeof(d)))
+		return -EFAULT;
+	if (d.flags || memchr_inv(d.reserved, 0, sizeof(d.reserved)))
+		return -EINVAL;
+	h = d.id ? kmsgr_bdev_unlink(inst, d.id) : NULL;
+	if (!h)
+		return -ENODEV;
+	kmsgr_bdev_put(h);
+	kmsgr_inst_dbg(inst, "block device %u detached\n", d.id);
+	return 0;
+}
+
+void kmsgr_bdev_detach_all(struct kmsgr_instance *inst)
+{
+	struct kmsgr_bdev_h *h;
+	unsigned long id;
+
+	xa_for_each(&inst->bdevs, id, h) {
+		h = kmsgr_bdev_unlink(inst, id);
+		if (h)
+			kmsgr_bdev_put(h);
+	}
+	xa_destroy(&inst->bdevs);
+}
+
+/* ---- ops ----------------------------------------------------------------- */
+
+/* The last bio of @op ended (or none was needed): complete it. */
+static void kmsgr_bio_op_done(struct kmsgr_bio_op *op)
+{
+	struct kmsgr_instance *inst = op->inst;
+	struct kmsgr_bdev_h *h = op->h;
+	bool freed = false;
+	unsigned int i;
+
+	for (i = 0; i < KMSGR_NSEG; i++) {
+		if (!op->seg[i].len)
+			continue;
+		/* the device wrote the pages: no stale cache lines */
+		if (op->read)
+			invalidate_kernel_vmap_range(inst->buf + op->seg[i].off,
+						     op->seg[i].len);
+		else if (op->release &&
+			 !kmsgr_pool_free(inst, op->seg[i].off,
+					  op->seg[i].len, KMSGR_POOL_KERNEL))
+			freed = true;
+	}
+	if (freed && kmsgr_pool_take_starved(inst))
+		kmsgr_sess_resume(inst);
+	op->cqe.res = op->error;
+	kmsgr_cq_post(inst, &op->cqe, KMSGR_CQ_RESERVED);
+	kfree(op);
+	/* the last touch of @h: a detach waiting on it may free it now */
+	if (atomic_dec_and_test(&h->inflight))
+		wake_up_var(&h->inflight);
+}
+
+static void kmsgr_bio_op_put(struct kmsgr_bio_op *op)
+{
+	if (atomic_dec_and_test(&op->bios))
+		kmsgr_bio_op_done(op);
+}
+
+static void kmsgr_bio_end_io(struct bio *bio)
+{
+	struct kmsgr_bio_op *op = bio->bi_private;
+	int err = blk_status_to_errno(bio->bi_status);
+
+	if (err)
+		cmpxchg(&op->error, 0, err);
+	bio_put(bio);
+	kmsgr_bio_op_put(op);
+}
+
+static void kmsgr_bio_submit(struct kmsgr_bio_op *op, struct bio *bio)
+{
+	bio->bi_private = op;
+	bio->bi_end_io = kmsgr_bio_end_io;
+	atomic_inc(&op->bios);
+	submit_bio(bio);
+}
+
+/*
+ * Bios over the area's pages of @op's slices, from device byte @pos: each
+ * as large as a bio takes, submitted as it fills.  Nothing here fails
+ * (bio_alloc() from its mempool waits instead).
+ */
+static void kmsgr_bio_op_map(struct kmsgr_bio_op *op, u64 pos, blk_opf_t opf)
+{
+	struct kmsgr_instance *inst = op->inst;
+	struct bio *bio = NULL;
+	unsigned int i, pgoff, chunk;
+	u32 left, off;
+	void *addr;
+
+	for (i = 0; i < KMSGR_NSEG; i++) {
+		off = op->seg[i].off;
+		left = op->seg[i].len;
+		if (!left)
+			continue;
+		if (!op->read)
+			flush_kernel_vmap_range(inst->buf + off, left);
+		while (left) {
+			if (!bio) {
+				bio = bio_alloc(op->h->bdev,
+						bio_max_segs(DIV_ROUND_UP(left, PAGE_SIZE) + 1),
+						opf, GFP_NOIO);
+				bio->bi_iter.bi_sector = pos >> SECTOR_SHIFT;
+			}
+			addr = inst->buf + off;
+			pgoff = offset_in_page(addr);
+			chunk = min_t(u32, left, PAGE_SIZE - pgoff);
+			if (bio_add_page(bio, vmalloc_to_page(addr), chunk,
+					 pgoff) != chunk) {
+				kmsgr_bio_submit(op, bio);
+				bio = NULL;
+				continue;
+			}
+			off += chunk;
+			left -= chunk;
+			pos += chunk;
+		}
+	}
+	if (!bio)	/* FLUSH: no data */
+		bio = bio_alloc(op->h->bdev, 0, opf, GFP_NOIO);
+	kmsgr_bio_submit(op, bio);
+}
+
+/* The checks of a READ or WRITE against @h; 0 or the SQE's errno. */
+static int kmsgr_bdev_check(struct kmsgr_instance *inst,
+			    const struct kmsgr_bdev_h *h,
+			    const struct kmsgr_sqe *sqe, u64 *total)
+{
+	bool read = sqe->opcode == KMSGR_OP_BDEV_READ;
+	unsigned int i;
+	u64 len = 0;
+
+	if (sqe->tid & (h->lbs - 1))
+		return -EINVAL;
+	for (i = 0; i < KMSGR_NSEG; i++) {
+		if (!sqe->seg[i].len)
+			continue;
+		if ((sqe->seg[i].off | sqe->seg[i].len) & (h->lbs - 1))
+			return -EINVAL;
+		/* the pool is the kernel's to write into */
+		if (read &&
+		    (u64)sqe->seg[i].off + sqe->seg[i].len > inst->pool_off)
+			return -EINVAL;
+		len += sqe->seg[i].len;
+	}
+	if (!len)
+		return -EINVAL;
+	if (len > round_down(KMSGR_BDEV_MAX_IO, h->lbs))
+		return -EMSGSIZE;
+	if (sqe->tid > h->capacity || len > h->capacity - sqe->tid)
+		return -ENOSPC;
+	if (!read && h->rdonly)
+		return -EROFS;
+	*total = len;
+	return 0;
+}
+
+/**
+ * kmsgr_bdev_submit() - start a BDEV SQE
+ * @inst: the instance
+ * @sqe:  the SQE's snapshot; its flags, reserved fields and slices (inside
+ *        the area) are checked already (enter.c)
+ *
+ * Return: 0 when submitted (its KMSGR_CQE_OP follows into the slot ENTER
+ * reserved), or the errno for the caller's error CQE.
+ */
+int kmsgr_bdev_submit(struct kmsgr_instance *inst,
+		      const struct kmsgr_sqe *sqe)
+	__must_hold(&inst->submit_lock)
+{
+	struct kmsgr_bdev_h *h;
+	struct kmsgr_bio_op *op;
+	blk_opf_t opf;
+	u64 total = 0;
+	int ret;
+
+	lockdep_assert_held(&inst->submit_lock);
+	h = xa_load(&inst->bdevs, sqe->session);
+	if (!h)
+		return -ENODEV;
+	if (sqe->opcode == KMSGR_OP_BDEV_FLUSH) {
+		if (sqe->tid || sqe->seg[0].len || sqe->seg[1].len ||
+		    sqe->seg[2].len)
+			return -EINVAL;
+	} else {
+		ret = kmsgr_bdev_check(inst, h, sqe, &total);
+		if (ret)
+			return ret;
+	}
+
+	op = kzalloc(sizeof(*op), GFP_NOIO | __GFP_ACCOUNT);
+	if (!op)
+		return -ENOMEM;
+	op->inst = inst;
+	op->h = h;
+	op->read = sqe->opcode == KMSGR_OP_BDEV_READ;
+	memcpy(op->seg, sqe->seg, sizeof(op->seg));
+	op->cqe.user_data = sqe->user_data;
+	op->cqe.kind = KMSGR_CQE_OP;
+	op->cqe.session = sqe->session;
+	op->cqe.tid = sqe->tid;
+	if (sqe->flags & KMSGR_SQE_F_RELEASE) {
+		/* from here on the slices are ours until the write ends */
+		ret = kmsgr_pool_take(inst, sqe->seg, sqe->token);
+		if (ret) {
+			kfree(op);
+			return ret;
+		}
+		op->release = true;
+	}
+
+	switch (sqe->opcode) {
+	case KMSGR_OP_BDEV_READ:
+		opf = REQ_OP_READ;
+		inst->stats.bdev_read_bytes += total;
+		break;
+	case KMSGR_OP_BDEV_WRITE:
+		opf = REQ_OP_WRITE | REQ_SYNC;
+		if (sqe->flags & KMSGR_SQE_F_FUA)
+			opf |= REQ_FUA;
+		/* on every bio: none may reach the media before the flush */
+		if (sqe->flags & KMSGR_SQE_F_PREFLUSH)
+			opf |= REQ_PREFLUSH;
+		inst->stats.bdev_write_bytes += total;
+		break;
+	default:
+		opf = REQ_OP_WRITE | REQ_PREFLUSH;
+		break;
+	}
+	inst->stats.bdev_ops++;
+	atomic_inc(&h->inflight);
+	atomic_set(&op->bios, 1);	/* ours while the bios are built */
+	kmsgr_bio_op_map(op, sqe->tid, opf);
+	kmsgr_bio_op_put(op);
+	return 0;
+}
