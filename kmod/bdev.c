@@ -49,7 +49,6 @@ struct kmsgr_bdev_h {
 	u32 id;
 	bool rdonly;
 	u32 lbs;
-	u64 capacity;
 	atomic_t inflight;		/* ops not yet completed */
 };
 
@@ -137,7 +136,6 @@ static int kmsgr_bdev_open(struct kmsgr_instance *inst,
 	h->mode = mode;
 	h->rdonly = rdonly || bdev_read_only(bdev);
 	h->lbs = bdev_logical_block_size(bdev);
-	h->capacity = bdev_nr_bytes(bdev);
 	atomic_set(&h->inflight, 0);
 	*out = h;
 	ret = 0;
@@ -198,7 +196,7 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 	a.attrs = (h->rdonly ? KMSGR_BDEV_A_RDONLY : 0) |
 		  (bdev_write_cache(h->bdev) ? KMSGR_BDEV_A_WCACHE : 0) |
 		  (bdev_fua(h->bdev) ? KMSGR_BDEV_A_FUA : 0);
-	a.capacity = h->capacity;
+	a.capacity = bdev_nr_bytes(h->bdev);
 	a.lbs = h->lbs;
 	a.pbs = bdev_physical_block_size(h->bdev);
 	a.max_io = round_down(KMSGR_BDEV_MAX_IO, h->lbs);
@@ -363,8 +361,8 @@ static int kmsgr_bdev_check(struct kmsgr_instance *inst,
 			    const struct kmsgr_sqe *sqe, u64 *total)
 {
 	bool read = sqe->opcode == KMSGR_OP_BDEV_READ;
+	u64 len = 0, capacity;
 	unsigned int i;
-	u64 len = 0;
 
 	if (sqe->tid & (h->lbs - 1))
 		return -EINVAL;
@@ -383,7 +381,11 @@ static int kmsgr_bdev_check(struct kmsgr_instance *inst,
 		return -EINVAL;
 	if (len > round_down(KMSGR_BDEV_MAX_IO, h->lbs))
 		return -EMSGSIZE;
-	if (sqe->tid > h->capacity || len > h->capacity - sqe->tid)
+	/* it may have been resized; a namespace going away drops to 0 first */
+	capacity = bdev_nr_bytes(h->bdev);
+	if (!capacity)
+		return -ENXIO;
+	if (sqe->tid > capacity || len > capacity - sqe->tid)
 		return -ENOSPC;
 	if (!read && h->rdonly)
 		return -EROFS;
@@ -414,6 +416,10 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst,
 	h = xa_load(&inst->bdevs, sqe->session);
 	if (!h)
 		return -ENODEV;
+	/* unplugged: say so, rather than knock at a disk of size 0 */
+	if (!disk_live(h->bdev->bd_disk) ||
+	    test_bit(GD_DEAD, &h->bdev->bd_disk->state))
+		return -ENXIO;
 	if (sqe->opcode == KMSGR_OP_BDEV_FLUSH) {
 		if (sqe->tid || sqe->seg[0].len || sqe->seg[1].len ||
 		    sqe->seg[2].len)

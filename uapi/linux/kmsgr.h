@@ -486,8 +486,8 @@ struct kmsgr_slice {
  * handle, @tid the offset, @res 0 or -errno: EINVAL (misaligned, a slice
  * in the wrong place, a bad token), ENODEV (no such handle, or detached),
  * EROFS (a write to a read-only attachment), ENOSPC (beyond the
- * capacity), EMSGSIZE (above max_io), or the block layer's status (EIO,
- * ENOLINK, ...).
+ * capacity), EMSGSIZE (above max_io), ENXIO (the device is gone: hot
+ * unplug), or the block layer's status (EIO, ENOLINK, ...).
  */
 struct kmsgr_sqe {
 	__u8 opcode;		/* KMSGR_OP_* */
@@ -609,7 +609,8 @@ struct kmsgr_cqe {
  * ENOTBLK (not a block device), EBADF (not open for what @flags ask),
  * EBUSY (KMSGR_BDEV_F_EXCL and someone else holds it exclusively, or a
  * mounted file system), EMFILE (KMSGR_BDEV_MAX attached), EINVAL.
- * A device that goes away (hot unplug) stays attached: its ops fail.
+ * A device that goes away (hot unplug) stays attached: the ops under way
+ * complete with the block layer's error (EIO), later ones with ENXIO.
  */
 struct kmsgr_bdev {
 	__s32 fd;		/* in */
