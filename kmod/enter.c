@@ -105,9 +105,8 @@ static int kmsgr_sqe_check(struct kmsgr_instance *inst,
 	if (sqe->opcode >= ARRAY_SIZE(kmsgr_sqe_flags) ||
 	    sqe->flags & ~kmsgr_sqe_flags[sqe->opcode] || sqe->reserved0)
 		return -EINVAL;
-	/* the token is the one field of reserved1 that an SQE may use */
-	if (sqe->flags & KMSGR_SQE_F_RELEASE ? !sqe->token || sqe->reserved2 :
-	    sqe->reserved1)
+	if (sqe->reserved1 ||
+	    !(sqe->flags & KMSGR_SQE_F_RELEASE) != !sqe->token)
 		return -EINVAL;
 	if (sqe->opcode == KMSGR_OP_NOP)
 		return 0;

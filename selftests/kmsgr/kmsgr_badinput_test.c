@@ -457,6 +457,8 @@ static enum expect fuzz_sqe(struct kmsgr_sqe *sqe, uint64_t *rng,
 		sqe->reserved0 = 0;
 	if (kt_rand(rng) % 8)
 		sqe->reserved1 = 0;
+	if (kt_rand(rng) % 8)
+		sqe->token = 0;
 	switch (kt_rand(rng) % 3) {
 	case 0:
 		sqe->session = b->v_id;
@@ -488,7 +490,7 @@ static enum expect fuzz_sqe(struct kmsgr_sqe *sqe, uint64_t *rng,
 	    sqe->opcode <= KMSGR_OP_BDEV_FLUSH)
 		return FX_ERR;
 	if (sqe->opcode > KMSGR_OP_RELEASE || sqe->flags ||
-	    sqe->reserved0 || sqe->reserved1)
+	    sqe->reserved0 || sqe->reserved1 || sqe->token)
 		return FX_EINVAL;
 	switch (sqe->opcode) {
 	case KMSGR_OP_NOP:

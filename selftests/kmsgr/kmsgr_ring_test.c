@@ -923,8 +923,11 @@ TEST_F(ring, bad_sqes_get_error_cqes)
 	sqe.reserved0 = 1;
 	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL, "reserved0");
 	sqe.reserved0 = 0;
-	sqe.reserved1 = 1ULL << 63;
+	sqe.reserved1 = 1U << 31;
 	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL, "reserved1");
+	sqe.reserved1 = 0;
+	sqe.token = 1;		/* only with KMSGR_SQE_F_RELEASE */
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL, "token");
 
 	/* SEND slices outside the area, including u32 wrap-around. */
 	memset(&sqe, 0, sizeof(sqe));
@@ -1178,6 +1181,8 @@ static void random_sqe(struct kmsgr_sqe *sqe, uint64_t buf_size, uint64_t ud)
 		sqe->reserved0 = rnd();
 	if (!(rnd() % 16))
 		sqe->reserved1 = rnd() | 1;
+	if (!(rnd() % 16))
+		sqe->token = rnd() | 1;
 	sqe->user_data = ud;
 	sqe->tid = rnd();
 	for (i = 0; i < 3; i++) {
@@ -1204,7 +1209,7 @@ static void expected_cqe(const struct kmsgr_sqe *sqe, uint64_t buf_size,
 		*res = 1;
 		return;
 	}
-	if (sqe->reserved0 || sqe->reserved1 || sqe->opcode > 2)
+	if (sqe->reserved0 || sqe->reserved1 || sqe->token || sqe->opcode > 2)
 		return;
 	/*
 	 * RELEASE takes KMSGR_SQE_F_TOKEN (with a valid token), SEND

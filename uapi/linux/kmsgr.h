@@ -501,15 +501,10 @@ struct kmsgr_sqe {
 	__u64 user_data;	/* copied into the CQE */
 	__u64 tid;		/* SEND: transaction id */
 	struct kmsgr_slice seg[3]; /* SEND: front, middle, data */
-	union {
-		__u64 reserved1;	/* must be 0, but: */
-		struct {
-			__u32 token;	/* BDEV_WRITE with RELEASE: the
-					 * RECV's release token, else 0
-					 */
-			__u32 reserved2; /* must be 0 */
-		};
-	};
+	__u32 token;		/* BDEV_WRITE with KMSGR_SQE_F_RELEASE: the
+				 * RECV's release token; else 0
+				 */
+	__u32 reserved1;	/* must be 0 */
 };
 
 /* kmsgr_cqe.kind */
