@@ -34,7 +34,10 @@
 # a ceph-mon, kmsgr_ceph_test, rados_test.sh, rados_cephx_test.sh, and
 # the clusters they need;
 # the slub_debug pass, where the same kernel paths run against kmsgr's own
-# peers), and
+# peers), KMSGR_NVME (tools/vm/run --nvme SIZE sets it, make check's runs
+# have --nvme 64M: the block device kmsgr_bdev_test writes all over; the
+# harness programs inherit it, and without it that program's device tests
+# skip, which KMSGR_NO_SKIP=1 turns into failures), and
 # the knobs of the harness programs (KMSGR_TCP_MSGS, ...; see their heads).
 
 set -u
@@ -1122,6 +1125,7 @@ ceph_start
 VERSION=$(header_define KMSGR_VERSION "$TOP/kmod/kmsgr.h")
 ABI=$(header_define KMSGR_ABI_VERSION "$TOP/uapi/linux/kmsgr.h")
 echo "# kmsgr $VERSION (ABI $ABI) selftests on $(uname -r), $(date -u)"
+echo "# block device for kmsgr_bdev_test: KMSGR_NVME=${KMSGR_NVME:-(unset: no --nvme)}"
 mark "start"
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -1,0 +1,2251 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgr selftests - the block-device path (KMSGR_FEAT_BDEV): ATTACH_BDEV,
+ * DETACH_BDEV and the BDEV_WRITE, BDEV_READ and BDEV_FLUSH SQEs, on the
+ * NVMe namespace of the test guest.
+ *
+ *  feature_advertised        INFO sets KMSGR_FEAT_BDEV
+ *  not_a_block_device        a regular file, /dev/null, a directory and
+ *                            the kmsgr node itself: ENOTBLK; fd -1 and a
+ *                            closed fd: EBADF (no device needed)
+ *  attach_reports_device     capacity, lbs and pbs as BLKGETSIZE64,
+ *                            BLKSSZGET and BLKPBSZGET say; max_io a
+ *                            multiple of lbs; WCACHE and FUA as sysfs
+ *                            says; RDONLY only with KMSGR_BDEV_F_RDONLY;
+ *                            the fd may be closed after the call
+ *  attach_errors             O_RDONLY / O_WRONLY fds: EBADF; unknown
+ *                            flags, reserved fields: EINVAL; a read-only
+ *                            instance fd: EBADF; DETACH of an unknown or
+ *                            detached handle: ENODEV, with flags: EINVAL;
+ *                            KMSGR_BDEV_MAX handles, then EMFILE
+ *  exclusive                 F_EXCL against another instance and against
+ *                            an O_EXCL opener: EBUSY both ways; DETACH and
+ *                            the end of an instance let the claim go; two
+ *                            shared attachments see each other's writes
+ *  round_trip                KMSGR_BDEV_OPS (2000) random WRITEs and READs,
+ *                            lbs to 1 MiB, one to three slices, up to 24
+ *                            in flight; every READ and the whole range
+ *                            read back with O_DIRECT and with BDEV_READ
+ *                            match what was written
+ *  fua_preflush_flush        FUA, PREFLUSH, both, and FLUSH complete with
+ *                            0, alone and in flight together
+ *  error_cqes                misaligned offset, slice or length, beyond
+ *                            the capacity (also wrapping 2^64), above
+ *                            max_io, READ into the receive pool or out of
+ *                            the area, bad flags and reserved fields: the
+ *                            errno of the uapi, CQE session and tid set,
+ *                            device and READ targets untouched
+ *  readonly_attachment       WRITEs to an F_RDONLY attachment: EROFS,
+ *                            device untouched; READs work
+ *  detached_handle           ops on a detached or never-attached handle:
+ *                            ENODEV, device untouched
+ *  detach_with_ops_in_flight 32 ops in flight, DETACH at once: it returns
+ *                            with every CQE posted; what reported 0 is on
+ *                            the device; the handle is gone (ENODEV)
+ *  close_with_ops_in_flight  an instance closed (and one killed) with 32
+ *                            ops in flight: no hang, the instance goes
+ *                            away, its exclusive claim with it
+ *  write_from_receive_pool   received data segments written to the
+ *                            device with KMSGR_SQE_F_RELEASE: the bytes
+ *                            land, the pool space is free at the write's
+ *                            CQE, a RELEASE of a handed-over slice fails
+ *                            EINVAL, a bad token or a slice not the
+ *                            message's is refused, EROFS / ENODEV /
+ *                            misaligned writes leak nothing; then a
+ *                            stream of KMSGR_BDEV_MSGS (64) messages,
+ *                            4 KiB to 256 KiB, through a 1 MiB pool
+ *
+ * The device: KMSGR_NVME, set by tools/vm/run --nvme SIZE (64 MiB or
+ * more; make check boots its guests with --nvme 64M).  Without it, every
+ * test that needs a device SKIPs saying so: a hand run without --nvme
+ * still passes what it can, while make check (run_guest.sh with
+ * KMSGR_NO_SKIP=1) counts such a skip as a failure, so there the device
+ * tests always run.  The tests write all over the namespace: never point
+ * KMSGR_NVME at a device holding data.
+ *
+ * Knobs: KMSGR_BDEV_OPS, KMSGR_BDEV_MSGS, KMSGR_SEED (the seed of a run
+ * is printed; set it to repeat the run).
+ *
+ * Copyright (C) 2025 The kmsgr authors
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "kmsgr_selftest.h"
+#include "kmsgr_ring_util.h"
+
+#define KIB		1024ULL
+#define MIB		(1024 * KIB)
+#define NS_MIN		(64 * MIB)	/* tools/vm/run --nvme 64M */
+#define SQ_ENTRIES	64		/* CQ 256: 128 ops in flight */
+#define TX_SIZE		(16 * MIB)	/* the fixture's area ... */
+#define POOL_SIZE	MIB		/* ... and its receive pool */
+#define STAGE		(8 * MIB)	/* WRITE sources: [0, STAGE) */
+#define RD_AREA		(8 * MIB)	/* READ targets: after STAGE */
+#define BOUNCE		MIB		/* O_DIRECT bounce buffer */
+#define OP_MS		10000		/* for one op's CQE */
+#define POISON		0x5a		/* READ targets, before */
+#define GRAIN		512U		/* pool allocation unit */
+
+/* Where each test works on the namespace, bytes (all below NS_MIN). */
+#define RT_BASE		0
+#define RT_SIZE		(16 * MIB)
+#define ERR_BASE	(16 * MIB)
+#define ERR_SIZE	(4 * MIB)
+#define SHARE_BASE	(20 * MIB)
+#define RECV_BASE	(24 * MIB)
+#define RECV_SIZE	(16 * MIB)
+#define DET_BASE	(40 * MIB)
+#define CLOSE_BASE	(48 * MIB)
+#define TAIL_SIZE	(64 * KIB)	/* at the end of the capacity */
+
+#define RT_BATCH	24		/* round_trip: ops in flight */
+#define RT_MAX_LEN	(1024U * 1024)
+#define INFLIGHT	32		/* detach and close: ops in flight */
+#define INFLIGHT_LEN	(256U << 10)
+
+/* user_data: a tag in the high half, a number in the low one */
+#define UD(tag, n)	(((uint64_t)(tag) << 32) | (uint32_t)(n))
+#define UD_TAG(ud)	((uint32_t)((ud) >> 32))
+#define TAG_OP		0xb0	/* a single op */
+#define TAG_RT		0xb1	/* round_trip */
+#define TAG_FLIGHT	0xb2	/* detach / close */
+#define TAG_SEND	0xb3	/* write_from_receive_pool */
+#define TAG_WRITE	0xb4
+#define TAG_FORCED	0xb5	/* a RELEASE that must fail */
+#define TAG_FRONT	0xb6	/* a front's RELEASE */
+
+#define NO_CQE		1	/* op_res(): no completion came */
+
+/* ---- helpers ------------------------------------------------------------- */
+
+/* The seed of this test: KMSGR_SEED, else the clock; printed. */
+static uint64_t test_seed(void)
+{
+	uint64_t seed = (uint64_t)kt_env_long("KMSGR_SEED", 0);
+	struct timespec ts;
+
+	if (!seed) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		seed = (uint64_t)ts.tv_sec * 1000003ULL ^ (uint64_t)ts.tv_nsec ^
+		       (uint64_t)getpid() << 40;
+	}
+	fprintf(stderr, "# seed %llu (KMSGR_SEED=%llu repeats it)\n",
+		(unsigned long long)seed, (unsigned long long)seed);
+	return seed;
+}
+
+/* Why a test cannot run here (SKIP), or NULL; no device needed. */
+static const char *bdev_missing(void)
+{
+	const char *why = kmsgr_missing(1);
+	struct kmsgr_info info;
+	struct kmsgr *k;
+	int ret;
+
+	if (why)
+		return why;
+	if (kmsgr_open(NULL, &k))
+		return NULL;	/* the test's own open fails, loudly */
+	memset(&info, 0, sizeof(info));
+	ret = kmsgr_info(k, &info);
+	kmsgr_close(k);
+	if (!ret && !(info.features & KMSGR_FEAT_BDEV))
+		return "the module has no KMSGR_FEAT_BDEV (see feature_advertised)";
+	return NULL;
+}
+
+static void fill(void *p, size_t len, uint64_t *rng)
+{
+	uint8_t *b = p;
+	uint64_t w;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		w = kt_rand(rng);
+		memcpy(b + i, &w, 8);
+	}
+	for (; i < len; i++)
+		b[i] = (uint8_t)kt_rand(rng);
+}
+
+/* Index of the first byte where @a and @b differ, or -1. */
+static long long diff_at(const void *a, const void *b, size_t len)
+{
+	const uint8_t *x = a, *y = b;
+	size_t i;
+
+	if (!memcmp(a, b, len))
+		return -1;
+	for (i = 0; x[i] == y[i]; i++)
+		;
+	return (long long)i;
+}
+
+/* Index of the first byte of @p that is not @v, or -1. */
+static long long not_byte(const void *p, size_t len, uint8_t v)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (b[i] != v)
+			return (long long)i;
+	return -1;
+}
+
+/* ATTACH_BDEV of @fd with @flags, the rest zero. */
+static int attach_fd(struct kmsgr *k, int fd, uint32_t flags,
+		     struct kmsgr_bdev *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->fd = fd;
+	b->flags = flags;
+	return kmsgr_bdev_attach(k, b);
+}
+
+/* Open @path with @oflags, attach it, close the fd: 0 or -errno. */
+static int attach_path(struct kmsgr *k, const char *path, int oflags,
+		       uint32_t flags, struct kmsgr_bdev *b)
+{
+	int fd, ret;
+
+	fd = open(path, oflags | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = attach_fd(k, fd, flags, b);
+	close(fd);
+	return ret;
+}
+
+/* Copy @s into the next SQE of @ti: 0, or -EBUSY when the SQ stays full. */
+static int queue_sqe(struct kt_inst *ti, const struct kmsgr_sqe *s)
+{
+	struct kmsgr_sqe *sqe = kt_sqe(ti);
+
+	if (!sqe)
+		return -EBUSY;
+	*sqe = *s;
+	return 0;
+}
+
+/* Submit until the kernel took every prepared SQE: 0 or -ETIME. */
+static int submit_all(struct kt_inst *ti)
+{
+	uint64_t end = kt_now_ms() + OP_MS;
+	int ret;
+
+	while (kmsgr_sq_pending(ti->k)) {
+		ret = kmsgr_submit(ti->k, 0, 0);
+		if (ret > 0)
+			continue;
+		if (kt_now_ms() > end)
+			return -ETIME;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* The next CQE of @ti that is not an event, within @ms: 0 or -ETIME. */
+static int next_cqe(struct kt_inst *ti, struct kmsgr_cqe *out, int ms)
+{
+	uint64_t end = kt_now_ms() + (uint64_t)ms, now;
+	struct kmsgr_cqe *cqe;
+
+	for (;;) {
+		now = kt_now_ms();
+		if (now >= end)
+			return -ETIME;
+		if (kmsgr_wait_cqe(ti->k, &cqe, (end - now) * 1000000ULL))
+			continue;
+		*out = *cqe;
+		kmsgr_cqe_seen(ti->k);
+		if (out->kind != KMSGR_CQE_EVENT)
+			return 0;
+	}
+}
+
+/*
+ * Run one op @s on @ti and check its CQE: KMSGR_CQE_OP with the SQE's
+ * user_data and, for a BDEV op, its session (the handle) and tid (the
+ * device offset).
+ * Return: its res, or NO_CQE when none came.
+ */
+static int op_res(struct __test_metadata *_metadata, struct kt_inst *ti,
+		  const struct kmsgr_sqe *s, const char *what)
+{
+	struct kmsgr_cqe c;
+
+	ASSERT_EQ(0, queue_sqe(ti, s)) TH_LOG("%s: SQ full", what);
+	if (next_cqe(ti, &c, OP_MS)) {
+		TH_LOG("%s: no completion within %d ms", what, OP_MS);
+		return NO_CQE;
+	}
+	EXPECT_EQ(KMSGR_CQE_OP, c.kind) TH_LOG("%s: CQE kind", what);
+	EXPECT_EQ(s->user_data, c.user_data) TH_LOG("%s: user_data", what);
+	if (s->opcode < KMSGR_OP_BDEV_WRITE || s->opcode > KMSGR_OP_BDEV_FLUSH)
+		return c.res;
+	EXPECT_EQ(s->session, c.session) TH_LOG("%s: CQE session", what);
+	EXPECT_EQ(s->tid, c.tid) TH_LOG("%s: CQE tid (device offset)", what);
+	return c.res;
+}
+
+/* One op must complete with @res (0 or -errno). */
+static void expect_op(struct __test_metadata *_metadata, int res,
+		      struct kt_inst *ti, const struct kmsgr_sqe *s,
+		      const char *what)
+{
+	int got = op_res(_metadata, ti, s, what);
+
+	EXPECT_EQ(res, got)
+		TH_LOG("%s: %s, expected %s", what,
+		       got == NO_CQE ? "no CQE" : got ? strerror(-got) : "0",
+		       res ? strerror(-res) : "0");
+}
+
+/* An op's SQE; a vectored one gets seg[1] and seg[2] set after. */
+static struct kmsgr_sqe bdev_sqe(uint8_t opcode, uint32_t id,
+				 uint64_t dev_off, uint32_t off, uint32_t len,
+				 uint64_t ud)
+{
+	struct kmsgr_sqe s;
+
+	kmsgr_prep_bdev(&s, opcode, id, dev_off, off, len, ud);
+	return s;
+}
+
+static struct kmsgr_slice slice(uint32_t off, uint32_t len)
+{
+	struct kmsgr_slice s = { .off = off, .len = len };
+
+	return s;
+}
+
+/* Value of /sys/dev/block/MAJ:MIN/@rel for @rdev, or "" */
+static void sysfs_dev(dev_t rdev, const char *rel, char *buf, size_t len)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%s", major(rdev),
+		 minor(rdev), rel);
+	if (kmsgr_read_line(path, buf, len))
+		buf[0] = '\0';
+}
+
+/* The namespace, for the tests that need it (KMSGR_NVME). */
+FIXTURE(bdev) {
+	const char *why;	/* set: SKIP with this reason */
+	const char *path;
+	struct kt_inst ti;	/* TX_SIZE + POOL_SIZE area */
+	int dfd;		/* the namespace, O_RDWR | O_DIRECT */
+	dev_t rdev;
+	uint64_t cap;		/* BLKGETSIZE64 */
+	uint32_t lbs, pbs;	/* BLKSSZGET, BLKPBSZGET */
+	uint8_t *bounce;	/* BOUNCE bytes, page-aligned */
+	uint64_t rng;
+	int kmsg;
+};
+
+FIXTURE_SETUP(bdev)
+{
+	unsigned int pbs = 0;
+	struct stat st;
+	int lbs = 0;
+
+	self->dfd = -1;
+	self->kmsg = -1;
+	self->why = bdev_missing();
+	if (self->why)
+		return;
+	self->path = getenv("KMSGR_NVME");
+	if (!self->path || !*self->path) {
+		self->why = "KMSGR_NVME not set: no device (tools/vm/run --nvme SIZE)";
+		return;
+	}
+	self->rng = test_seed();
+	self->kmsg = kt_kmsg_open();
+	self->dfd = open(self->path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, self->dfd) TH_LOG("open %s: %s", self->path,
+				       strerror(errno));
+	ASSERT_EQ(0, fstat(self->dfd, &st));
+	ASSERT_TRUE(S_ISBLK(st.st_mode)) TH_LOG("KMSGR_NVME=%s is no block device",
+						self->path);
+	self->rdev = st.st_rdev;
+	ASSERT_EQ(0, ioctl(self->dfd, BLKGETSIZE64, &self->cap));
+	ASSERT_EQ(0, ioctl(self->dfd, BLKSSZGET, &lbs));
+	ASSERT_EQ(0, ioctl(self->dfd, BLKPBSZGET, &pbs));
+	self->lbs = (uint32_t)lbs;
+	self->pbs = pbs;
+	ASSERT_LE(NS_MIN, self->cap)
+		TH_LOG("%s has %llu bytes; the tests want 64 MiB (--nvme 64M)",
+		       self->path, (unsigned long long)self->cap);
+	ASSERT_TRUE(self->lbs >= 512 && self->lbs <= 64 * KIB &&
+		    !(self->lbs & (self->lbs - 1)))
+		TH_LOG("logical block size %u", self->lbs);
+	ASSERT_EQ(0, posix_memalign((void **)&self->bounce, 4096, BOUNCE));
+	ASSERT_EQ(0, kt_inst_open(&self->ti, "bdev", SQ_ENTRIES, TX_SIZE,
+				  POOL_SIZE, self->rng));
+}
+
+FIXTURE_TEARDOWN(bdev)
+{
+	char line[512];
+
+	if (self->ti.k)
+		kt_inst_close(&self->ti);
+	if (self->dfd >= 0)
+		close(self->dfd);
+	free(self->bounce);
+	if (self->kmsg >= 0) {
+		usleep(100000);
+		EXPECT_EQ(0, kt_kmsg_check(self->kmsg, line, sizeof(line)))
+			TH_LOG("kernel log: %s", line);
+		close(self->kmsg);
+	}
+}
+
+/* O_DIRECT read (@wr false) or write of [@off, @off + @len): 0 or -errno. */
+static int dev_io(FIXTURE_DATA(bdev) *self, bool wr, uint64_t off, void *p,
+		  size_t len)
+{
+	uint8_t *b = p;
+	ssize_t got;
+	size_t n;
+
+	while (len) {
+		n = len < BOUNCE ? len : BOUNCE;
+		if (wr) {
+			memcpy(self->bounce, b, n);
+			got = pwrite(self->dfd, self->bounce, n, (off_t)off);
+		} else {
+			got = pread(self->dfd, self->bounce, n, (off_t)off);
+		}
+		if (got < 0)
+			return -errno;
+		if ((size_t)got != n)
+			return -EIO;
+		if (!wr)
+			memcpy(b, self->bounce, n);
+		b += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* The device holds @want at @off (read with O_DIRECT): true. */
+static bool dev_holds(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(bdev) *self, uint64_t off, const void *want,
+		      size_t len, const char *what)
+{
+	uint8_t *got = malloc(len);
+	long long d;
+	int ret;
+
+	ASSERT_NE(NULL, got);
+	ret = dev_io(self, false, off, got, len);
+	EXPECT_EQ(0, ret) TH_LOG("%s: O_DIRECT read of %zu bytes at %llu: %s",
+				 what, len, (unsigned long long)off,
+				 strerror(-ret));
+	d = ret ? -1 : diff_at(got, want, len);
+	EXPECT_EQ(-1, d)
+		TH_LOG("%s: the device differs at %llu (byte %lld of %zu)",
+		       what, (unsigned long long)off + d, d, len);
+	free(got);
+	return !ret && d < 0;
+}
+
+/* ---- the feature, attach and detach ------------------------------------ */
+
+TEST(feature_advertised)
+{
+	struct kmsgr_info info;
+	const char *why;
+	struct kmsgr *k;
+
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, kmsgr_open(NULL, &k));
+	memset(&info, 0, sizeof(info));
+	ASSERT_EQ(0, kmsgr_info(k, &info));
+	EXPECT_TRUE(info.features & KMSGR_FEAT_BDEV)
+		TH_LOG("features %#llx: no KMSGR_FEAT_BDEV (bit 13)",
+		       (unsigned long long)info.features);
+	ASSERT_NE(NULL, kmsgr_feature_name(13));
+	EXPECT_EQ(0, strcmp("bdev", kmsgr_feature_name(13)));
+	kmsgr_close(k);
+}
+
+/* Needs no block device: what is not one is refused. */
+TEST(not_a_block_device)
+{
+	char path[] = "/tmp/kmsgr_bdev_XXXXXX";
+	struct kmsgr_bdev b;
+	struct kt_inst ti;
+	const char *why;
+	int fd, gone;
+
+	why = bdev_missing();
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, kt_inst_open(&ti, "notblk", 8, MIB, KMSGR_POOL_MIN, 1));
+
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd) TH_LOG("mkstemp: %s", strerror(errno));
+	unlink(path);
+	ASSERT_EQ(0, ftruncate(fd, (off_t)MIB));
+	EXPECT_EQ(-ENOTBLK, attach_fd(ti.k, fd, 0, &b))
+		TH_LOG("a regular file, O_RDWR");
+	EXPECT_EQ(-ENOTBLK, attach_fd(ti.k, fd, KMSGR_BDEV_F_EXCL, &b))
+		TH_LOG("a regular file, O_RDWR, F_EXCL");
+	close(fd);
+
+	EXPECT_EQ(-ENOTBLK, attach_path(ti.k, "/dev/null", O_RDWR, 0, &b))
+		TH_LOG("/dev/null");
+	EXPECT_EQ(-ENOTBLK, attach_path(ti.k, "/", O_RDONLY | O_DIRECTORY,
+					KMSGR_BDEV_F_RDONLY, &b))
+		TH_LOG("a directory, O_RDONLY, F_RDONLY");
+	EXPECT_EQ(-ENOTBLK, attach_fd(ti.k, kmsgr_fd(ti.k), 0, &b))
+		TH_LOG("the instance's own /dev/kmsgr fd");
+
+	EXPECT_EQ(-EBADF, attach_fd(ti.k, -1, 0, &b)) TH_LOG("fd -1");
+	gone = dup(kmsgr_fd(ti.k));
+	ASSERT_LE(0, gone);
+	close(gone);
+	EXPECT_EQ(-EBADF, attach_fd(ti.k, gone, 0, &b)) TH_LOG("a closed fd");
+	kt_inst_close(&ti);
+}
+
+TEST_F(bdev, attach_reports_device)
+{
+	uint32_t known = KMSGR_BDEV_A_RDONLY | KMSGR_BDEV_A_WCACHE |
+			 KMSGR_BDEV_A_FUA;
+	struct kmsgr_bdev b, ro, ro2;
+	char wc[64], fua[16], ro_sys[16];
+	struct kmsgr_sqe s;
+	uint8_t *buf;
+	unsigned int i;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	buf = self->ti.buf;
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR, 0, &b));
+	TH_LOG("%s: capacity %llu, lbs %u, pbs %u, max_io %u, attrs %#x, id %u",
+	       self->path, (unsigned long long)b.capacity, b.lbs, b.pbs,
+	       b.max_io, b.attrs, b.id);
+	EXPECT_EQ(self->cap, b.capacity) TH_LOG("capacity vs BLKGETSIZE64");
+	EXPECT_EQ(self->lbs, b.lbs) TH_LOG("lbs vs BLKSSZGET");
+	EXPECT_EQ(self->pbs, b.pbs) TH_LOG("pbs vs BLKPBSZGET");
+	EXPECT_LE(b.lbs, b.max_io);
+	EXPECT_EQ(0, b.lbs ? b.max_io % b.lbs : 1)
+		TH_LOG("max_io %u is not a multiple of lbs %u", b.max_io, b.lbs);
+	EXPECT_EQ(0, b.attrs & ~known) TH_LOG("unknown attrs %#x", b.attrs);
+	EXPECT_EQ(0, b.reserved0);
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(0, b.reserved[i]) TH_LOG("reserved[%u]", i);
+
+	/* what the block layer says about the queue */
+	sysfs_dev(self->rdev, "ro", ro_sys, sizeof(ro_sys));
+	if (!strcmp(ro_sys, "0")) {
+		EXPECT_EQ(0, b.attrs & KMSGR_BDEV_A_RDONLY)
+			TH_LOG("a writable device, attached O_RDWR without F_RDONLY");
+	}
+	sysfs_dev(self->rdev, "queue/write_cache", wc, sizeof(wc));
+	if (!strcmp(wc, "write back")) {
+		EXPECT_TRUE(b.attrs & KMSGR_BDEV_A_WCACHE)
+			TH_LOG("queue/write_cache says \"write back\"");
+	} else if (!strcmp(wc, "write through")) {
+		EXPECT_FALSE(b.attrs & KMSGR_BDEV_A_WCACHE)
+			TH_LOG("queue/write_cache says \"write through\"");
+	} else {
+		TH_LOG("no queue/write_cache (\"%s\"): WCACHE not checked", wc);
+	}
+	sysfs_dev(self->rdev, "queue/fua", fua, sizeof(fua));
+	if (!strcmp(fua, "1") || !strcmp(fua, "0")) {
+		EXPECT_EQ(!strcmp(fua, "1"), !!(b.attrs & KMSGR_BDEV_A_FUA))
+			TH_LOG("queue/fua says %s", fua);
+	} else {
+		TH_LOG("no queue/fua (\"%s\"): FUA not checked", fua);
+	}
+
+	/* the fd went right after the call: the handle holds the device */
+	fill(buf, 4 * b.lbs, &self->rng);
+	memset(buf + STAGE, POISON, 4 * b.lbs);
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, ERR_BASE, 0, 4 * b.lbs,
+		     UD(TAG_OP, 1));
+	expect_op(_metadata, 0, &self->ti, &s, "WRITE after the fd was closed");
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, b.id, ERR_BASE, STAGE, 4 * b.lbs,
+		     UD(TAG_OP, 2));
+	expect_op(_metadata, 0, &self->ti, &s, "READ after the fd was closed");
+	EXPECT_EQ(-1, diff_at(buf, buf + STAGE, 4 * b.lbs))
+		TH_LOG("READ returned other bytes than the WRITE wrote");
+	dev_holds(_metadata, self, ERR_BASE, buf, 4 * b.lbs, "WRITE");
+
+	/* read-only: O_RDONLY with F_RDONLY, and O_RDWR with F_RDONLY */
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDONLY,
+				 KMSGR_BDEV_F_RDONLY, &ro));
+	EXPECT_TRUE(ro.attrs & KMSGR_BDEV_A_RDONLY);
+	EXPECT_EQ(self->cap, ro.capacity);
+	EXPECT_EQ(self->lbs, ro.lbs);
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR,
+				 KMSGR_BDEV_F_RDONLY, &ro2));
+	EXPECT_TRUE(ro2.attrs & KMSGR_BDEV_A_RDONLY);
+	EXPECT_NE(b.id, ro.id);
+	EXPECT_NE(b.id, ro2.id);
+	EXPECT_NE(ro.id, ro2.id);
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, ro2.id));
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, ro.id));
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
+}
+
+TEST_F(bdev, attach_errors)
+{
+	struct kmsgr_bdev_detach d;
+	uint32_t ids[KMSGR_BDEV_MAX];
+	struct kmsgr_bdev b;
+	struct kmsgr_sqe s;
+	unsigned int i, j;
+	int fd, rofd, ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+
+	/* the fd must be open for what the flags ask */
+	EXPECT_EQ(-EBADF, attach_path(self->ti.k, self->path, O_RDONLY, 0, &b))
+		TH_LOG("O_RDONLY without F_RDONLY");
+	EXPECT_EQ(-EBADF, attach_path(self->ti.k, self->path, O_RDONLY,
+				      KMSGR_BDEV_F_EXCL, &b))
+		TH_LOG("O_RDONLY with F_EXCL only");
+	EXPECT_EQ(-EBADF, attach_path(self->ti.k, self->path, O_WRONLY, 0, &b))
+		TH_LOG("O_WRONLY");
+	EXPECT_EQ(-EBADF, attach_path(self->ti.k, self->path, O_WRONLY,
+				      KMSGR_BDEV_F_RDONLY, &b))
+		TH_LOG("O_WRONLY with F_RDONLY (not open for reading)");
+
+	/* flags and reserved fields */
+	fd = open(self->path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-EINVAL, attach_fd(self->ti.k, fd, 1U << 2, &b))
+		TH_LOG("flag bit 2");
+	EXPECT_EQ(-EINVAL, attach_fd(self->ti.k, fd, 0x80000000U, &b))
+		TH_LOG("flag bit 31");
+	EXPECT_EQ(-EINVAL, attach_fd(self->ti.k, fd,
+				     KMSGR_BDEV_F_ALL | (1U << 5), &b))
+		TH_LOG("every flag and bit 5");
+	memset(&b, 0, sizeof(b));
+	b.fd = fd;
+	b.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, kmsgr_bdev_attach(self->ti.k, &b))
+		TH_LOG("reserved0 = 1");
+	for (i = 0; i < 4; i++) {
+		memset(&b, 0, sizeof(b));
+		b.fd = fd;
+		b.reserved[i] = 1ULL << 63;
+		EXPECT_EQ(-EINVAL, kmsgr_bdev_attach(self->ti.k, &b))
+			TH_LOG("reserved[%u] set", i);
+	}
+
+	/* every command but INFO wants an instance fd open for writing */
+	rofd = open(KMSGR_DEV_PATH, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, rofd);
+	memset(&b, 0, sizeof(b));
+	b.fd = fd;
+	ret = ioctl(rofd, KMSGR_IOC_ATTACH_BDEV, &b);
+	EXPECT_EQ(-1, ret);
+	EXPECT_EQ(EBADF, errno) TH_LOG("ATTACH_BDEV on a read-only instance fd");
+	close(rofd);
+
+	/* DETACH */
+	EXPECT_EQ(-ENODEV, kmsgr_bdev_detach(self->ti.k, 0x7fff1234))
+		TH_LOG("an id never attached");
+	ASSERT_EQ(0, attach_fd(self->ti.k, fd, 0, &b));
+	memset(&d, 0, sizeof(d));
+	d.id = b.id;
+	d.flags = 1;
+	ret = ioctl(kmsgr_fd(self->ti.k), KMSGR_IOC_DETACH_BDEV, &d);
+	EXPECT_TRUE(ret == -1 && errno == EINVAL) TH_LOG("DETACH with flags 1");
+	d.flags = 0;
+	d.reserved[1] = 1;
+	ret = ioctl(kmsgr_fd(self->ti.k), KMSGR_IOC_DETACH_BDEV, &d);
+	EXPECT_TRUE(ret == -1 && errno == EINVAL)
+		TH_LOG("DETACH with reserved[1] set");
+	s = bdev_sqe(KMSGR_OP_BDEV_FLUSH, b.id, 0, 0, 0, UD(TAG_OP, 3));
+	expect_op(_metadata, 0, &self->ti, &s,
+		  "FLUSH after the refused DETACHes");
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
+	EXPECT_EQ(-ENODEV, kmsgr_bdev_detach(self->ti.k, b.id))
+		TH_LOG("a second DETACH");
+
+	/* KMSGR_BDEV_MAX handles on one instance, then EMFILE */
+	for (i = 0; i < KMSGR_BDEV_MAX; i++) {
+		ret = attach_fd(self->ti.k, fd, 0, &b);
+		ASSERT_EQ(0, ret) TH_LOG("attachment %u of %u: %s", i + 1,
+					 KMSGR_BDEV_MAX, strerror(-ret));
+		ids[i] = b.id;
+		for (j = 0; j < i; j++)
+			ASSERT_NE(ids[j], ids[i])
+				TH_LOG("attachments %u and %u: same id %u", j,
+				       i, ids[i]);
+	}
+	EXPECT_EQ(-EMFILE, attach_fd(self->ti.k, fd, 0, &b))
+		TH_LOG("attachment %u", KMSGR_BDEV_MAX + 1);
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, ids[17]));
+	ASSERT_EQ(0, attach_fd(self->ti.k, fd, 0, &b))
+		TH_LOG("after a DETACH there is room again");
+	ids[17] = b.id;
+	for (i = 0; i < KMSGR_BDEV_MAX; i++)
+		EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, ids[i]));
+	close(fd);
+}
+
+/* Attach with F_EXCL, retrying EBUSY for up to @ms: 0 or -errno. */
+static int attach_excl_within(FIXTURE_DATA(bdev) *self, struct kmsgr_bdev *b,
+			      int ms)
+{
+	uint64_t end = kt_now_ms() + (uint64_t)ms;
+	int ret;
+
+	for (;;) {
+		ret = attach_path(self->ti.k, self->path, O_RDWR,
+				  KMSGR_BDEV_F_EXCL, b);
+		if (ret != -EBUSY || kt_now_ms() > end)
+			return ret;
+		usleep(20000);
+	}
+}
+
+TEST_F(bdev, exclusive)
+{
+	struct kmsgr_bdev a, b, a2;
+	struct kt_inst other;
+	struct kmsgr_sqe s;
+	uint32_t len;
+	int ufd;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	len = 8 * self->lbs;
+	ASSERT_EQ(0, kt_inst_open(&other, "other", 16, 4 * MIB, KMSGR_POOL_MIN,
+				  self->rng + 1));
+
+	/* A holds it: B and an O_EXCL opener are refused */
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR,
+				 KMSGR_BDEV_F_EXCL, &a));
+	EXPECT_EQ(-EBUSY, attach_path(other.k, self->path, O_RDWR,
+				      KMSGR_BDEV_F_EXCL, &b))
+		TH_LOG("F_EXCL while another instance holds it exclusively");
+	ufd = open(self->path, O_RDWR | O_EXCL | O_CLOEXEC);
+	EXPECT_EQ(-1, ufd) TH_LOG("O_EXCL open while an instance holds it");
+	EXPECT_EQ(EBUSY, errno);
+	if (ufd >= 0)
+		close(ufd);
+
+	/* DETACH lets it go: B claims it, A is refused */
+	ASSERT_EQ(0, kmsgr_bdev_detach(self->ti.k, a.id));
+	ASSERT_EQ(0, attach_path(other.k, self->path, O_RDWR,
+				 KMSGR_BDEV_F_EXCL, &b))
+		TH_LOG("F_EXCL after the holder's DETACH");
+	EXPECT_EQ(-EBUSY, attach_path(self->ti.k, self->path, O_RDWR,
+				      KMSGR_BDEV_F_EXCL, &a))
+		TH_LOG("F_EXCL while the other instance holds it");
+
+	/* so does the end of the instance */
+	kt_inst_close(&other);
+	ASSERT_EQ(0, attach_excl_within(self, &a, 5000))
+		TH_LOG("F_EXCL after the holding instance was closed");
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, a.id));
+
+	/* an O_EXCL opener in user space holds it against F_EXCL */
+	ufd = open(self->path, O_RDWR | O_EXCL | O_CLOEXEC);
+	ASSERT_LE(0, ufd) TH_LOG("O_EXCL open: %s", strerror(errno));
+	EXPECT_EQ(-EBUSY, attach_path(self->ti.k, self->path, O_RDWR,
+				      KMSGR_BDEV_F_EXCL, &a))
+		TH_LOG("F_EXCL while a process has it open O_EXCL");
+	close(ufd);
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR,
+				 KMSGR_BDEV_F_EXCL, &a));
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, a.id));
+
+	/* shared: two instances, neither exclusive, see each other's writes */
+	ASSERT_EQ(0, kt_inst_open(&other, "other", 16, 4 * MIB, KMSGR_POOL_MIN,
+				  self->rng + 2));
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR, 0, &a));
+	ASSERT_EQ(0, attach_path(other.k, self->path, O_RDWR, 0, &b))
+		TH_LOG("a second shared attachment");
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR, 0, &a2))
+		TH_LOG("the same device twice on one instance");
+	fill(self->ti.buf, len, &self->rng);
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, a.id, SHARE_BASE, 0, len,
+		     UD(TAG_OP, 1));
+	expect_op(_metadata, 0, &self->ti, &s, "WRITE from instance A");
+	memset(other.buf, POISON, len);
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, b.id, SHARE_BASE, 0, len,
+		     UD(TAG_OP, 2));
+	expect_op(_metadata, 0, &other, &s, "READ from instance B");
+	EXPECT_EQ(-1, diff_at(self->ti.buf, other.buf, len))
+		TH_LOG("B read other bytes than A wrote");
+	fill(other.buf + len, len, &self->rng);
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, SHARE_BASE + len, len, len,
+		     UD(TAG_OP, 3));
+	expect_op(_metadata, 0, &other, &s, "WRITE from instance B");
+	memset(self->ti.buf + STAGE, POISON, len);
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, a2.id, SHARE_BASE + len, STAGE, len,
+		     UD(TAG_OP, 4));
+	expect_op(_metadata, 0, &self->ti, &s,
+		  "READ from instance A's second handle");
+	EXPECT_EQ(-1, diff_at(other.buf + len, self->ti.buf + STAGE, len))
+		TH_LOG("A read other bytes than B wrote");
+	EXPECT_EQ(0, kmsgr_bdev_detach(other.k, b.id));
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, a.id));
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, a2.id));
+	kt_inst_close(&other);
+}
+
+/* ---- data ------------------------------------------------------------- */
+
+/* One op of round_trip. */
+struct rt_op {
+	uint8_t opcode;
+	unsigned int nseg;
+	uint64_t dev_off;
+	uint32_t len;
+	struct kmsgr_slice seg[3];
+};
+
+/* A length: mostly up to 16 KiB, some up to 128 KiB, a few up to @max. */
+static uint32_t rt_len(uint64_t *rng, uint32_t lbs, uint32_t max,
+		       unsigned int n)
+{
+	uint64_t r = kt_rand(rng);
+	uint32_t cap;
+
+	if (n % 97 == 13)
+		return max;
+	cap = r % 50 == 0 ? max : r % 5 == 0 ? 128 << 10 : 16 << 10;
+	if (cap > max)
+		cap = max;
+	return lbs * (uint32_t)(1 + (r >> 16) % (cap / lbs));
+}
+
+static bool rt_overlaps(const struct rt_op *ops, unsigned int n,
+			uint64_t off, uint32_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (off < ops[i].dev_off + ops[i].len &&
+		    ops[i].dev_off < off + len)
+			return true;
+	return false;
+}
+
+/*
+ * Cut @o->len into @o->nseg pieces (multiples of @lbs) placed in the area
+ * from *@pos on, in a shuffled order with gaps of 0-2 blocks, below @end.
+ * Return: false when they do not fit.
+ */
+static bool rt_place(struct rt_op *o, uint32_t lbs, uint64_t *rng,
+		     uint64_t *pos, uint64_t end)
+{
+	uint32_t blocks = o->len / lbs, cut[2], len[3];
+	unsigned int order[3] = { 0, 1, 2 }, i, j, t;
+	uint64_t p = *pos;
+
+	if (o->nseg > blocks)
+		o->nseg = blocks;
+	if (o->nseg == 1) {
+		len[0] = o->len;
+	} else if (o->nseg == 2) {
+		cut[0] = 1 + (uint32_t)(kt_rand(rng) % (blocks - 1));
+		len[0] = cut[0] * lbs;
+		len[1] = o->len - len[0];
+	} else {
+		cut[0] = 1 + (uint32_t)(kt_rand(rng) % (blocks - 2));
+		cut[1] = cut[0] + 1 +
+			 (uint32_t)(kt_rand(rng) % (blocks - cut[0] - 1));
+		len[0] = cut[0] * lbs;
+		len[1] = (cut[1] - cut[0]) * lbs;
+		len[2] = o->len - cut[1] * lbs;
+	}
+	for (i = o->nseg; i > 1; i--) {
+		j = (unsigned int)(kt_rand(rng) % i);
+		t = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+	for (i = 0; i < o->nseg; i++) {
+		p += (kt_rand(rng) % 3) * lbs;
+		if (p + len[order[i]] > end)
+			return false;
+		o->seg[order[i]] = slice((uint32_t)p, len[order[i]]);
+		p += len[order[i]];
+	}
+	for (i = o->nseg; i < 3; i++)
+		o->seg[i] = slice(0, 0);
+	*pos = p;
+	return true;
+}
+
+/* Queue @o as SQE @ud. */
+static void rt_queue(struct __test_metadata *_metadata, struct kt_inst *ti,
+		     uint32_t id, const struct rt_op *o, uint64_t ud)
+{
+	struct kmsgr_sqe s;
+
+	s = bdev_sqe(o->opcode, id, o->dev_off, o->seg[0].off, o->seg[0].len,
+		     ud);
+	s.seg[1] = o->seg[1];
+	s.seg[2] = o->seg[2];
+	ASSERT_EQ(0, queue_sqe(ti, &s));
+}
+
+/*
+ * Reap the @n CQEs of the batch @ops (user_data UD(TAG_RT, index)) and
+ * check them: res 0, the handle, the offset; a READ's slices hold what
+ * @shadow says the device has at @base + offset.
+ */
+static void rt_reap(struct __test_metadata *_metadata, struct kt_inst *ti,
+		    uint32_t id, const struct rt_op *ops, unsigned int n,
+		    const uint8_t *shadow, uint64_t base, unsigned int first)
+{
+	const struct rt_op *o;
+	struct kmsgr_cqe c;
+	unsigned int i, k, idx;
+	uint8_t seen[RT_BATCH] = { 0 };
+	uint64_t at;
+	long long d;
+
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, next_cqe(ti, &c, 30000))
+			TH_LOG("ops %u-%u: %u of %u CQEs after 30 s", first,
+			       first + n - 1, i, n);
+		idx = (uint32_t)c.user_data;
+		ASSERT_EQ(KMSGR_CQE_OP, c.kind);
+		ASSERT_EQ(TAG_RT, UD_TAG(c.user_data))
+			TH_LOG("stray CQE, user_data %#llx res %d",
+			       (unsigned long long)c.user_data, c.res);
+		ASSERT_LT(idx, n);
+		ASSERT_EQ(0, seen[idx]) TH_LOG("op %u: a second CQE",
+					       first + idx);
+		seen[idx] = 1;
+		o = &ops[idx];
+		ASSERT_EQ(0, c.res)
+			TH_LOG("op %u: %s of %u bytes at %llu in %u slices: %s",
+			       first + idx,
+			       o->opcode == KMSGR_OP_BDEV_READ ? "READ" :
+								 "WRITE",
+			       o->len, (unsigned long long)o->dev_off, o->nseg,
+			       strerror(-c.res));
+		EXPECT_EQ(id, c.session);
+		EXPECT_EQ(o->dev_off, c.tid);
+		if (o->opcode != KMSGR_OP_BDEV_READ)
+			continue;
+		at = o->dev_off - base;
+		for (k = 0; k < o->nseg; k++) {
+			d = diff_at(ti->buf + o->seg[k].off, shadow + at,
+				    o->seg[k].len);
+			ASSERT_EQ(-1, d)
+				TH_LOG("op %u: READ %u at %llu: slice %u (%u at %u) differs: %lld",
+				       first + idx, o->len,
+				       (unsigned long long)o->dev_off, k,
+				       o->seg[k].len, o->seg[k].off, d);
+			at += o->seg[k].len;
+		}
+	}
+}
+
+/*
+ * BDEV_READ [@base, @base + @size) in random pieces and one to three
+ * slices, RT_BATCH at a time, and compare with @shadow.
+ */
+static void rt_sweep(struct __test_metadata *_metadata, struct kt_inst *ti,
+		     uint32_t id, uint32_t lbs, uint32_t max, uint64_t base,
+		     uint64_t size, const uint8_t *shadow, uint64_t *rng)
+{
+	struct rt_op ops[RT_BATCH];
+	uint64_t off = 0, pos;
+	unsigned int n, done = 0;
+
+	while (off < size) {
+		pos = STAGE;
+		memset(ti->buf + STAGE, POISON, RD_AREA);
+		for (n = 0; n < RT_BATCH && off < size; n++) {
+			ops[n].opcode = KMSGR_OP_BDEV_READ;
+			ops[n].len = rt_len(rng, lbs, max, done + n);
+			if (ops[n].len > size - off)
+				ops[n].len = (uint32_t)(size - off);
+			ops[n].nseg = 1 + (unsigned int)(kt_rand(rng) % 3);
+			ops[n].dev_off = base + off;
+			if (!rt_place(&ops[n], lbs, rng, &pos, STAGE + RD_AREA))
+				break;
+			rt_queue(_metadata, ti, id, &ops[n], UD(TAG_RT, n));
+			off += ops[n].len;
+		}
+		ASSERT_LT(0, n);
+		ASSERT_EQ(0, submit_all(ti));
+		rt_reap(_metadata, ti, id, ops, n, shadow, base, done);
+		done += n;
+	}
+}
+
+TEST_F_TIMEOUT(bdev, round_trip, 240)
+{
+	unsigned int nops = (unsigned int)kt_env_long("KMSGR_BDEV_OPS", 2000);
+	uint64_t t0 = kt_now_ms(), wbytes = 0, rbytes = 0, wpos, rpos, at;
+	unsigned int done = 0, n, k, tries, vec = 0, nwrites = 0;
+	struct rt_op ops[RT_BATCH], *o;
+	uint32_t lbs = self->lbs, max;
+	struct kmsgr_bdev b;
+	uint8_t *shadow;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR, 0, &b));
+	max = b.max_io < RT_MAX_LEN ? b.max_io / lbs * lbs : RT_MAX_LEN;
+	ASSERT_LE(lbs, max);
+	shadow = malloc(RT_SIZE);
+	ASSERT_NE(NULL, shadow);
+	/* what the range holds now */
+	ASSERT_EQ(0, dev_io(self, false, RT_BASE, shadow, RT_SIZE));
+
+	while (done < nops) {
+		wpos = 0;
+		rpos = STAGE;
+		for (n = 0; n < RT_BATCH && done + n < nops; n++) {
+			o = &ops[n];
+			o->opcode = kt_rand(&self->rng) % 3 ?
+				    KMSGR_OP_BDEV_WRITE : KMSGR_OP_BDEV_READ;
+			o->len = rt_len(&self->rng, lbs, max, done + n);
+			/* a range no other op of the batch touches */
+			for (tries = 0; tries < 8; tries++) {
+				o->dev_off = RT_BASE + lbs *
+					(kt_rand(&self->rng) %
+					 ((RT_SIZE - o->len) / lbs + 1));
+				if (!rt_overlaps(ops, n, o->dev_off, o->len))
+					break;
+			}
+			if (tries == 8)
+				break;
+			o->nseg = kt_rand(&self->rng) % 2 ? 1 :
+				  2 + (unsigned int)(kt_rand(&self->rng) % 2);
+			if (o->opcode == KMSGR_OP_BDEV_WRITE ?
+			    !rt_place(o, lbs, &self->rng, &wpos, STAGE) :
+			    !rt_place(o, lbs, &self->rng, &rpos,
+				      STAGE + RD_AREA))
+				break;
+			vec += o->nseg > 1;
+			at = o->dev_off - RT_BASE;
+			for (k = 0; k < o->nseg; k++) {
+				uint8_t *p = self->ti.buf + o->seg[k].off;
+
+				if (o->opcode == KMSGR_OP_BDEV_WRITE) {
+					fill(p, o->seg[k].len, &self->rng);
+					memcpy(shadow + at, p, o->seg[k].len);
+				} else {
+					memset(p, POISON, o->seg[k].len);
+				}
+				at += o->seg[k].len;
+			}
+			if (o->opcode == KMSGR_OP_BDEV_WRITE) {
+				wbytes += o->len;
+				nwrites++;
+			} else {
+				rbytes += o->len;
+			}
+			rt_queue(_metadata, &self->ti, b.id, o, UD(TAG_RT, n));
+		}
+		ASSERT_LT(0, n);
+		/* the whole batch in flight at once */
+		ASSERT_EQ(0, submit_all(&self->ti));
+		rt_reap(_metadata, &self->ti, b.id, ops, n, shadow, RT_BASE,
+			done);
+		done += n;
+	}
+	TH_LOG("%u ops (%u writes, %u vectored): %llu KiB written, %llu KiB read, max %u, %llu ms",
+	       done, nwrites, vec, (unsigned long long)(wbytes >> 10),
+	       (unsigned long long)(rbytes >> 10), max,
+	       (unsigned long long)(kt_now_ms() - t0));
+
+	/* the whole range, from user space and through the handle */
+	dev_holds(_metadata, self, RT_BASE, shadow, RT_SIZE,
+		  "after the random ops, O_DIRECT");
+	rt_sweep(_metadata, &self->ti, b.id, lbs, max, RT_BASE, RT_SIZE, shadow,
+		 &self->rng);
+	TH_LOG("verified: %llu ms in all",
+	       (unsigned long long)(kt_now_ms() - t0));
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
+	free(shadow);
+}
+
+TEST_F(bdev, fua_preflush_flush)
+{
+	static const uint8_t wflags[] = {
+		KMSGR_SQE_F_FUA, KMSGR_SQE_F_PREFLUSH,
+		KMSGR_SQE_F_FUA | KMSGR_SQE_F_PREFLUSH, 0,
+	};
+	uint32_t len = 64 * KIB, lbs = self->lbs;
+	struct kmsgr_cqe c;
+	struct kmsgr_bdev b;
+	struct kmsgr_sqe s;
+	unsigned int i, k, seen = 0;
+	uint8_t *buf;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	buf = self->ti.buf;
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR, 0, &b));
+	fill(buf, 16 * len, &self->rng);
+
+	/* one at a time */
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, ERR_BASE, 0, len,
+		     UD(TAG_OP, 1));
+	s.flags = KMSGR_SQE_F_FUA;
+	expect_op(_metadata, 0, &self->ti, &s, "WRITE with FUA");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, ERR_BASE + len, len, len,
+		     UD(TAG_OP, 2));
+	s.flags = KMSGR_SQE_F_PREFLUSH;
+	expect_op(_metadata, 0, &self->ti, &s, "WRITE with PREFLUSH");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, ERR_BASE + 2 * len, 2 * len,
+		     len, UD(TAG_OP, 3));
+	s.flags = KMSGR_SQE_F_FUA | KMSGR_SQE_F_PREFLUSH;
+	expect_op(_metadata, 0, &self->ti, &s, "WRITE with FUA and PREFLUSH");
+	/* vectored, FUA: three slices, out of order in the area */
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, ERR_BASE + 3 * len, 5 * len,
+		     lbs, UD(TAG_OP, 4));
+	s.seg[1] = slice(4 * len, len - 2 * lbs);
+	s.seg[2] = slice(6 * len, lbs);
+	s.flags = KMSGR_SQE_F_FUA;
+	expect_op(_metadata, 0, &self->ti, &s, "vectored WRITE with FUA");
+	s = bdev_sqe(KMSGR_OP_BDEV_FLUSH, b.id, 0, 0, 0, UD(TAG_OP, 5));
+	expect_op(_metadata, 0, &self->ti, &s, "FLUSH");
+	dev_holds(_metadata, self, ERR_BASE, buf, 3 * len, "FUA, PREFLUSH");
+	dev_holds(_metadata, self, ERR_BASE + 3 * len, buf + 5 * len, lbs,
+		  "vectored FUA, slice 0");
+	dev_holds(_metadata, self, ERR_BASE + 3 * len + lbs, buf + 4 * len,
+		  len - 2 * lbs, "vectored FUA, slice 1");
+	dev_holds(_metadata, self, ERR_BASE + 4 * len - lbs, buf + 6 * len, lbs,
+		  "vectored FUA, slice 2");
+
+	/* in flight together: 8 WRITEs with every flag mix, 2 FLUSHes */
+	for (i = 0; i < 8; i++) {
+		s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id,
+			     ERR_BASE + (8 + i) * len, (8 + i) * len, len,
+			     UD(TAG_OP, i));
+		s.flags = wflags[i % 4];
+		ASSERT_EQ(0, queue_sqe(&self->ti, &s));
+		if (i % 4 == 3) {
+			s = bdev_sqe(KMSGR_OP_BDEV_FLUSH, b.id, 0, 0, 0,
+				     UD(TAG_OP, 8 + i / 4));
+			ASSERT_EQ(0, queue_sqe(&self->ti, &s));
+		}
+	}
+	ASSERT_EQ(0, submit_all(&self->ti));
+	for (i = 0; i < 10; i++) {
+		ASSERT_EQ(0, next_cqe(&self->ti, &c, OP_MS))
+			TH_LOG("%u of 10 CQEs", i);
+		EXPECT_EQ(KMSGR_CQE_OP, c.kind);
+		EXPECT_EQ(0, c.res) TH_LOG("user_data %#llx: %s",
+					   (unsigned long long)c.user_data,
+					   strerror(-c.res));
+		EXPECT_EQ(b.id, c.session);
+		k = (uint32_t)c.user_data;
+		ASSERT_GT(10, k);
+		EXPECT_EQ(0, seen & (1U << k)) TH_LOG("op %u: a second CQE", k);
+		seen |= 1U << k;
+		/* FLUSH: offset 0; WRITE i: its offset */
+		EXPECT_EQ(k < 8 ? ERR_BASE + (8 + k) * len : 0, c.tid);
+	}
+	EXPECT_EQ(0x3ff, seen);
+	dev_holds(_metadata, self, ERR_BASE + 8 * len, buf + 8 * len, 8 * len,
+		  "WRITEs in flight with FLUSHes");
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
+}
+
+/* ---- errors ----------------------------------------------------------- */
+
+/*
+ * A device range that refused ops must leave as it was: random bytes
+ * written there with O_DIRECT before, compared after.
+ */
+struct guard {
+	uint64_t off;
+	uint8_t *want;
+	size_t len;
+};
+
+static void guard_set(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(bdev) *self, struct guard *g, uint64_t off,
+		      size_t len)
+{
+	g->off = off;
+	g->len = len;
+	g->want = malloc(len);
+	ASSERT_NE(NULL, g->want);
+	fill(g->want, len, &self->rng);
+	ASSERT_EQ(0, dev_io(self, true, off, g->want, len));
+}
+
+static void guard_check(struct __test_metadata *_metadata,
+			FIXTURE_DATA(bdev) *self, struct guard *g,
+			const char *what)
+{
+	dev_holds(_metadata, self, g->off, g->want, g->len, what);
+	free(g->want);
+	g->want = NULL;
+}
+
+TEST_F_TIMEOUT(bdev, error_cqes, 120)
+{
+	uint32_t lbs = self->lbs, id, max, half, pool, end;
+	uint64_t cap = self->cap, wrap;
+	struct guard g_err, g_tail;
+	bool big;
+	struct kmsgr_bdev b;
+	struct kmsgr_sqe s;
+	long long d;
+	uint8_t *buf;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	buf = self->ti.buf;
+	pool = (uint32_t)self->ti.tx_size;	/* the pool's first byte */
+	end = (uint32_t)self->ti.buf_size;
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR, 0, &b));
+	id = b.id;
+	guard_set(_metadata, self, &g_err, ERR_BASE, ERR_SIZE);
+	guard_set(_metadata, self, &g_tail, cap - TAIL_SIZE, TAIL_SIZE);
+	fill(buf, STAGE, &self->rng);
+	memset(buf + STAGE, POISON, RD_AREA);
+
+	/* alignment: device offset, slice offset, length */
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, ERR_BASE + lbs / 2, 0, lbs,
+		     UD(TAG_OP, 1));
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE at a device offset of half a block");
+	s.tid = ERR_BASE + 1;
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE at a device offset of 1 byte");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, ERR_BASE, lbs / 2, lbs,
+		     UD(TAG_OP, 2));
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE from a misaligned area offset");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, ERR_BASE, 0, lbs + lbs / 2,
+		     UD(TAG_OP, 3));
+	expect_op(_metadata, -EINVAL, &self->ti, &s, "WRITE of 1.5 blocks");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, ERR_BASE, 0, 100, UD(TAG_OP, 4));
+	expect_op(_metadata, -EINVAL, &self->ti, &s, "WRITE of 100 bytes");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, ERR_BASE, 0, lbs, UD(TAG_OP, 5));
+	s.seg[1] = slice(4 * lbs + 8, lbs);
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "vectored WRITE, slice 1 misaligned");
+	s.seg[1] = slice(4 * lbs, lbs);
+	s.seg[2] = slice(8 * lbs, lbs - 4);
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "vectored WRITE, slice 2 short");
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, id, ERR_BASE + lbs / 2, STAGE, lbs,
+		     UD(TAG_OP, 6));
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "READ at a misaligned device offset");
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, id, ERR_BASE, STAGE + 8, lbs,
+		     UD(TAG_OP, 7));
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "READ into a misaligned area offset");
+
+	/* the capacity */
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, cap - lbs, 0, 2 * lbs,
+		     UD(TAG_OP, 10));
+	expect_op(_metadata, -ENOSPC, &self->ti, &s,
+		  "WRITE across the end of the device");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, cap, 0, lbs, UD(TAG_OP, 11));
+	expect_op(_metadata, -ENOSPC, &self->ti, &s, "WRITE at the capacity");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, 1ULL << 62, 0, lbs,
+		     UD(TAG_OP, 12));
+	expect_op(_metadata, -ENOSPC, &self->ti, &s, "WRITE at 2^62");
+	wrap = ~0ULL - lbs + 1;		/* + 2 blocks wraps around */
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, wrap, 0, 2 * lbs, UD(TAG_OP, 13));
+	expect_op(_metadata, -ENOSPC, &self->ti, &s,
+		  "WRITE whose end wraps around 2^64");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, cap - 2 * lbs, 0, lbs,
+		     UD(TAG_OP, 14));
+	s.seg[1] = slice(2 * lbs, lbs);
+	s.seg[2] = slice(4 * lbs, lbs);
+	expect_op(_metadata, -ENOSPC, &self->ti, &s,
+		  "vectored WRITE whose slice 2 is beyond the end");
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, id, cap - lbs, STAGE, 2 * lbs,
+		     UD(TAG_OP, 15));
+	expect_op(_metadata, -ENOSPC, &self->ti, &s,
+		  "READ across the end of the device");
+
+	/* max_io (the whole area before the pool is there for it) */
+	max = b.max_io / lbs * lbs;
+	big = (uint64_t)max + lbs <= TX_SIZE;
+	if (big) {
+		s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, ERR_BASE, 0, max + lbs,
+			     UD(TAG_OP, 20));
+		expect_op(_metadata, -EMSGSIZE, &self->ti, &s,
+			  "WRITE of max_io + 1 block");
+		half = max / lbs / 2 * lbs;
+		s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, ERR_BASE, 0, half,
+			     UD(TAG_OP, 21));
+		s.seg[1] = slice(half, max - half);
+		s.seg[2] = slice(max, lbs);
+		expect_op(_metadata, -EMSGSIZE, &self->ti, &s,
+			  "vectored WRITE of max_io + 1 block");
+		s = bdev_sqe(KMSGR_OP_BDEV_READ, id, ERR_BASE,
+			     TX_SIZE - max - lbs, max + lbs, UD(TAG_OP, 22));
+		expect_op(_metadata, -EMSGSIZE, &self->ti, &s,
+			  "READ of max_io + 1 block");
+	} else {
+		TH_LOG("max_io %u: no room for a larger op in the area, EMSGSIZE not tested",
+		       b.max_io);
+	}
+
+	/* READ targets: before the pool, inside the area */
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, id, ERR_BASE, pool, lbs,
+		     UD(TAG_OP, 30));
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "READ into the receive pool");
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, id, ERR_BASE, pool - lbs, 2 * lbs,
+		     UD(TAG_OP, 31));
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "READ into a slice that ends in the pool");
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, id, ERR_BASE, STAGE, lbs,
+		     UD(TAG_OP, 32));
+	s.seg[1] = slice(end - 2 * lbs, lbs);
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "vectored READ, slice 1 in the pool");
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, id, ERR_BASE, end, lbs,
+		     UD(TAG_OP, 33));
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "READ beyond the buffer area");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, ERR_BASE, end, lbs,
+		     UD(TAG_OP, 34));
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE from beyond the buffer area");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, ERR_BASE, 0U - 2 * lbs, 4 * lbs,
+		     UD(TAG_OP, 35));
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE from a slice that wraps around 2^32");
+
+	/* flags and reserved fields */
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, ERR_BASE, 0, lbs, UD(TAG_OP, 40));
+	s.flags = 0x80;
+	expect_op(_metadata, -EINVAL, &self->ti, &s, "WRITE with flag bit 7");
+	s.flags = KMSGR_SQE_F_TOKEN;
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE with KMSGR_SQE_F_TOKEN");
+	s.flags = KMSGR_SQE_F_SKIP_SUCCESS;
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE with KMSGR_SQE_F_SKIP_SUCCESS");
+	s.flags = KMSGR_SQE_F_RELEASE;
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE with F_RELEASE and token 0");
+	s.flags = 0;
+	s.token = 5;
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE with a token but no F_RELEASE");
+	s.token = 0;
+	s.reserved0 = 1;
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE with reserved0 set");
+	s.reserved0 = 0;
+	s.reserved1 = 1;
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE with reserved1 set");
+	s.reserved1 = 0;
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, id, ERR_BASE, STAGE, lbs,
+		     UD(TAG_OP, 41));
+	s.flags = KMSGR_SQE_F_FUA;
+	expect_op(_metadata, -EINVAL, &self->ti, &s, "READ with FUA");
+	s.flags = KMSGR_SQE_F_PREFLUSH;
+	expect_op(_metadata, -EINVAL, &self->ti, &s, "READ with PREFLUSH");
+	s.flags = KMSGR_SQE_F_RELEASE;
+	s.token = 5;
+	expect_op(_metadata, -EINVAL, &self->ti, &s, "READ with F_RELEASE");
+	s = bdev_sqe(KMSGR_OP_BDEV_FLUSH, id, 0, 0, 0, UD(TAG_OP, 42));
+	s.flags = KMSGR_SQE_F_FUA;
+	expect_op(_metadata, -EINVAL, &self->ti, &s, "FLUSH with FUA");
+	s.flags = 0;
+	s.tid = lbs;
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "FLUSH with a device offset");
+	s.tid = 0;
+	s.seg[0] = slice(0, lbs);
+	expect_op(_metadata, -EINVAL, &self->ti, &s, "FLUSH with a slice");
+
+	/* none of them touched the device or the READ targets */
+	guard_check(_metadata, self, &g_err, "after the refused ops");
+	guard_check(_metadata, self, &g_tail,
+		    "the device's last 64 KiB after the refused ops");
+	d = not_byte(buf + STAGE, RD_AREA, POISON);
+	EXPECT_EQ(-1, d) TH_LOG("a refused READ wrote area offset %llu",
+				(unsigned long long)STAGE + d);
+
+	/* the last block itself is fine */
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, cap - lbs, 0, lbs,
+		     UD(TAG_OP, 50));
+	expect_op(_metadata, 0, &self->ti, &s, "WRITE of the last block");
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, id, cap - lbs, STAGE, lbs,
+		     UD(TAG_OP, 51));
+	expect_op(_metadata, 0, &self->ti, &s, "READ of the last block");
+	EXPECT_EQ(-1, diff_at(buf, buf + STAGE, lbs));
+	dev_holds(_metadata, self, cap - lbs, buf, lbs, "the last block");
+
+	/* and so is exactly max_io, in three slices */
+	if (big) {
+		fill(buf, max, &self->rng);
+		half = max / lbs / 2 * lbs;
+		s = bdev_sqe(KMSGR_OP_BDEV_WRITE, id, ERR_BASE, 0, lbs,
+			     UD(TAG_OP, 52));
+		s.seg[1] = slice(lbs, half - lbs);
+		s.seg[2] = slice(half, max - half);
+		expect_op(_metadata, 0, &self->ti, &s,
+			  "vectored WRITE of exactly max_io");
+		dev_holds(_metadata, self, ERR_BASE, buf, max,
+			  "a WRITE of max_io bytes");
+	}
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, id));
+}
+
+TEST_F(bdev, readonly_attachment)
+{
+	uint32_t len = 32 * KIB, lbs = self->lbs;
+	struct kmsgr_bdev ro;
+	struct kmsgr_sqe s;
+	struct guard g;
+	uint8_t *buf;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	buf = self->ti.buf;
+	guard_set(_metadata, self, &g, ERR_BASE, 4 * len);
+	fill(buf, 4 * len, &self->rng);
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDONLY,
+				 KMSGR_BDEV_F_RDONLY, &ro));
+	ASSERT_TRUE(ro.attrs & KMSGR_BDEV_A_RDONLY);
+
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, ro.id, ERR_BASE, 0, len,
+		     UD(TAG_OP, 1));
+	expect_op(_metadata, -EROFS, &self->ti, &s,
+		  "WRITE to an F_RDONLY attachment");
+	s.flags = KMSGR_SQE_F_FUA | KMSGR_SQE_F_PREFLUSH;
+	expect_op(_metadata, -EROFS, &self->ti, &s,
+		  "WRITE with FUA and PREFLUSH to an F_RDONLY attachment");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, ro.id, ERR_BASE + len, len, lbs,
+		     UD(TAG_OP, 2));
+	s.seg[1] = slice(3 * len, lbs);
+	s.seg[2] = slice(2 * len, len - 2 * lbs);
+	expect_op(_metadata, -EROFS, &self->ti, &s,
+		  "vectored WRITE to an F_RDONLY attachment");
+
+	/* READ works and returns what is there */
+	memset(buf + STAGE, POISON, 4 * len);
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, ro.id, ERR_BASE, STAGE, 4 * len,
+		     UD(TAG_OP, 3));
+	expect_op(_metadata, 0, &self->ti, &s,
+		  "READ from an F_RDONLY attachment");
+	EXPECT_EQ(-1, diff_at(buf + STAGE, g.want, 4 * len))
+		TH_LOG("READ from the F_RDONLY attachment returned other bytes");
+	guard_check(_metadata, self, &g,
+		    "after WRITEs to an F_RDONLY attachment");
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, ro.id));
+}
+
+TEST_F(bdev, detached_handle)
+{
+	uint32_t len = 16 * KIB;
+	struct kmsgr_bdev b, keep;
+	struct kmsgr_sqe s;
+	struct guard g;
+	long long d;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	guard_set(_metadata, self, &g, ERR_BASE, 2 * len);
+	fill(self->ti.buf, len, &self->rng);
+	memset(self->ti.buf + STAGE, POISON, len);
+	/* another handle stays attached: only the detached one is gone */
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR, 0, &keep));
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR, 0, &b));
+	ASSERT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
+
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, ERR_BASE, 0, len,
+		     UD(TAG_OP, 1));
+	expect_op(_metadata, -ENODEV, &self->ti, &s,
+		  "WRITE on a detached handle");
+	s = bdev_sqe(KMSGR_OP_BDEV_READ, b.id, ERR_BASE, STAGE, len,
+		     UD(TAG_OP, 2));
+	expect_op(_metadata, -ENODEV, &self->ti, &s,
+		  "READ on a detached handle");
+	s = bdev_sqe(KMSGR_OP_BDEV_FLUSH, b.id, 0, 0, 0, UD(TAG_OP, 3));
+	expect_op(_metadata, -ENODEV, &self->ti, &s,
+		  "FLUSH on a detached handle");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, keep.id ^ 0x40000000U, ERR_BASE + len,
+		     0, len, UD(TAG_OP, 4));
+	expect_op(_metadata, -ENODEV, &self->ti, &s,
+		  "WRITE on a handle never attached");
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, 0xffffffffU, ERR_BASE + len, 0, len,
+		     UD(TAG_OP, 5));
+	expect_op(_metadata, -ENODEV, &self->ti, &s,
+		  "WRITE on handle 0xffffffff");
+
+	guard_check(_metadata, self, &g, "after ops on a detached handle");
+	d = not_byte(self->ti.buf + STAGE, len, POISON);
+	EXPECT_EQ(-1, d) TH_LOG("the refused READ wrote its target");
+	s = bdev_sqe(KMSGR_OP_BDEV_FLUSH, keep.id, 0, 0, 0, UD(TAG_OP, 6));
+	expect_op(_metadata, 0, &self->ti, &s,
+		  "FLUSH on the handle still attached");
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, keep.id));
+}
+
+/* ---- ops in flight at DETACH and at the end of an instance --------------- */
+
+/*
+ * Queue INFLIGHT ops of up to INFLIGHT_LEN bytes from @base, each op
+ * @i at @base + @i * INFLIGHT_LEN: WRITEs from area offset @i *
+ * INFLIGHT_LEN (fresh bytes), or with @reads every odd one a READ of its
+ * range into the area's second half.  Return: how many were queued.
+ */
+static unsigned int flight_queue(struct kt_inst *ti, uint32_t id,
+				 uint64_t base, uint32_t len, bool reads,
+				 uint64_t *rng)
+{
+	struct kmsgr_sqe s;
+	unsigned int i;
+	bool rd;
+
+	for (i = 0; i < INFLIGHT; i++) {
+		rd = reads && (i & 1);
+		if (!rd)
+			fill(ti->buf + i * INFLIGHT_LEN, len, rng);
+		s = bdev_sqe(rd ? KMSGR_OP_BDEV_READ : KMSGR_OP_BDEV_WRITE, id,
+			     base + (uint64_t)i * INFLIGHT_LEN,
+			     (rd ? STAGE : 0) + i * INFLIGHT_LEN, len,
+			     UD(TAG_FLIGHT, i));
+		if (queue_sqe(ti, &s))
+			break;
+	}
+	return i;
+}
+
+TEST_F_TIMEOUT(bdev, detach_with_ops_in_flight, 180)
+{
+	unsigned int round, i, ready, ok, bad, idx;
+	uint32_t len, seen;
+	uint64_t at;
+	struct kmsgr_bdev b;
+	struct kmsgr_sqe s;
+	struct kmsgr_cqe c;
+	uint64_t t0;
+	int res[INFLIGHT];
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	len = INFLIGHT_LEN;
+	for (round = 0; round < 3; round++) {
+		ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR, 0,
+					 &b));
+		if (b.max_io < len)
+			len = b.max_io / self->lbs * self->lbs;
+		ASSERT_EQ(INFLIGHT, flight_queue(&self->ti, b.id, DET_BASE, len,
+						 round == 1, &self->rng));
+		ASSERT_EQ(INFLIGHT, kmsgr_submit(self->ti.k, 0, 0))
+			TH_LOG("the kernel took fewer than %u SQEs", INFLIGHT);
+		t0 = kt_now_ms();
+		ASSERT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
+		/* it returned: every op's CQE is in the CQ already */
+		ready = kmsgr_cq_ready(self->ti.k);
+		EXPECT_EQ(INFLIGHT, ready)
+			TH_LOG("round %u: DETACH returned after %llu ms, %u of %u CQEs posted",
+			       round, (unsigned long long)(kt_now_ms() - t0),
+			       ready, INFLIGHT);
+		seen = 0;
+		ok = 0;
+		bad = 0;
+		for (i = 0; i < INFLIGHT; i++) {
+			ASSERT_EQ(0, next_cqe(&self->ti, &c, OP_MS))
+				TH_LOG("round %u: %u of %u CQEs", round, i,
+				       INFLIGHT);
+			idx = (uint32_t)c.user_data;
+			ASSERT_EQ(TAG_FLIGHT, UD_TAG(c.user_data));
+			ASSERT_LT(idx, INFLIGHT);
+			EXPECT_EQ(0, seen & (1U << idx))
+				TH_LOG("op %u: a second CQE", idx);
+			seen |= 1U << idx;
+			EXPECT_EQ(KMSGR_CQE_OP, c.kind);
+			EXPECT_EQ(b.id, c.session);
+			EXPECT_EQ(DET_BASE + (uint64_t)idx * INFLIGHT_LEN,
+				  c.tid);
+			EXPECT_GE(0, c.res);
+			res[idx] = c.res;
+			if (c.res)
+				bad++;
+			else
+				ok++;
+		}
+		TH_LOG("round %u: DETACH with %u ops in flight: %u done, %u failed",
+		       round, INFLIGHT, ok, bad);
+		/* what completed with 0 is there */
+		for (i = 0; i < INFLIGHT; i++) {
+			if (res[i])
+				continue;
+			if (round == 1 && (i & 1))
+				continue;	/* READs: checked below */
+			if (!dev_holds(_metadata, self,
+				       DET_BASE + (uint64_t)i * INFLIGHT_LEN,
+				       self->ti.buf + i * INFLIGHT_LEN, len,
+				       "a WRITE done at DETACH"))
+				break;
+		}
+		/* round 1's READs: what the device has (round 0's WRITEs) */
+		for (i = 1; round == 1 && i < INFLIGHT; i += 2) {
+			at = (uint64_t)i * INFLIGHT_LEN;
+			if (!res[i])
+				dev_holds(_metadata, self, DET_BASE + at,
+					  self->ti.buf + STAGE + at, len,
+					  "a READ done at DETACH");
+		}
+		s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, DET_BASE, 0, len,
+			     UD(TAG_OP, round));
+		expect_op(_metadata, -ENODEV, &self->ti, &s,
+			  "WRITE after the DETACH");
+		EXPECT_EQ(-ENODEV, kmsgr_bdev_detach(self->ti.k, b.id));
+	}
+}
+
+/* The child of close_with_ops_in_flight; its exit status says how far. */
+static int flight_child(const char *path, unsigned int round, uint64_t seed)
+{
+	struct kmsgr_bdev b;
+	struct kt_inst ti;
+	uint32_t len = INFLIGHT_LEN;
+	uint64_t rng = seed;
+	int ret;
+
+	if (kt_inst_open(&ti, "closer", SQ_ENTRIES, 2 * STAGE, KMSGR_POOL_MIN,
+			 seed))
+		return 2;
+	ret = attach_path(ti.k, path, O_RDWR, KMSGR_BDEV_F_EXCL, &b);
+	if (ret) {
+		fprintf(stderr, "# round %u: attach: %s\n", round,
+			strerror(-ret));
+		return 3;
+	}
+	if (b.max_io < len)
+		len = b.max_io / b.lbs * b.lbs;
+	if (flight_queue(&ti, b.id, CLOSE_BASE, len, round & 1, &rng) !=
+	    INFLIGHT)
+		return 4;
+	ret = kmsgr_submit(ti.k, 0, 0);
+	if (ret != INFLIGHT) {
+		fprintf(stderr, "# round %u: submit: %d\n", round, ret);
+		return 5;
+	}
+	if (round == 3)
+		kill(getpid(), SIGKILL);	/* the end of a process */
+	kmsgr_close(ti.k);
+	return 0;
+}
+
+TEST_F_TIMEOUT(bdev, close_with_ops_in_flight, 180)
+{
+	unsigned int round;
+	struct kmsgr_bdev b;
+	long base, now = -1;
+	uint64_t end, t0;
+	int status = 0;
+	pid_t pid, w;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	base = kmsgr_instances();
+	for (round = 0; round < 4; round++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(flight_child(self->path, round,
+					   self->rng + round));
+		t0 = kt_now_ms();
+		end = t0 + 30000;
+		do {
+			w = waitpid(pid, &status, WNOHANG);
+			if (!w)
+				usleep(10000);
+		} while (!w && kt_now_ms() < end);
+		if (!w) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+		}
+		ASSERT_EQ(pid, w)
+			TH_LOG("round %u: closing with ops in flight hung 30 s",
+			       round);
+		if (round == 3) {
+			EXPECT_TRUE(WIFSIGNALED(status) &&
+				    WTERMSIG(status) == SIGKILL)
+				TH_LOG("round 3: status %#x", status);
+		} else {
+			EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+				TH_LOG("round %u: child status %#x", round,
+				       status);
+		}
+		/* the instance goes away, and its exclusive claim with it */
+		end = kt_now_ms() + 10000;
+		while (base >= 0 && (now = kmsgr_instances()) != base &&
+		       kt_now_ms() < end)
+			usleep(20000);
+		EXPECT_EQ(base, now) TH_LOG("round %u: live instances", round);
+		ASSERT_EQ(0, attach_excl_within(self, &b, 10000))
+			TH_LOG("round %u: F_EXCL after the instance ended",
+			       round);
+		EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
+		TH_LOG("round %u: %s with %u ops in flight, gone after %llu ms",
+		       round, round == 3 ? "killed" : "closed", INFLIGHT,
+		       (unsigned long long)(kt_now_ms() - t0));
+	}
+}
+
+/* ---- writing received messages ----------------------------------------- */
+
+#define RX_POOL		MIB
+#define RX_SQ		128
+#define RX_CQ		512
+#define RX_SRC		(4 * MIB)	/* the sender's area */
+#define RX_WINDOW	16
+#define RX_PRELUDE_LEN	(64U << 10)
+#define RX_FRONT_OFF	(RX_SRC - 4096)
+
+/* One message of the stream. */
+struct rx_msg {
+	uint32_t src_off;	/* its data in the sender's area */
+	uint32_t len;		/* data bytes */
+	uint32_t front;		/* front bytes at RX_FRONT_OFF, or 0 */
+	uint64_t dev_off;
+	uint64_t hash;		/* of the data */
+};
+
+struct rx {
+	struct kt_inst r, s;	/* receiver (the device), sender */
+	struct kt_loop lp;
+	uint32_t r_id, s_id;	/* the session's two ends */
+	uint32_t id;		/* the device on r */
+	uint32_t lbs;
+	unsigned int sends;	/* SEND CQEs seen on s */
+	unsigned int bad_sends;	/* ... with res != 0 */
+};
+
+/* SEND message @m as tid @tid. */
+static int rx_send(struct rx *x, const struct rx_msg *m, uint64_t tid)
+{
+	struct kmsgr_slice none = slice(0, 0);
+	struct kmsgr_sqe *sqe = kt_sqe(&x->s);
+
+	if (!sqe)
+		return -EBUSY;
+	kmsgr_prep_send(sqe, x->s_id, 0x4242, tid,
+			m->front ? slice(RX_FRONT_OFF, m->front) : none, none,
+			slice(m->src_off, m->len), UD(TAG_SEND, tid));
+	return 0;
+}
+
+/* Count the sender's SEND CQEs (x->sends, x->bad_sends). */
+static void rx_sends_done(struct rx *x)
+{
+	struct kmsgr_cqe *c;
+
+	while ((c = kmsgr_peek_cqe(x->s.k))) {
+		if (c->kind == KMSGR_CQE_SEND) {
+			x->sends++;
+			if (c->res) {
+				fprintf(stderr, "# SEND %llu: %s\n",
+					(unsigned long long)c->user_data,
+					strerror(-c->res));
+				x->bad_sends++;
+			}
+		}
+		kmsgr_cqe_seen(x->s.k);
+	}
+}
+
+/* Wait up to @ms until @n SENDs have completed: true. */
+static bool rx_wait_sends(struct rx *x, unsigned int n, int ms)
+{
+	uint64_t end = kt_now_ms() + (uint64_t)ms;
+	struct kmsgr_cqe *c;
+
+	for (rx_sends_done(x); x->sends < n; rx_sends_done(x)) {
+		if (kt_now_ms() >= end)
+			return false;
+		kmsgr_wait_cqe(x->s.k, &c, 50000000ULL);
+	}
+	return true;
+}
+
+/* The receiver got message @m as tid @tid in @c (checked): 0 or -1. */
+static int rx_check(struct __test_metadata *_metadata, struct rx *x,
+		    const struct rx_msg *m, uint64_t tid,
+		    const struct kmsgr_cqe *c)
+{
+	EXPECT_EQ(KMSGR_CQE_RECV, c->kind);
+	if (c->kind != KMSGR_CQE_RECV)
+		return -1;
+	EXPECT_EQ(x->r_id, c->session);
+	EXPECT_EQ(tid, c->tid) TH_LOG("messages lost or reordered");
+	EXPECT_LT(0, c->res) TH_LOG("no release token");
+	EXPECT_EQ(m->front, c->seg[0].len);
+	EXPECT_EQ(m->len, c->seg[2].len);
+	if (c->tid != tid || c->seg[2].len != m->len || c->res <= 0)
+		return -1;
+	EXPECT_EQ(0, c->seg[2].off % x->lbs)
+		TH_LOG("the pool gave a slice at %u: not block-aligned",
+		       c->seg[2].off);
+	EXPECT_EQ(m->hash, kt_hash(x->r.buf + c->seg[2].off, m->len))
+		TH_LOG("message %llu arrived with other bytes",
+		       (unsigned long long)tid);
+	return 0;
+}
+
+/* Send message @m and wait for it on the receiver (in *@c). */
+static void rx_one(struct __test_metadata *_metadata, struct rx *x,
+		   const struct rx_msg *m, uint64_t tid, struct kmsgr_cqe *c)
+{
+	ASSERT_EQ(0, rx_send(x, m, tid));
+	kmsgr_submit(x->s.k, 0, 0);
+	ASSERT_EQ(0, next_cqe(&x->r, c, OP_MS))
+		TH_LOG("message %llu did not arrive", (unsigned long long)tid);
+	ASSERT_EQ(0, rx_check(_metadata, x, m, tid, c));
+	ASSERT_TRUE(rx_wait_sends(x, (unsigned int)tid + 1, OP_MS));
+	EXPECT_EQ(0, x->bad_sends);
+}
+
+/* The receiver's pool drains to 0 within @ms: its last value. */
+static long long rx_pool_drains(struct rx *x, int ms)
+{
+	uint64_t end = kt_now_ms() + (uint64_t)ms;
+	long long v;
+
+	while ((v = kt_pool_bytes(&x->r)) != 0 && kt_now_ms() < end)
+		usleep(10000);
+	return v;
+}
+
+/* A RELEASE of data slice @seg of a RECV with @token. */
+static struct kmsgr_sqe rx_release(struct kmsgr_slice seg, uint32_t token,
+				   uint64_t ud)
+{
+	struct kmsgr_sqe s;
+
+	memset(&s, 0, sizeof(s));
+	s.opcode = KMSGR_OP_RELEASE;
+	s.flags = KMSGR_SQE_F_TOKEN;
+	s.tid = token;
+	s.seg[2] = seg;
+	s.user_data = ud;
+	return s;
+}
+
+/*
+ * A write_recv of @c that is refused with @res: afterwards the slices are
+ * either still ours (a RELEASE frees them silently) or were given back
+ * (the RELEASE fails EINVAL); either way the pool drains to 0.
+ */
+static void rx_refused(struct __test_metadata *_metadata, struct rx *x,
+		       const struct kmsgr_sqe *w, const struct kmsgr_cqe *c,
+		       int res, const char *what)
+{
+	struct kmsgr_cqe e;
+	struct kmsgr_sqe s;
+
+	expect_op(_metadata, res, &x->r, w, what);
+	s = rx_release(c->seg[2], (uint32_t)c->res, UD(TAG_OP, 0x77));
+	ASSERT_EQ(0, queue_sqe(&x->r, &s));
+	EXPECT_EQ(0, rx_pool_drains(x, 2000))
+		TH_LOG("%s: the message's slice was neither given back nor releasable",
+		       what);
+	if (kmsgr_peek_cqe(x->r.k)) {
+		ASSERT_EQ(0, next_cqe(&x->r, &e, 10));
+		EXPECT_EQ(UD(TAG_OP, 0x77), e.user_data);
+		EXPECT_EQ(-EINVAL, e.res);
+	}
+}
+
+/* The two CQEs of a write_recv (@w) and a RELEASE (@rel) of its slice. */
+static void rx_write_and_release(struct __test_metadata *_metadata,
+				 struct rx *x, const struct kmsgr_sqe *w,
+				 const struct kmsgr_sqe *rel)
+{
+	struct kmsgr_cqe c;
+	unsigned int i, got = 0;
+
+	ASSERT_EQ(0, queue_sqe(&x->r, w));
+	ASSERT_EQ(0, queue_sqe(&x->r, rel));
+	ASSERT_EQ(0, submit_all(&x->r));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, next_cqe(&x->r, &c, OP_MS));
+		EXPECT_EQ(KMSGR_CQE_OP, c.kind);
+		if (c.user_data == w->user_data) {
+			EXPECT_EQ(0, c.res) TH_LOG("write_recv: %s",
+						   strerror(-c.res));
+			EXPECT_EQ(x->id, c.session);
+			EXPECT_EQ(w->tid, c.tid);
+			got |= 1;
+		} else {
+			EXPECT_EQ(rel->user_data, c.user_data);
+			EXPECT_EQ(-EINVAL, c.res)
+				TH_LOG("RELEASE of a slice handed to a write");
+			got |= 2;
+		}
+	}
+	EXPECT_EQ(3, got);
+}
+
+/* The prelude: one message at a time, each case on its own. */
+static void rx_prelude(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(bdev) *self, struct rx *x, uint32_t ro_id,
+		       uint32_t dead_id)
+{
+	uint32_t lbs = x->lbs, len = RX_PRELUDE_LEN, token;
+	struct rx_msg m[8];
+	struct kmsgr_cqe c, f, e;
+	struct kmsgr_sqe w, s;
+	struct guard g;
+	long long v;
+	unsigned int i;
+
+	guard_set(_metadata, self, &g, RECV_BASE, 8 * len);
+	for (i = 0; i < 8; i++) {
+		m[i].src_off = i * len + 3;	/* any alignment to send */
+		m[i].len = len;
+		m[i].front = i == 7 ? 200 : 0;
+		m[i].dev_off = RECV_BASE + (uint64_t)i * len;
+		m[i].hash = kt_hash(x->s.buf + m[i].src_off, len);
+	}
+
+	/* 0: written; at its CQE the pool is empty; a RELEASE then fails */
+	rx_one(_metadata, x, &m[0], 0, &c);
+	v = kt_pool_bytes(&x->r);
+	EXPECT_LE(len, v) TH_LOG("pool bytes with the message held");
+	kmsgr_prep_bdev_write_recv(&w, x->id, m[0].dev_off, &c,
+				   UD(TAG_WRITE, 0));
+	EXPECT_EQ(KMSGR_SQE_F_RELEASE, w.flags);
+	EXPECT_EQ((uint32_t)c.res, w.token);
+	expect_op(_metadata, 0, &x->r, &w, "write_recv");
+	EXPECT_EQ(0, kt_pool_bytes(&x->r))
+		TH_LOG("the write's CQE is there, its slice is not given back");
+	s = rx_release(c.seg[2], (uint32_t)c.res, UD(TAG_FORCED, 0));
+	expect_op(_metadata, -EINVAL, &x->r, &s,
+		  "RELEASE after the write gave the slice back");
+
+	/* 1: a RELEASE right behind the write_recv fails */
+	rx_one(_metadata, x, &m[1], 1, &c);
+	kmsgr_prep_bdev_write_recv(&w, x->id, m[1].dev_off, &c,
+				   UD(TAG_WRITE, 1));
+	s = rx_release(c.seg[2], (uint32_t)c.res, UD(TAG_FORCED, 1));
+	rx_write_and_release(_metadata, x, &w, &s);
+	EXPECT_EQ(0, kt_pool_bytes(&x->r));
+
+	/* 2: a wrong token is refused and takes nothing; the right one works */
+	rx_one(_metadata, x, &m[2], 2, &c);
+	kmsgr_prep_bdev_write_recv(&w, x->id, m[2].dev_off, &c,
+				   UD(TAG_WRITE, 2));
+	token = w.token;
+	w.token = token % KMSGR_RELEASE_TOKEN_MAX + 1;
+	expect_op(_metadata, -EINVAL, &x->r, &w,
+		  "write_recv with another token");
+	EXPECT_LE(len, kt_pool_bytes(&x->r))
+		TH_LOG("a refused write_recv took the slice");
+	w.token = token;
+	expect_op(_metadata, 0, &x->r, &w, "write_recv after a refused one");
+	EXPECT_EQ(0, kt_pool_bytes(&x->r));
+
+	/* 3: the right token with a slice that is not the message's */
+	rx_one(_metadata, x, &m[3], 3, &c);
+	f = c;
+	f.seg[2] = slice(0, len);	/* the receiver's own part */
+	kmsgr_prep_bdev_write_recv(&w, x->id, m[3].dev_off, &f,
+				   UD(TAG_WRITE, 3));
+	expect_op(_metadata, -EINVAL, &x->r, &w,
+		  "write_recv of a slice outside the pool");
+	f.seg[2] = slice(c.seg[2].off + lbs, len - lbs);
+	kmsgr_prep_bdev_write_recv(&w, x->id, m[3].dev_off, &f,
+				   UD(TAG_WRITE, 3));
+	expect_op(_metadata, -EINVAL, &x->r, &w,
+		  "write_recv of part of the message's slice");
+	s = rx_release(c.seg[2], (uint32_t)c.res, UD(TAG_OP, 3));
+	ASSERT_EQ(0, queue_sqe(&x->r, &s));
+	EXPECT_EQ(0, rx_pool_drains(x, 2000))
+		TH_LOG("the message's own RELEASE after refused write_recvs");
+	if (kmsgr_peek_cqe(x->r.k)) {
+		ASSERT_EQ(0, next_cqe(&x->r, &e, 10));
+		EXPECT_EQ(0, e.res) TH_LOG("its RELEASE: %s", strerror(-e.res));
+	}
+
+	/* 4-6: refused by the device side: nothing leaks */
+	rx_one(_metadata, x, &m[4], 4, &c);
+	kmsgr_prep_bdev_write_recv(&w, x->id, m[4].dev_off, &c,
+				   UD(TAG_WRITE, 4));
+	w.session = ro_id;
+	rx_refused(_metadata, x, &w, &c, -EROFS,
+		   "write_recv to an F_RDONLY attachment");
+	rx_one(_metadata, x, &m[5], 5, &c);
+	kmsgr_prep_bdev_write_recv(&w, dead_id, m[5].dev_off, &c,
+				   UD(TAG_WRITE, 5));
+	rx_refused(_metadata, x, &w, &c, -ENODEV,
+		   "write_recv to a detached handle");
+	rx_one(_metadata, x, &m[6], 6, &c);
+	kmsgr_prep_bdev_write_recv(&w, x->id, m[6].dev_off + lbs / 2, &c,
+				   UD(TAG_WRITE, 6));
+	rx_refused(_metadata, x, &w, &c, -EINVAL,
+		   "write_recv at a misaligned offset");
+
+	/* 7: with a front, which we release apart from the data */
+	rx_one(_metadata, x, &m[7], 7, &c);
+	kmsgr_prep_bdev_write_recv(&w, x->id, m[7].dev_off, &c,
+				   UD(TAG_WRITE, 7));
+	f = c;
+	f.seg[2] = slice(0, 0);
+	kmsgr_prep_release(&s, &f);
+	s.user_data = UD(TAG_FRONT, 7);
+	ASSERT_EQ(0, queue_sqe(&x->r, &w));
+	ASSERT_EQ(0, queue_sqe(&x->r, &s));
+	ASSERT_EQ(0, submit_all(&x->r));
+	ASSERT_EQ(0, next_cqe(&x->r, &e, OP_MS));
+	EXPECT_EQ(UD(TAG_WRITE, 7), e.user_data)
+		TH_LOG("the front's RELEASE: %s", strerror(-e.res));
+	EXPECT_EQ(0, e.res);
+	EXPECT_EQ(0, kt_pool_bytes(&x->r))
+		TH_LOG("front released, data written: the pool is not empty");
+
+	/* what was written is there, the refused ones left the device alone */
+	for (i = 0; i < 8; i++)
+		if (i < 3 || i == 7)
+			memcpy(g.want + (m[i].dev_off - RECV_BASE),
+			       x->s.buf + m[i].src_off, len);
+	guard_check(_metadata, self, &g,
+		    "the prelude's messages on the device");
+}
+
+/* An OP CQE of the stream: a write_recv's, or a RELEASE that must fail. */
+static void rx_stream_op(struct __test_metadata *_metadata, struct rx *x,
+			 const struct rx_msg *m, unsigned int n,
+			 const struct kmsgr_cqe *c)
+{
+	unsigned int i = (uint32_t)c->user_data;
+
+	ASSERT_LT(i, n);
+	switch (UD_TAG(c->user_data)) {
+	case TAG_WRITE:
+		ASSERT_EQ(0, c->res)
+			TH_LOG("message %u: write_recv of %u bytes at %llu: %s",
+			       i, m[i].len, (unsigned long long)m[i].dev_off,
+			       strerror(-c->res));
+		EXPECT_EQ(x->id, c->session);
+		EXPECT_EQ(m[i].dev_off, c->tid);
+		break;
+	case TAG_FORCED:
+		EXPECT_EQ(-EINVAL, c->res)
+			TH_LOG("message %u: RELEASE of a slice handed to a write",
+			       i);
+		break;
+	default:
+		ASSERT_TRUE(0)
+			TH_LOG("OP CQE %#llx, res %d (a front's RELEASE?)",
+			       (unsigned long long)c->user_data, c->res);
+	}
+}
+
+/*
+ * The stream: @n messages with data of 4 KiB to 256 KiB (some with a
+ * front), one after the other on the device from @base; each RECV is
+ * written with kmsgr_prep_bdev_write_recv() and every eighth also gets a
+ * RELEASE of its data slice, which must fail.  The pool is a fraction of
+ * the volume: the messages only all arrive if the writes give it back.
+ */
+static void rx_stream(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(bdev) *self, struct rx *x, unsigned int n,
+		      uint64_t base)
+{
+	unsigned int sent = 0, sends0 = x->sends, recvd = 0, written = 0;
+	unsigned int forced = 0, forced_seen = 0, head = 0, i;
+	uint64_t end, t0 = kt_now_ms(), vol = 0, off = base;
+	struct kmsgr_cqe *got, c, f;
+	struct pollfd pfd[2];
+	struct kmsgr_sqe w, s;
+	struct rx_msg *m;
+	long long v;
+
+	m = calloc(n, sizeof(*m));
+	got = calloc(n, sizeof(*got));
+	ASSERT_TRUE(m && got);
+	for (i = 0; i < n; i++) {
+		m[i].len = GRAIN * (8 + (uint32_t)(kt_rand(&self->rng) % 505));
+		m[i].len = m[i].len / x->lbs * x->lbs;
+		if (!m[i].len)
+			m[i].len = x->lbs;
+		m[i].src_off = (uint32_t)(kt_rand(&self->rng) %
+					  (RX_FRONT_OFF - m[i].len));
+		m[i].front = i % 3 == 1 ? 1 + (uint32_t)(i % 300) : 0;
+		if (off + m[i].len > base + RECV_SIZE - MIB)
+			break;
+		m[i].dev_off = off;
+		m[i].hash = kt_hash(x->s.buf + m[i].src_off, m[i].len);
+		off += m[i].len;
+		vol += m[i].len;
+	}
+	n = i;
+	ASSERT_LT(RX_POOL, vol) TH_LOG("the stream must not fit in the pool");
+
+	end = kt_now_ms() + 150000;
+	while ((written < n || forced_seen < forced ||
+		x->sends - sends0 < n) && kt_now_ms() < end) {
+		while (sent < n && sent - (x->sends - sends0) < RX_WINDOW &&
+		       !rx_send(x, &m[sent], sent))
+			sent++;
+		kmsgr_submit(x->s.k, 0, 0);
+		/* what arrived goes to the device, as far as the SQ takes it */
+		while (head < recvd &&
+		       RX_SQ - kmsgr_sq_pending(x->r.k) >= 3) {
+			c = got[head];
+			i = (uint32_t)c.tid;
+			kmsgr_prep_bdev_write_recv(&w, x->id, m[i].dev_off, &c,
+						   UD(TAG_WRITE, i));
+			ASSERT_EQ(0, queue_sqe(&x->r, &w));
+			if (c.seg[0].len) {
+				f = c;
+				f.seg[2] = slice(0, 0);
+				kmsgr_prep_release(&s, &f);
+				s.user_data = UD(TAG_FRONT, i);
+				ASSERT_EQ(0, queue_sqe(&x->r, &s));
+			}
+			if (i % 8 == 5) {
+				s = rx_release(c.seg[2], (uint32_t)c.res,
+					       UD(TAG_FORCED, i));
+				ASSERT_EQ(0, queue_sqe(&x->r, &s));
+				forced++;
+			}
+			head++;
+		}
+		kmsgr_submit(x->r.k, 0, 0);
+
+		if (!kmsgr_peek_cqe(x->r.k) && !kmsgr_peek_cqe(x->s.k)) {
+			pfd[0].fd = kmsgr_fd(x->r.k);
+			pfd[1].fd = kmsgr_fd(x->s.k);
+			pfd[0].events = POLLIN;
+			pfd[1].events = POLLIN;
+			poll(pfd, 2, 50);
+		}
+		rx_sends_done(x);
+		ASSERT_EQ(0, x->bad_sends);
+		while (kmsgr_peek_cqe(x->r.k)) {
+			c = *kmsgr_peek_cqe(x->r.k);
+			kmsgr_cqe_seen(x->r.k);
+			switch (c.kind) {
+			case KMSGR_CQE_RECV:
+				ASSERT_LT(recvd, n);
+				ASSERT_EQ(0, rx_check(_metadata, x, &m[recvd],
+						      recvd, &c));
+				got[recvd++] = c;
+				break;
+			case KMSGR_CQE_OP:
+				if (UD_TAG(c.user_data) == TAG_WRITE)
+					written++;
+				else
+					forced_seen++;
+				rx_stream_op(_metadata, x, m, n, &c);
+				break;
+			case KMSGR_CQE_EVENT:
+				ASSERT_TRUE(c.event != KMSGR_EV_DOWN &&
+					    c.event != KMSGR_EV_CLOSED &&
+					    c.event != KMSGR_EV_RESET)
+					TH_LOG("session %s (%s)",
+					       kmsgr_event_str(c.event),
+					       kmsgr_reason_str(c.reason));
+				break;
+			default:
+				ASSERT_TRUE(0) TH_LOG("CQE kind %u", c.kind);
+			}
+		}
+	}
+	TH_LOG("stream: %u messages, %llu KiB through a %llu KiB pool, %llu ms",
+	       n, (unsigned long long)(vol >> 10),
+	       (unsigned long long)(RX_POOL >> 10),
+	       (unsigned long long)(kt_now_ms() - t0));
+	TH_LOG("%u received, %u written, %u RELEASEs of written slices refused",
+	       recvd, written, forced_seen);
+	ASSERT_EQ(n, written) TH_LOG("%u sent, %u SENDs done, %u received",
+				     sent, x->sends - sends0, recvd);
+	EXPECT_EQ(forced, forced_seen);
+	v = rx_pool_drains(x, 2000);
+	EXPECT_EQ(0, v) TH_LOG("receive-pool bytes in use at the end");
+	for (i = 0; i < n; i++)
+		if (!dev_holds(_metadata, self, m[i].dev_off,
+			       x->s.buf + m[i].src_off, m[i].len,
+			       "a received message written to the device")) {
+			TH_LOG("message %u: %u bytes at %llu", i, m[i].len,
+			       (unsigned long long)m[i].dev_off);
+			break;
+		}
+	free(got);
+	free(m);
+}
+
+TEST_F_TIMEOUT(bdev, write_from_receive_pool, 240)
+{
+	unsigned int n = (unsigned int)kt_env_long("KMSGR_BDEV_MSGS", 64);
+	struct kmsgr_bdev b, ro, dead;
+	struct kmsgr_info info;
+	struct kmsgr_listen l;
+	struct rx x;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (self->lbs > GRAIN)
+		SKIP(return, "logical block size %u: receive-pool slices are only %u-byte aligned",
+		     self->lbs, GRAIN);
+	memset(&x, 0, sizeof(x));
+	x.lbs = self->lbs;
+	memset(&info, 0, sizeof(info));
+	ASSERT_EQ(0, kmsgr_info(self->ti.k, &info));
+	ASSERT_TRUE(info.features & KMSGR_FEAT_RELEASE_TOKEN);
+	ASSERT_TRUE(info.features & KMSGR_FEAT_INFO_POOL);
+	ASSERT_EQ(0, kt_inst_open_cq(&x.r, "recv", RX_SQ, RX_CQ, MIB, RX_POOL,
+				     self->rng + 1));
+	ASSERT_EQ(0, kt_inst_open(&x.s, "send", 64, RX_SRC, KMSGR_POOL_MIN,
+				  self->rng + 2));
+	kt_loop_init(&x.lp);
+	kt_loop_add(&x.lp, &x.r);
+	kt_loop_add(&x.lp, &x.s);
+	ASSERT_EQ(0, kt_listen(&x.r, "127.0.0.1", 0, 0x11, &l));
+	ASSERT_EQ(0, kt_connect(&x.s, &l.bound, 0, KT_PEER_ANY, 0x22, &x.s_id));
+	ASSERT_EQ(0, kt_wait_pair(&x.lp, &x.s, x.s_id, &x.r, &x.r_id, 20000));
+	/* the device three ways on the receiver */
+	ASSERT_EQ(0, attach_path(x.r.k, self->path, O_RDWR, 0, &b));
+	ASSERT_EQ(0, attach_path(x.r.k, self->path, O_RDONLY,
+				 KMSGR_BDEV_F_RDONLY, &ro));
+	ASSERT_EQ(0, attach_path(x.r.k, self->path, O_RDWR, 0, &dead));
+	ASSERT_EQ(0, kmsgr_bdev_detach(x.r.k, dead.id));
+	x.id = b.id;
+
+	rx_prelude(_metadata, self, &x, ro.id, dead.id);
+	rx_stream(_metadata, self, &x, n, RECV_BASE + MIB);
+
+	EXPECT_EQ(0, kmsgr_bdev_detach(x.r.k, ro.id));
+	EXPECT_EQ(0, kmsgr_bdev_detach(x.r.k, b.id));
+	EXPECT_EQ(0, x.lp.stray) TH_LOG("%s", x.lp.stray_why);
+	kt_inst_close(&x.s);
+	kt_inst_close(&x.r);
+}
+
+TEST_HARNESS_MAIN
