@@ -20,6 +20,10 @@
  *    that it dereferences neither @h nor the instance (wake_up_var() uses
  *    the address as a key only).  So both outlive every op, and the
  *    instance's rings and area are freed only after kmsgr_bdev_detach_all().
+ *  - A read with a linked SEND hands that last step to op->work on
+ *    kmsgr_wq (the session wants process context): it posts the read's
+ *    CQE, makes the SEND (or completes it -ECANCELED), and only then
+ *    drops h->inflight, so the sessions are still there for it.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -52,7 +56,7 @@ struct kmsgr_bdev_h {
 	atomic_t inflight;		/* ops not yet completed */
 };
 
-/* One BDEV SQE in flight: its bios, then its CQE. */
+/* One BDEV SQE in flight: its bios, then its CQE (and its linked SEND). */
 struct kmsgr_bio_op {
 	struct kmsgr_instance *inst;
 	struct kmsgr_bdev_h *h;
@@ -61,7 +65,11 @@ struct kmsgr_bio_op {
 	int error;			/* the first bio error */
 	bool read;
 	bool release;			/* free @seg when done (taken slices) */
+	bool skip_success;		/* no CQE when it succeeds */
+	bool linked;			/* @link is made when the read is done */
 	struct kmsgr_slice seg[KMSGR_NSEG];
+	struct work_struct work;	/* makes @link (process context) */
+	struct kmsgr_sqe link;		/* the SEND linked to a READ */
 };
 
 void kmsgr_bdev_inst_init(struct kmsgr_instance *inst)
@@ -254,11 +262,62 @@ void kmsgr_bdev_detach_all(struct kmsgr_instance *inst)
 
 /* ---- ops ----------------------------------------------------------------- */
 
+/* Post @op's CQE into its reserved slot; none for a skipped success. */
+static void kmsgr_bio_op_cqe(struct kmsgr_bio_op *op)
+{
+	op->cqe.res = op->error;
+	if (op->skip_success && !op->error)
+		kmsgr_cq_unreserve(op->inst);
+	else
+		kmsgr_cq_post(op->inst, &op->cqe, KMSGR_CQ_RESERVED);
+}
+
+/* Free @op and drop its count: the last touch of @h and the instance. */
+static void kmsgr_bio_op_free(struct kmsgr_bio_op *op)
+{
+	struct kmsgr_bdev_h *h = op->h;
+
+	kfree(op);
+	/* a detach waiting on it may free @h now */
+	if (atomic_dec_and_test(&h->inflight))
+		wake_up_var(&h->inflight);
+}
+
+/*
+ * The SEND linked to a read, made once the read is done (work item: the
+ * session wants process context).  The read's CQE goes first; the
+ * instance and the sessions are there, as h->inflight still counts @op.
+ */
+static void kmsgr_bio_op_link_work(struct work_struct *work)
+{
+	struct kmsgr_bio_op *op = container_of(work, struct kmsgr_bio_op, work);
+	struct kmsgr_instance *inst = op->inst;
+	struct kmsgr_push push = { .n = 0 };
+	struct mem_cgroup *old_memcg;
+	struct kmsgr_cqe cqe = {
+		.user_data = op->link.user_data,
+		.kind = KMSGR_CQE_SEND,
+		.session = op->link.session,
+		.res = -ECANCELED,
+	};
+
+	kmsgr_bio_op_cqe(op);
+	if (!op->error) {
+		old_memcg = set_active_memcg(inst->memcg);
+		cqe.res = kmsgr_sess_send(inst, &op->link, &push);
+		set_active_memcg(old_memcg);
+	}
+	if (cqe.res)
+		kmsgr_cq_post(inst, &cqe, KMSGR_CQ_RESERVED);
+	else
+		kmsgr_sess_push(&push);
+	kmsgr_bio_op_free(op);
+}
+
 /* The last bio of @op ended (or none was needed): complete it. */
 static void kmsgr_bio_op_done(struct kmsgr_bio_op *op)
 {
 	struct kmsgr_instance *inst = op->inst;
-	struct kmsgr_bdev_h *h = op->h;
 	bool freed = false;
 	unsigned int i;
 
@@ -276,12 +335,13 @@ static void kmsgr_bio_op_done(struct kmsgr_bio_op *op)
 	}
 	if (freed && kmsgr_pool_take_starved(inst))
 		kmsgr_sess_resume(inst);
-	op->cqe.res = op->error;
-	kmsgr_cq_post(inst, &op->cqe, KMSGR_CQ_RESERVED);
-	kfree(op);
-	/* the last touch of @h: a detach waiting on it may free it now */
-	if (atomic_dec_and_test(&h->inflight))
-		wake_up_var(&h->inflight);
+	if (op->linked) {
+		INIT_WORK(&op->work, kmsgr_bio_op_link_work);
+		queue_work(kmsgr_wq, &op->work);
+		return;
+	}
+	kmsgr_bio_op_cqe(op);
+	kmsgr_bio_op_free(op);
 }
 
 static void kmsgr_bio_op_put(struct kmsgr_bio_op *op)
@@ -398,12 +458,15 @@ static int kmsgr_bdev_check(struct kmsgr_instance *inst,
  * @inst: the instance
  * @sqe:  the SQE's snapshot; its flags, reserved fields and slices (inside
  *        the area) are checked already (enter.c)
+ * @link: the SEND linked to a BDEV_READ (checked likewise, its CQ slot
+ *        reserved), made once the read succeeded; else NULL
  *
  * Return: 0 when submitted (its KMSGR_CQE_OP follows into the slot ENTER
- * reserved), or the errno for the caller's error CQE.
+ * reserved, and @link's KMSGR_CQE_SEND into its own), or the errno for
+ * the caller's error CQE (and -ECANCELED for @link's).
  */
-int kmsgr_bdev_submit(struct kmsgr_instance *inst,
-		      const struct kmsgr_sqe *sqe)
+int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
+		      const struct kmsgr_sqe *link)
 	__must_hold(&inst->submit_lock)
 {
 	struct kmsgr_bdev_h *h;
@@ -441,6 +504,11 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst,
 	op->cqe.kind = KMSGR_CQE_OP;
 	op->cqe.session = sqe->session;
 	op->cqe.tid = sqe->tid;
+	op->skip_success = sqe->flags & KMSGR_SQE_F_SKIP_SUCCESS;
+	if (link) {
+		op->linked = true;
+		op->link = *link;
+	}
 	if (sqe->flags & KMSGR_SQE_F_RELEASE) {
 		/* from here on the slices are ours until the write ends */
 		ret = kmsgr_pool_take(inst, sqe->seg, sqe->token);

@@ -93,9 +93,9 @@ static const u8 kmsgr_sqe_flags[] = {
 	[KMSGR_OP_SEND] = KMSGR_SQE_F_SKIP_SUCCESS,
 	[KMSGR_OP_RELEASE] = KMSGR_SQE_F_TOKEN,
 	[KMSGR_OP_BDEV_WRITE] = KMSGR_SQE_F_FUA | KMSGR_SQE_F_PREFLUSH |
-				KMSGR_SQE_F_RELEASE,
-	[KMSGR_OP_BDEV_READ] = 0,
-	[KMSGR_OP_BDEV_FLUSH] = 0,
+				KMSGR_SQE_F_RELEASE | KMSGR_SQE_F_SKIP_SUCCESS,
+	[KMSGR_OP_BDEV_READ] = KMSGR_SQE_F_LINK | KMSGR_SQE_F_SKIP_SUCCESS,
+	[KMSGR_OP_BDEV_FLUSH] = KMSGR_SQE_F_SKIP_SUCCESS,
 };
 
 /* Check the fields every opcode shares; 0 or -EINVAL. */
@@ -179,11 +179,60 @@ static void kmsgr_sqe_exec(struct kmsgr_instance *inst,
 		break;
 	default:
 		/* the block device ops: their completion posts the CQE */
-		ret = kmsgr_bdev_submit(inst, sqe);
+		ret = kmsgr_bdev_submit(inst, sqe, NULL);
 		if (ret)
 			kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, ret);
 		break;
 	}
+}
+
+/* The CQE kind of @sqe's completion. */
+static u8 kmsgr_sqe_kind(const struct kmsgr_sqe *sqe)
+{
+	return sqe->opcode == KMSGR_OP_SEND ? KMSGR_CQE_SEND : KMSGR_CQE_OP;
+}
+
+/*
+ * Execute a BDEV_READ with KMSGR_SQE_F_LINK and the SQE after it (@next,
+ * NULL when this ENTER has none); both CQ slots are reserved.  The read's
+ * completion makes the SEND (bdev.c); a pair refused here gets both CQEs
+ * at once, the one at fault with its errno, the other -ECANCELED.
+ */
+static void kmsgr_sqe_exec_link(struct kmsgr_instance *inst,
+				const struct kmsgr_sqe *sqe,
+				const struct kmsgr_sqe *next)
+	__must_hold(&inst->submit_lock)
+{
+	int ret, ret_next = -ECANCELED;
+
+	ret = kmsgr_sqe_check(inst, sqe);
+	if (!ret && (!next || next->opcode != KMSGR_OP_SEND))
+		ret = -EINVAL;
+	if (!ret) {
+		ret_next = kmsgr_sqe_check(inst, next);
+		if (ret_next)
+			ret = -ECANCELED;
+	}
+	if (!ret) {
+		ret = kmsgr_bdev_submit(inst, sqe, next);
+		if (!ret)
+			return;
+		ret_next = -ECANCELED;
+	}
+	kmsgr_inst_dbg_ratelimited(inst, "linked SQEs refused: %d, %d\n", ret,
+				   ret_next);
+	kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, ret);
+	if (next)
+		kmsgr_sqe_complete(inst, next, kmsgr_sqe_kind(next), ret_next);
+}
+
+/* Copy the SQE at the SQ head out (it is consumed once sq_head moves). */
+static void kmsgr_sq_peek(struct kmsgr_instance *inst, struct kmsgr_sqe *sqe)
+	__must_hold(&inst->submit_lock)
+{
+	/* One copy; only the snapshot is looked at from here on. */
+	memcpy(sqe, &inst->sqes[inst->sq_head & (inst->sq_entries - 1)],
+	       sizeof(*sqe));
 }
 
 /*
@@ -194,8 +243,9 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 			    bool *cq_full, struct kmsgr_push *push)
 	__must_hold(&inst->submit_lock)
 {
-	u32 tail, avail, done = 0;
-	struct kmsgr_sqe sqe;
+	u32 tail, avail, n, done = 0, batch = 0;
+	struct kmsgr_sqe sqe, next;
+	bool link, linked;
 
 	lockdep_assert_held(&inst->submit_lock);
 
@@ -209,15 +259,35 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 			*cq_full = true;
 			break;
 		}
-		/* One copy; only the snapshot is looked at from here on. */
-		memcpy(&sqe, &inst->sqes[inst->sq_head & (inst->sq_entries - 1)],
-		       sizeof(sqe));
+		kmsgr_sq_peek(inst, &sqe);
+		/*
+		 * A linked pair is consumed whole, with both slots, or not.
+		 * LINK on another opcode is a bad flag of that SQE alone.
+		 */
+		link = sqe.opcode == KMSGR_OP_BDEV_READ &&
+		       sqe.flags & KMSGR_SQE_F_LINK;
+		linked = link && done + 1 < max;
+		if (linked && !kmsgr_cq_reserve(inst)) {
+			kmsgr_cq_unreserve(inst);
+			*cq_full = true;
+			break;
+		}
 		inst->sq_head++;
-		done++;
-		inst->stats.sqes++;
-		kmsgr_sqe_exec(inst, &sqe, push);
+		if (linked) {
+			kmsgr_sq_peek(inst, &next);
+			inst->sq_head++;
+		}
+		n = 1 + linked;
+		done += n;
+		batch += n;
+		inst->stats.sqes += n;
+		if (link)
+			kmsgr_sqe_exec_link(inst, &sqe, linked ? &next : NULL);
+		else
+			kmsgr_sqe_exec(inst, &sqe, push);
 
-		if (!(done % KMSGR_ENTER_BATCH)) {
+		if (batch >= KMSGR_ENTER_BATCH) {
+			batch = 0;
 			/* Let the application refill the consumed slots. */
 			smp_store_release(inst->sq_khead, inst->sq_head);
 			kmsgr_sess_push(push);

@@ -60,7 +60,8 @@
 				 KMSGR_FEAT_LISTEN_CEPHX | \
 				 KMSGR_FEAT_SKIP_SUCCESS | KMSGR_FEAT_INFO_POOL | \
 				 KMSGR_FEAT_RING_LINES | KMSGR_FEAT_LOGON_KEYS | \
-				 KMSGR_FEAT_CEPHX_TICKETS | KMSGR_FEAT_BDEV)
+				 KMSGR_FEAT_CEPHX_TICKETS | KMSGR_FEAT_BDEV | \
+				 KMSGR_FEAT_BDEV_LINK)
 
 /* Receive-pool allocation unit (bytes). */
 #define KMSGR_POOL_GRAIN	512
@@ -457,6 +458,11 @@ struct kmsgr_notifier {
 
 void kmsgr_set_notifier(const struct kmsgr_notifier *n);
 
+/*
+ * Runs sessions' and listeners' work items and the SENDs linked to
+ * block-device reads (unbound, WQ_MEM_RECLAIM).
+ */
+extern struct workqueue_struct *kmsgr_wq;
 int kmsgr_sess_init(void);	/* module init: workqueue */
 void kmsgr_sess_exit(void);
 
@@ -473,9 +479,11 @@ void kmsgr_bdev_detach_all(struct kmsgr_instance *inst);
 /*
  * Start a BDEV SQE (flags, reserved fields and slices checked): 0 when
  * its KMSGR_CQE_OP follows into the reserved slot, else the errno.
+ * @link: the SEND linked to a BDEV_READ (checked too, its slot reserved):
+ * made once the read succeeded, else completed with -ECANCELED.
  */
-int kmsgr_bdev_submit(struct kmsgr_instance *inst,
-		      const struct kmsgr_sqe *sqe);
+int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
+		      const struct kmsgr_sqe *link);
 
 /* ---- listener.c ---------------------------------------------------------- */
 

@@ -194,9 +194,6 @@ struct kmsgr_sess {
 
 /* ---- session.c ------------------------------------------------------------ */
 
-/* runs sessions' and listeners' work items (unbound, WQ_MEM_RECLAIM) */
-extern struct workqueue_struct *kmsgr_wq;
-
 void kmsgr_obj_put(struct kmsgr_obj *obj);
 /* Publish @obj in inst->objs under a new id (cyclic from 1). */
 int kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj);

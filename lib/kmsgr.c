@@ -83,6 +83,7 @@ static const char *const kmsgr_feature_names[] = {
 	[11] = "logon-keys",	/* KMSGR_FEAT_LOGON_KEYS */
 	[12] = "cephx-tickets",	/* KMSGR_FEAT_CEPHX_TICKETS */
 	[13] = "bdev",		/* KMSGR_FEAT_BDEV */
+	[14] = "bdev-link",	/* KMSGR_FEAT_BDEV_LINK */
 };
 
 /* ioctl() returning 0 or a negative errno. */
@@ -344,6 +345,13 @@ unsigned int kmsgr_sq_pending(const struct kmsgr *k)
 	if (!k->sq)
 		return 0;
 	return k->sq_tail - load_acquire(k->sq_khead);
+}
+
+unsigned int kmsgr_sq_space(const struct kmsgr *k)
+{
+	if (!k->sq)
+		return 0;
+	return k->sq->entries - (k->sq_tail - load_acquire(k->sq_khead));
 }
 
 static __u64 kmsgr_now_ns(void)

@@ -194,6 +194,17 @@ struct kmsgr_sqe *kmsgr_get_sqe(struct kmsgr *k);
 unsigned int kmsgr_sq_pending(const struct kmsgr *k);
 
 /**
+ * kmsgr_sq_space() - free submission entries
+ * @k: handle
+ *
+ * What many kmsgr_get_sqe() calls in a row return entries for: a BDEV_READ
+ * linked to its SEND (KMSGR_SQE_F_LINK) wants 2, submitted together.
+ *
+ * Return: the count, 0 before kmsgr_setup().
+ */
+unsigned int kmsgr_sq_space(const struct kmsgr *k);
+
+/**
  * kmsgr_submit() - publish prepared SQEs and let the kernel consume them
  * @k:          handle after kmsgr_setup()
  * @wait_nr:    also wait until at least this many CQEs are ready (0: no)

@@ -32,7 +32,8 @@
  *  error_cqes                misaligned offset, slice or length, beyond
  *                            the capacity (also wrapping 2^64), above
  *                            max_io, READ into the receive pool or out of
- *                            the area, bad flags and reserved fields: the
+ *                            the area, bad flags (LINK on a WRITE) and
+ *                            reserved fields, also with SKIP_SUCCESS: the
  *                            errno of the uapi, CQE session and tid set,
  *                            device and READ targets untouched
  *  readonly_attachment       WRITEs to an F_RDONLY attachment: EROFS,
@@ -54,6 +55,20 @@
  *                            misaligned writes leak nothing; then a
  *                            stream of KMSGR_BDEV_MSGS (64) messages,
  *                            4 KiB to 256 KiB, through a 1 MiB pool
+ *  read_and_send_linked      KMSGR_SQE_F_LINK: 512 READ+SEND pairs, 8 in
+ *                            flight, READ successes skipped: one SEND CQE
+ *                            each, every message (in any order within its
+ *                            8) carries the device's bytes; WRITE and
+ *                            FLUSH with SKIP_SUCCESS: no CQE; without
+ *                            SKIP the READ's CQE first; a
+ *                            READ beyond the capacity or misaligned: its
+ *                            errno, the SEND -ECANCELED, nothing sent; a
+ *                            SEND to no session: -ENOENT after the READ;
+ *                            a bad SEND: EINVAL, the READ -ECANCELED;
+ *                            LINK before a NOP, as the last SQE, on a
+ *                            WRITE: EINVAL (NOP -ECANCELED, the WRITE's
+ *                            neighbour untouched); CLOSE under 8 pairs in
+ *                            flight: all 16 CQEs come
  *
  * The device: KMSGR_NVME, set by tools/vm/run --nvme SIZE (64 MiB or
  * more; make check boots its guests with --nvme 64M).  Without it, every
@@ -1347,9 +1362,15 @@ TEST_F_TIMEOUT(bdev, error_cqes, 120)
 	s.flags = KMSGR_SQE_F_TOKEN;
 	expect_op(_metadata, -EINVAL, &self->ti, &s,
 		  "WRITE with KMSGR_SQE_F_TOKEN");
+	s.flags = KMSGR_SQE_F_LINK;
+	expect_op(_metadata, -EINVAL, &self->ti, &s,
+		  "WRITE with KMSGR_SQE_F_LINK");
+	/* a failure is reported even when success is not */
+	s.tid = ERR_BASE + 1;
 	s.flags = KMSGR_SQE_F_SKIP_SUCCESS;
 	expect_op(_metadata, -EINVAL, &self->ti, &s,
-		  "WRITE with KMSGR_SQE_F_SKIP_SUCCESS");
+		  "misaligned WRITE with KMSGR_SQE_F_SKIP_SUCCESS");
+	s.tid = ERR_BASE;
 	s.flags = KMSGR_SQE_F_RELEASE;
 	expect_op(_metadata, -EINVAL, &self->ti, &s,
 		  "WRITE with F_RELEASE and token 0");
@@ -2246,6 +2267,334 @@ TEST_F_TIMEOUT(bdev, write_from_receive_pool, 240)
 	EXPECT_EQ(0, x.lp.stray) TH_LOG("%s", x.lp.stray_why);
 	kt_inst_close(&x.s);
 	kt_inst_close(&x.r);
+}
+
+/* ---- read and send (KMSGR_SQE_F_LINK) ---------------------------------- */
+
+#define LK_BASE		(56 * MIB)	/* on the device */
+#define LK_SIZE		(4 * MIB)
+#define LK_SLOT		(256U << 10)	/* the server's area: one per pair */
+#define LK_SLOTS	8
+#define LK_FRONT_OFF	(LK_SLOTS * LK_SLOT)
+#define LK_ROUNDS	64
+#define TAG_LK_READ	0xb7
+#define TAG_LK_SEND	0xb8
+#define TAG_LK_NOP	0xb9
+
+/* The server (device, sender) and the client (receiver) of a session. */
+struct lk {
+	struct kt_inst srv, cli;
+	struct kt_loop lp;
+	uint32_t srv_id, cli_id, id;
+	uint8_t *img;		/* [LK_BASE, LK_BASE + LK_SIZE) as written */
+};
+
+/*
+ * Queue a READ (with @rflags | LINK) of [@dev_off, +@len) into slot @k
+ * and the SEND of that slice (front: 8 bytes, @tid) as tid @tid.  The
+ * SQ has room for both (the test never queues more than 2 * LK_SLOTS).
+ * Return: the SEND's SQE, until submitted.
+ */
+static struct kmsgr_sqe *lk_queue(struct __test_metadata *_metadata,
+				  struct lk *x, uint32_t session,
+				  uint8_t rflags, uint64_t dev_off,
+				  uint32_t len, unsigned int k, uint64_t tid)
+{
+	struct kmsgr_slice none = slice(0, 0);
+	uint32_t front = LK_FRONT_OFF + k * 64;
+	struct kmsgr_sqe *sqe;
+
+	memcpy(x->srv.buf + front, &tid, sizeof(tid));
+	sqe = kmsgr_get_sqe(x->srv.k);
+	EXPECT_NE(NULL, sqe);
+	if (!sqe)
+		return NULL;
+	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x->id, dev_off, k * LK_SLOT,
+			len, UD(TAG_LK_READ, tid));
+	sqe->flags = KMSGR_SQE_F_LINK | rflags;
+	sqe = kmsgr_get_sqe(x->srv.k);
+	EXPECT_NE(NULL, sqe);
+	if (!sqe)
+		return NULL;
+	kmsgr_prep_send(sqe, session, 0x4243, tid, slice(front, 8), none,
+			slice(k * LK_SLOT, len), UD(TAG_LK_SEND, tid));
+	return sqe;
+}
+
+/* The next CQE of the server: its kind, res and user_data must be these. */
+static void lk_expect(struct __test_metadata *_metadata, struct lk *x,
+		      uint8_t kind, int res, uint64_t ud, const char *what)
+{
+	struct kmsgr_cqe c;
+
+	ASSERT_EQ(0, next_cqe(&x->srv, &c, OP_MS))
+		TH_LOG("%s: no CQE", what);
+	EXPECT_EQ(kind, c.kind) TH_LOG("%s: kind", what);
+	EXPECT_EQ(ud, c.user_data) TH_LOG("%s: user_data %#llx", what,
+					  (unsigned long long)c.user_data);
+	EXPECT_EQ(res, c.res) TH_LOG("%s: res %d (%s)", what, c.res,
+				     strerror(-c.res));
+}
+
+/* The client gets message @tid whose data is the image at @dev_off. */
+static void lk_recv(struct __test_metadata *_metadata, struct lk *x,
+		    uint64_t tid, uint64_t dev_off, uint32_t len)
+{
+	struct kmsgr_cqe c;
+	uint64_t front;
+
+	ASSERT_EQ(0, next_cqe(&x->cli, &c, OP_MS))
+		TH_LOG("message %llu did not arrive", (unsigned long long)tid);
+	ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
+	EXPECT_EQ(tid, c.tid);
+	ASSERT_EQ(8, c.seg[0].len);
+	memcpy(&front, x->cli.buf + c.seg[0].off, 8);
+	EXPECT_EQ(tid, front);
+	ASSERT_EQ(len, c.seg[2].len);
+	EXPECT_EQ(-1, diff_at(x->cli.buf + c.seg[2].off,
+			      x->img + (dev_off - LK_BASE), len))
+		TH_LOG("message %llu: not the device's bytes",
+		       (unsigned long long)tid);
+	EXPECT_EQ(0, kt_release(&x->cli, &c));
+}
+
+/*
+ * The client gets one of the @n messages whose tids are @tid (each at
+ * most once: its tid is set to 0 when seen), data the image at @off.
+ */
+static void lk_recv_any(struct __test_metadata *_metadata, struct lk *x,
+			uint64_t *tid, const uint64_t *off,
+			const uint32_t *len, unsigned int n)
+{
+	struct kmsgr_cqe c;
+	unsigned int k;
+
+	ASSERT_EQ(0, next_cqe(&x->cli, &c, OP_MS))
+		TH_LOG("a message did not arrive");
+	ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
+	for (k = 0; k < n && tid[k] != c.tid; k++)
+		;
+	ASSERT_GT(n, k) TH_LOG("tid %llu: not one of this round, or twice",
+			       (unsigned long long)c.tid);
+	tid[k] = 0;
+	EXPECT_EQ(8, c.seg[0].len);
+	EXPECT_EQ(len[k], c.seg[2].len);
+	if (c.seg[2].len == len[k])
+		EXPECT_EQ(-1, diff_at(x->cli.buf + c.seg[2].off,
+				      x->img + (off[k] - LK_BASE), len[k]))
+			TH_LOG("message %llu: not the device's bytes",
+			       (unsigned long long)c.tid);
+	EXPECT_EQ(0, kt_release(&x->cli, &c));
+}
+
+/* No message reaches the client within @ms. */
+static void lk_none(struct __test_metadata *_metadata, struct lk *x, int ms)
+{
+	struct kmsgr_cqe c;
+
+	EXPECT_EQ(-ETIME, next_cqe(&x->cli, &c, ms))
+		TH_LOG("a message (tid %llu) came", (unsigned long long)c.tid);
+}
+
+TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
+{
+	struct kmsgr_info info;
+	struct kmsgr_listen l;
+	struct kmsgr_bdev b;
+	struct kmsgr_sqe *sqe;
+	uint64_t tid = 1, off[LK_SLOTS], t0[LK_SLOTS];
+	uint32_t len[LK_SLOTS];
+	struct kmsgr_cqe c;
+	unsigned int r, k, n;
+	struct lk x;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	memset(&info, 0, sizeof(info));
+	ASSERT_EQ(0, kmsgr_info(self->ti.k, &info));
+	ASSERT_TRUE(info.features & KMSGR_FEAT_BDEV_LINK)
+		TH_LOG("features %#llx: no KMSGR_FEAT_BDEV_LINK",
+		       (unsigned long long)info.features);
+	ASSERT_EQ(0, strcmp("bdev-link", kmsgr_feature_name(14)));
+
+	memset(&x, 0, sizeof(x));
+	x.img = malloc(LK_SIZE);
+	ASSERT_NE(NULL, x.img);
+	fill(x.img, LK_SIZE, &self->rng);
+	ASSERT_EQ(0, dev_io(self, true, LK_BASE, x.img, LK_SIZE));
+	ASSERT_EQ(0, kt_inst_open(&x.srv, "lk-srv", 64, LK_FRONT_OFF + MIB,
+				  KMSGR_POOL_MIN, self->rng + 3));
+	ASSERT_EQ(0, kt_inst_open_cq(&x.cli, "lk-cli", 64, 512, MIB,
+				     4 * MIB, self->rng + 4));
+	kt_loop_init(&x.lp);
+	kt_loop_add(&x.lp, &x.cli);
+	kt_loop_add(&x.lp, &x.srv);
+	ASSERT_EQ(0, kt_listen(&x.cli, "127.0.0.1", 0, 0x31, &l));
+	ASSERT_EQ(0, kt_connect(&x.srv, &l.bound, 0, KT_PEER_ANY, 0x32,
+				&x.srv_id));
+	ASSERT_EQ(0, kt_wait_pair(&x.lp, &x.srv, x.srv_id, &x.cli, &x.cli_id,
+				  20000));
+	ASSERT_EQ(0, attach_path(x.srv.k, self->path, O_RDWR, 0, &b));
+	x.id = b.id;
+
+	/*
+	 * LK_ROUNDS rounds of LK_SLOTS pairs in flight, the READs'
+	 * successes skipped: only the SENDs complete, each message carries
+	 * the device's bytes.
+	 */
+	for (r = 0; r < LK_ROUNDS; r++) {
+		for (k = 0; k < LK_SLOTS; k++) {
+			len[k] = self->lbs * (1 + kt_rand(&self->rng) %
+					      (LK_SLOT / self->lbs));
+			off[k] = LK_BASE + self->lbs *
+				 (kt_rand(&self->rng) %
+				  ((LK_SIZE - len[k]) / self->lbs + 1));
+			t0[k] = tid++;
+			lk_queue(_metadata, &x, x.srv_id,
+				 KMSGR_SQE_F_SKIP_SUCCESS, off[k], len[k], k,
+				 t0[k]);
+		}
+		ASSERT_EQ(0, submit_all(&x.srv));
+		/* each SEND goes when its READ is done: in any order */
+		for (k = 0; k < LK_SLOTS; k++)
+			lk_recv_any(_metadata, &x, t0, off, len, LK_SLOTS);
+		for (k = 0; k < LK_SLOTS; k++) {
+			ASSERT_EQ(0, next_cqe(&x.srv, &c, OP_MS));
+			EXPECT_EQ(KMSGR_CQE_SEND, c.kind)
+				TH_LOG("round %u: a READ's success was not skipped",
+				       r);
+			EXPECT_EQ(0, c.res);
+			EXPECT_EQ(TAG_LK_SEND, UD_TAG(c.user_data));
+		}
+		if (!_metadata->passed)
+			break;
+	}
+	TH_LOG("%u linked READ+SEND pairs, one CQE each", r * LK_SLOTS);
+
+	/* without SKIP_SUCCESS: the READ's CQE, then the SEND's */
+	lk_queue(_metadata, &x, x.srv_id, 0, LK_BASE, self->lbs, 0, tid);
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, 0, UD(TAG_LK_READ, tid),
+		  "READ of a pair");
+	lk_recv(_metadata, &x, tid, LK_BASE, self->lbs);
+	lk_expect(_metadata, &x, KMSGR_CQE_SEND, 0, UD(TAG_LK_SEND, tid),
+		  "SEND of a pair");
+	tid++;
+
+	/* a READ that fails: its error, the SEND cancelled, nothing sent */
+	lk_queue(_metadata, &x, x.srv_id, KMSGR_SQE_F_SKIP_SUCCESS,
+		 self->cap, self->lbs, 0, tid);
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -ENOSPC, UD(TAG_LK_READ, tid),
+		  "READ beyond the capacity");
+	lk_expect(_metadata, &x, KMSGR_CQE_SEND, -ECANCELED,
+		  UD(TAG_LK_SEND, tid), "its SEND");
+	tid++;
+	/* misaligned: refused at once, the same two CQEs */
+	lk_queue(_metadata, &x, x.srv_id, 0, LK_BASE + 1, self->lbs, 0, tid);
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
+		  "misaligned READ");
+	lk_expect(_metadata, &x, KMSGR_CQE_SEND, -ECANCELED,
+		  UD(TAG_LK_SEND, tid), "its SEND");
+	tid++;
+	/* the READ works, the SEND names no session: its own error */
+	lk_queue(_metadata, &x, 0x7fff0000, 0, LK_BASE, self->lbs, 0, tid);
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, 0, UD(TAG_LK_READ, tid),
+		  "READ linked to a SEND to no session");
+	lk_expect(_metadata, &x, KMSGR_CQE_SEND, -ENOENT,
+		  UD(TAG_LK_SEND, tid), "the SEND to no session");
+	tid++;
+	/* a SEND with a bad flag: refused, the READ cancelled (not made) */
+	sqe = lk_queue(_metadata, &x, x.srv_id, 0, LK_BASE, self->lbs, 0,
+		       tid);
+	ASSERT_NE(NULL, sqe);
+	sqe->flags = KMSGR_SQE_F_FUA;
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -ECANCELED,
+		  UD(TAG_LK_READ, tid), "READ linked to a bad SEND");
+	lk_expect(_metadata, &x, KMSGR_CQE_SEND, -EINVAL,
+		  UD(TAG_LK_SEND, tid), "the bad SEND");
+	tid++;
+
+	/* LINK before a NOP: EINVAL, the NOP cancelled */
+	sqe = kmsgr_get_sqe(x.srv.k);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x.id, LK_BASE, 0, self->lbs,
+			UD(TAG_LK_READ, tid));
+	sqe->flags = KMSGR_SQE_F_LINK;
+	kmsgr_prep_nop(kmsgr_get_sqe(x.srv.k), UD(TAG_LK_NOP, tid));
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
+		  "READ linked to a NOP");
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -ECANCELED,
+		  UD(TAG_LK_NOP, tid), "the NOP after a LINK");
+	tid++;
+	/* LINK on the last SQE of an ENTER: EINVAL */
+	sqe = kmsgr_get_sqe(x.srv.k);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x.id, LK_BASE, 0, self->lbs,
+			UD(TAG_LK_READ, tid));
+	sqe->flags = KMSGR_SQE_F_LINK;
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
+		  "LINK with no SQE after it");
+	tid++;
+	/* LINK on a WRITE: a bad flag of the WRITE alone */
+	sqe = kmsgr_get_sqe(x.srv.k);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_WRITE, x.id, LK_BASE, 0, self->lbs,
+			UD(TAG_LK_READ, tid));
+	sqe->flags = KMSGR_SQE_F_LINK;
+	kmsgr_prep_nop(kmsgr_get_sqe(x.srv.k), UD(TAG_LK_NOP, tid));
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
+		  "LINK on a WRITE");
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, 0, UD(TAG_LK_NOP, tid),
+		  "the NOP after it");
+	lk_none(_metadata, &x, 300);
+
+	/* a WRITE (of the bytes already there) and a FLUSH that skip success */
+	memcpy(x.srv.buf, x.img, self->lbs);
+	sqe = kmsgr_get_sqe(x.srv.k);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_WRITE, x.id, LK_BASE, 0, self->lbs,
+			UD(TAG_LK_READ, tid));
+	sqe->flags = KMSGR_SQE_F_SKIP_SUCCESS;
+	sqe = kmsgr_get_sqe(x.srv.k);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_FLUSH, x.id, 0, 0, 0,
+			UD(TAG_LK_READ, tid));
+	sqe->flags = KMSGR_SQE_F_SKIP_SUCCESS;
+	kmsgr_prep_nop(kmsgr_get_sqe(x.srv.k), UD(TAG_LK_NOP, tid));
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, 0, UD(TAG_LK_NOP, tid),
+		  "the NOP after a WRITE and a FLUSH that skip success");
+	EXPECT_EQ(-ETIME, next_cqe(&x.srv, &c, 300))
+		TH_LOG("a CQE (user_data %#llx, res %d) for a skipped success",
+		       (unsigned long long)c.user_data, c.res);
+	tid++;
+	EXPECT_TRUE(dev_holds(_metadata, self, LK_BASE, x.img, LK_SIZE,
+			      "the linked READs' range"));
+
+	/* the session closed under pairs in flight: every CQE still comes */
+	for (k = 0; k < LK_SLOTS; k++)
+		lk_queue(_metadata, &x, x.srv_id, 0, LK_BASE, LK_SLOT, k,
+			 tid + k);
+	ASSERT_EQ(0, submit_all(&x.srv));
+	ASSERT_EQ(0, kmsgr_close_id(x.srv.k, x.srv_id));
+	for (n = 0; n < 2 * LK_SLOTS;) {
+		ASSERT_EQ(0, next_cqe(&x.srv, &c, OP_MS))
+			TH_LOG("%u of %u CQEs after CLOSE", n, 2 * LK_SLOTS);
+		if (c.kind == KMSGR_CQE_OP || c.kind == KMSGR_CQE_SEND)
+			n++;
+	}
+	EXPECT_EQ(0, kmsgr_bdev_detach(x.srv.k, x.id));
+	EXPECT_EQ(0, x.lp.stray) TH_LOG("%s", x.lp.stray_why);
+	kt_inst_close(&x.srv);
+	kt_inst_close(&x.cli);
+	free(x.img);
 }
 
 TEST_HARNESS_MAIN

@@ -1172,6 +1172,9 @@ static void random_sqe(struct kmsgr_sqe *sqe, uint64_t buf_size, uint64_t ud)
 		sqe->opcode = rnd();
 	if (!(rnd() % 8))
 		sqe->flags = rnd();
+	/* a linked READ takes the next SQE along (kmsgr_bdev_test's topic) */
+	if (sqe->opcode == KMSGR_OP_BDEV_READ)
+		sqe->flags &= ~KMSGR_SQE_F_LINK;
 	sqe->type = rnd();
 	sqe->version = rnd();
 	sqe->compat_version = rnd();

@@ -124,6 +124,10 @@
 #define KMSGR_FEAT_BDEV		_BITULL(13)	/* ATTACH_BDEV, DETACH_BDEV,
 						 * KMSGR_OP_BDEV_* SQEs
 						 */
+#define KMSGR_FEAT_BDEV_LINK	_BITULL(14)	/* KMSGR_SQE_F_LINK (a READ
+						 * then its SEND) and
+						 * SKIP_SUCCESS on BDEV SQEs
+						 */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -419,7 +423,7 @@ struct kmsgr_slice {
 
 /* kmsgr_sqe.flags */
 #define KMSGR_SQE_F_TOKEN	_BITUL(0)	/* RELEASE: @tid is the token */
-#define KMSGR_SQE_F_SKIP_SUCCESS _BITUL(1)	/* SEND: no CQE unless it fails */
+#define KMSGR_SQE_F_SKIP_SUCCESS _BITUL(1)	/* SEND, BDEV_*: no CQE if ok */
 #define KMSGR_SQE_F_FUA		_BITUL(2)	/* BDEV_WRITE: forced unit access */
 #define KMSGR_SQE_F_PREFLUSH	_BITUL(3)	/* BDEV_WRITE: flush the cache
 						 * first
@@ -427,6 +431,9 @@ struct kmsgr_slice {
 #define KMSGR_SQE_F_RELEASE	_BITUL(4)	/* BDEV_WRITE: the slices are a
 						 * RECV's (@token), given back
 						 * when the write is done
+						 */
+#define KMSGR_SQE_F_LINK	_BITUL(5)	/* BDEV_READ: the next SQE, a
+						 * SEND, goes once it is done
 						 */
 /* Largest message (all three segments) a secure-mode session sends. */
 #define KMSGR_SECURE_MSG_MAX	((4U << 20) + (64U << 10))
@@ -488,6 +495,25 @@ struct kmsgr_slice {
  * EROFS (a write to a read-only attachment), ENOSPC (beyond the
  * capacity), EMSGSIZE (above max_io), ENXIO (the device is gone: hot
  * unplug), or the block layer's status (EIO, ENOLINK, ...).
+ * With KMSGR_SQE_F_SKIP_SUCCESS (KMSGR_FEAT_BDEV_LINK) a BDEV op that
+ * succeeds posts no CQE, as a SEND with it.
+ *
+ * Read and send (KMSGR_FEAT_BDEV_LINK): a BDEV_READ with KMSGR_SQE_F_LINK
+ * is linked to the SQE after it, which must be a SEND (without LINK) in
+ * the same ENTER: the two are consumed together, and the SEND is made
+ * (from a kernel work item) only once the read succeeded, so a reply
+ * whose data segment is the slice just read from the device goes out
+ * without the application waking in between.  Each SEND goes when its
+ * READ is done: pairs in flight together reach the peer in the order
+ * their reads complete, not in the order submitted.  Each keeps its CQE:
+ * the READ's (skip it on success with KMSGR_SQE_F_SKIP_SUCCESS), then
+ * the SEND's, which is -ECANCELED when the read failed or was refused,
+ * and the READ's -ECANCELED when the SEND was refused at once (bad
+ * fields: it then gets its own error).  A LINK with no SQE after it in
+ * this ENTER (@to_submit ends there), or before one that is not a SEND,
+ * fails with -EINVAL (and the SQE after it, if consumed, with
+ * -ECANCELED).  LINK on any other opcode is a bad flag of that SQE
+ * alone (-EINVAL); the SQE after it is not affected.
  */
 struct kmsgr_sqe {
 	__u8 opcode;		/* KMSGR_OP_* */
