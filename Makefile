@@ -126,7 +126,7 @@ MAN3LINKS := $(addprefix kmsgr_open:,kmsgr_close kmsgr_fd kmsgr_info \
 		kmsgr_feature_name kmsgr_strerror kmsgr_version) \
 	$(addprefix kmsgr_setup:,kmsgr_buf kmsgr_buf_size kmsgr_tx_size) \
 	$(addprefix kmsgr_submit:,kmsgr_get_sqe kmsgr_prep_send \
-		kmsgr_prep_release kmsgr_prep_nop kmsgr_sq_pending \
+		kmsgr_prep_release kmsgr_prep_nop kmsgr_sq_pending kmsgr_sq_space \
 		kmsgr_set_busy_poll) \
 	$(addprefix kmsgr_wait_cqe:,kmsgr_peek_cqe kmsgr_cqe_seen \
 		kmsgr_peek_batch_cqe kmsgr_cq_advance kmsgr_cq_ready \
@@ -344,7 +344,7 @@ check-debug-tap: vm-build
 		tools/vm/run --rxe --nvme 64M --timeout $(VMTIMEOUT) -- \
 		env KMSGR_NO_SKIP=1 KMSGR_LOAD_MSGS=2000 KMSGR_TINY_MSGS=2000 \
 		KMSGR_RDMA_MSGS=2000 KMSGR_RDMA_LOAD_MSGS=600 KMSGR_ECHO_MSGS=5000 KMSGR_NO_INSTALL=1 \
-		KMSGR_NL_FUZZ=1000 KMSGR_RADOS_OBJS=0 KMSGR_NO_CEPH_PEERS=1 \
+		KMSGR_NL_FUZZ=1000 KMSGR_RADOS_OBJS=0 KMSGR_NO_CEPH_PEERS=1 KMSGR_BLK_OPS=2000 \
 		KMSGR_CYCLES=30 selftests/kmsgr/run_guest.sh 2>&1 | \
 		sed -e 's/^\(not \)\{0,1\}ok [0-9]* - /&slub_debug: /' \
 		| tee $(RESULTS)/vm-debug.tap
@@ -359,6 +359,7 @@ bench: deps
 	@tools/bench-tcp
 	@tools/bench-rdma
 	@tools/bench-rados
+	@tools/bench-blk
 
 lint: ksrc module
 	$(KSRC)/scripts/checkpatch.pl --no-tree --strict --show-types -f \
@@ -371,7 +372,7 @@ lint: ksrc module
 	tools/check-layers
 	shellcheck -S warning .ci/run tools/deps tools/kver tools/testsum tools/check-layers \
 		tools/test-install tools/test-deb packaging/bash-completion/kmsgrctl \
-		tools/demo tools/bench-tcp tools/bench-rdma tools/bench-rados tools/bench-profile tools/vm/run tools/vm/init \
+		tools/demo tools/bench-tcp tools/bench-rdma tools/bench-rados tools/bench-blk tools/bench-profile tools/vm/run tools/vm/init \
 		tools/vm/guest tools/vm/mkinitrd tools/vm/mkvmlinux \
 		selftests/kmsgr/*.sh selftests/msgr2/*.sh
 

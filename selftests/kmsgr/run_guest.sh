@@ -37,7 +37,9 @@
 # peers), KMSGR_NVME (tools/vm/run --nvme SIZE sets it, make check's runs
 # have --nvme 64M: the block device kmsgr_bdev_test writes all over; the
 # harness programs inherit it, and without it that program's device tests
-# skip, which KMSGR_NO_SKIP=1 turns into failures), and
+# skip, which KMSGR_NO_SKIP=1 turns into failures; blk_test.sh, the block
+# service over tcp and rdma, fails without it; KMSGR_BLK_OPS, its requests
+# per transport), and
 # the knobs of the harness programs (KMSGR_TCP_MSGS, ...; see their heads).
 
 set -u
@@ -1176,6 +1178,8 @@ fi
 run_harness "$TOP/selftests/kmsgr/netlink_test.sh"
 # cephx secrets from kernel logon keys (kmsgrctl key add, --key-desc)
 run_harness "$TOP/selftests/kmsgr/logon_key_test.sh"
+# the example block service on the NVMe namespace, over tcp and rdma
+run_harness "$TOP/selftests/kmsgr/blk_test.sh"
 
 # --- harness programs ------------------------------------------------------------
 for prog in "$BIN"/*_test; do

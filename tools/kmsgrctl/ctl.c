@@ -314,13 +314,24 @@ void ctl_teardown(void)
  * wake us may depend on them (an echo's RELEASE frees the pool room the
  * next message needs).
  */
+/* SQ entries @sqe needs: 2 for a READ linked to the SEND after it. */
+static unsigned int sqe_run(const struct kmsgr_sqe *sqe)
+{
+	return sqe->opcode == KMSGR_OP_BDEV_READ &&
+	       sqe->flags & KMSGR_SQE_F_LINK ? 2 : 1;
+}
+
 static void ctl_flush_backlog(void)
 {
-	struct kmsgr_sqe *sqe;
+	unsigned int n;
 
 	while (backlog.len) {
-		while (backlog.len && (sqe = kmsgr_get_sqe(ctl_k)))
-			fifo_pop(&backlog, sqe);
+		/* a linked pair goes into the SQ together, or waits */
+		while (backlog.len &&
+		       kmsgr_sq_space(ctl_k) >=
+		       (n = sqe_run(fifo_at(&backlog, 0))))
+			while (n--)
+				fifo_pop(&backlog, kmsgr_get_sqe(ctl_k));
 		if (kmsgr_submit(ctl_k, 0, 0) <= 0)
 			return;
 	}
@@ -338,6 +349,20 @@ int ctl_queue(const struct kmsgr_sqe *src)
 		}
 	}
 	if (fifo_push(&backlog, src)) {
+		error("out of memory queueing a submission");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int ctl_queue_link(const struct kmsgr_sqe pair[2])
+{
+	if (!backlog.len && kmsgr_sq_space(ctl_k) >= 2) {
+		*kmsgr_get_sqe(ctl_k) = pair[0];
+		*kmsgr_get_sqe(ctl_k) = pair[1];
+		return 0;
+	}
+	if (fifo_push(&backlog, &pair[0]) || fifo_push(&backlog, &pair[1])) {
 		error("out of memory queueing a submission");
 		return -ENOMEM;
 	}

@@ -326,7 +326,7 @@ static void print_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [OPTIONS] OBJECT [VERB [ARGS]]\n"
-		"where  OBJECT := { info | session | listener | instance | stats | monitor | dev | key | mon | rados | bench | version | help }\n"
+		"where  OBJECT := { info | session | listener | instance | stats | monitor | dev | key | mon | rados | bench | blk | version | help }\n"
 		"       OPTIONS := { -j[son] | -p[retty] | -d[evice] PATH |\n"
 		"                    -V[ersion] | -h[elp] }\n"
 		"\n"
@@ -347,6 +347,8 @@ static void print_usage(FILE *f)
 		"  rados bench POOL SECONDS write|seq|rand [-b SIZE] [-t DEPTH]\n"
 		"                                rados bench over kmsgr sessions\n"
 		"  bench [OPTS] ADDR             throughput and latency against \"session listen\"\n"
+		"  blk serve|check|bench ...     a remote block service: a target that puts\n"
+		"                                requests on a block device, a client, a bench\n"
 		"  version                       versions of kmsgrctl, libkmsgr and the ABI\n"
 		"  help                          this text; OBJECT help for each object\n"
 		"\n"
@@ -386,6 +388,7 @@ static const struct command {
 	{ "mon",	cmd_mon },
 	{ "rados",	cmd_rados },
 	{ "bench",	cmd_bench },
+	{ "blk",	cmd_blk },
 	{ "version",	cmd_version },
 	{ "help",	cmd_help },
 };

@@ -91,6 +91,11 @@ void ctl_teardown(void);
  * that ctl_wait() drains first.  Never fails except on -ENOMEM.
  */
 int ctl_queue(const struct kmsgr_sqe *sqe);
+/*
+ * Queue a BDEV_READ with KMSGR_SQE_F_LINK and its SEND: they reach the SQ
+ * together (one ENTER takes both), from the backlog too.
+ */
+int ctl_queue_link(const struct kmsgr_sqe pair[2]);
 int ctl_queue_release(const struct kmsgr_cqe *recv);
 
 /*
@@ -291,5 +296,6 @@ int cmd_key(int argc, char **argv);
 int cmd_mon(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_rados(int argc, char **argv);
+int cmd_blk(int argc, char **argv);
 
 #endif /* KMSGRCTL_H */

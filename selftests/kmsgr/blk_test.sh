@@ -1,0 +1,181 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# blk_test.sh - the example remote block service (kmsgrctl blk, docs/
+# block-service.md) on the guest's NVMe namespace, in the guest, with
+# kmsgr.ko and kmsgr_rdma.ko loaded (run_guest.sh runs it):
+#
+#   - over tcp (127.0.0.1) and over rdma (rxe, KMSGR_VM_IP): "blk serve"
+#     on KMSGR_NVME; "blk check" reads the whole namespace through it,
+#     then KMSGR_BLK_OPS (10000) random WRITEs (some FUA), READs, FLUSHes
+#     and bad requests (misaligned, beyond the end, above max_io, an
+#     unknown op: each must get its errno), 16 in flight, every READ
+#     checked against its image; after the server stopped, the namespace
+#     read with O_DIRECT equals that image;
+#   - the server's summary counts what the client sent, with no request
+#     refused by the module;
+#   - a read-only target (--rdonly): writes answered EROFS, the client
+#     says so and fails; the namespace is unchanged;
+#   - the server killed under a running client: the client fails with a
+#     clear message within its timeout, no hang, no kernel warning;
+#   - blk bench prints IOPS, latency and CPU per operation (text, JSON).
+#
+# Prints TAP; exit status 0 when all passed.
+
+set -u
+
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+K=$TOP/tools/kmsgrctl/kmsgrctl
+NVME=${KMSGR_NVME:-}
+OPS=${KMSGR_BLK_OPS:-10000}
+PORT=${KMSGR_BLK_PORT:-46310}
+
+# shellcheck source=selftests/kmsgr/tap.sh
+. "$TOP/selftests/kmsgr/tap.sh"
+tmp=$(mktemp -d) || exit 1
+srv=
+cleanup() {
+	[ -n "$srv" ] && kill "$srv" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+if [ -z "$NVME" ] || [ ! -b "$NVME" ]; then
+	tap 1 "KMSGR_NVME names a block device (tools/vm/run --nvme SIZE): '$NVME'"
+	echo "1..$n"
+	exit 1
+fi
+
+# serve XPRT ADDR [OPTIONS]: start a target in the background; wait for
+# its "serving" line
+serve() {
+	xprt=$1 addr=$2
+	shift 2
+	"$K" blk serve --transport "$xprt" "$@" "$NVME" "$addr" \
+		>"$tmp/srv" 2>&1 &
+	srv=$!
+	i=0
+	while ! grep -q '^serving' "$tmp/srv"; do
+		i=$((i + 1))
+		if [ $i -gt 100 ] || ! kill -0 "$srv" 2>/dev/null; then
+			comment "$tmp/srv"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# stop: SIGTERM to the target; its exit status
+stop() {
+	kill -TERM "$srv" 2>/dev/null
+	wait "$srv"
+	rc=$?
+	srv=
+	return $rc
+}
+
+# the namespace, read with O_DIRECT, equals FILE
+device_is() {
+	dd if="$NVME" iflag=direct bs=1M status=none | cmp - "$1"
+}
+
+run_xprt() {
+	xprt=$1 ip=$2
+	addr=$ip:$((PORT + ${3:-0}))
+	if ! serve "$xprt" "$addr"; then
+		tap 1 "$xprt: blk serve $NVME starts"
+		return
+	fi
+	t0=$(date +%s)
+	"$K" blk check --transport "$xprt" --ops "$OPS" --image "$tmp/img" \
+		"$addr" >"$tmp/check" 2>&1
+	rc=$?
+	sed 's/^/# /' "$tmp/check"
+	tap $rc "$xprt: blk check: the namespace read through the target, then $OPS random writes, reads, flushes and bad requests, 16 in flight, every read and errno right ($(($(date +%s) - t0)) s)"
+	stop
+	src=$?
+	comment "$tmp/srv"
+	tap $src "$xprt: blk serve ends cleanly on SIGTERM, no request refused by the module"
+	# what the client sent: image reads + ops + INFO
+	sent=$(sed -n 's/^\([0-9]*\) requests in .*/\1/p' "$tmp/check")
+	got=$(sed -n 's/^served \([0-9]*\) requests.*/\1/p' "$tmp/srv")
+	[ -n "$sent" ] && [ -n "$got" ] && [ "$got" -gt "$sent" ]
+	tap $? "$xprt: the server served every request the client sent ($got > $sent ops, plus the image reads and INFO)"
+	[ $rc -eq 0 ] && device_is "$tmp/img"
+	tap $? "$xprt: the namespace read with O_DIRECT equals the client's image"
+}
+
+run_xprt tcp 127.0.0.1 0
+if [ -n "${KMSGR_VM_IP:-}" ]; then
+	run_xprt rdma "$KMSGR_VM_IP" 1
+else
+	tap 1 "rdma: KMSGR_VM_IP is set (tools/vm/run --rxe)"
+fi
+
+# a read-only target: writes answered EROFS, the namespace unchanged
+addr=127.0.0.1:$((PORT + 2))
+dd if="$NVME" iflag=direct bs=1M status=none >"$tmp/before"
+if serve tcp "$addr" --rdonly; then
+	"$K" blk bench --rw randwrite --time 1 "$addr" >"$tmp/ro" 2>&1
+	rc=$?
+	comment "$tmp/ro"
+	[ $rc -eq 1 ] && grep -q 'Read-only file system' "$tmp/ro"
+	tap $? "a --rdonly target answers writes with EROFS; the client says so and exits 1"
+	"$K" blk bench --rw randread --time 1 "$addr" >"$tmp/ro" 2>&1
+	tap $? "a --rdonly target serves reads"
+	stop
+	device_is "$tmp/before"
+	tap $? "the namespace is unchanged by the read-only target"
+else
+	tap 1 "blk serve --rdonly starts"
+fi
+
+# the server killed under a running client: a clear failure, no hang
+addr=127.0.0.1:$((PORT + 3))
+if serve tcp "$addr"; then
+	"$K" blk check --ops 1000000 --timeout 5 "$addr" >"$tmp/kill" 2>&1 &
+	cli=$!
+	sleep 3
+	kill -KILL "$srv"
+	wait "$srv" 2>/dev/null
+	srv=
+	i=0
+	while kill -0 "$cli" 2>/dev/null && [ $i -lt 150 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	if kill -0 "$cli" 2>/dev/null; then
+		kill -KILL "$cli"
+		rc=99
+	else
+		wait "$cli"
+		rc=$?
+	fi
+	comment "$tmp/kill"
+	[ $rc -eq 1 ] && grep -q '^kmsgr: ' "$tmp/kill"
+	tap $? "the target killed under a running client: the client fails (exit $rc) with a message, within 30 s"
+else
+	tap 1 "blk serve starts (kill test)"
+fi
+
+# bench: text and JSON
+addr=127.0.0.1:$((PORT + 4))
+if serve tcp "$addr"; then
+	"$K" blk bench --rw randread --depth 8 --time 2 "$addr" >"$tmp/b" 2>&1
+	rc=$?
+	sed 's/^/# /' "$tmp/b"
+	[ $rc -eq 0 ] && grep -q 'IOPS.*p99.*us/op' "$tmp/b"
+	tap $? "blk bench randread depth 8 prints IOPS, latency and CPU per op"
+	"$K" -j blk bench --rw randwrite --bs 64K --time 2 "$addr" >"$tmp/b" 2>&1
+	rc=$?
+	sed 's/^/# /' "$tmp/b"
+	[ $rc -eq 0 ] && python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not (j["ops"] > 0 and j["iops"] > 0 and j["lat_p99_us"] >= j["lat_p50_us"] > 0))' "$tmp/b"
+	tap $? "blk -j bench randwrite 64K: JSON with ops, iops and latency"
+	stop
+else
+	tap 1 "blk serve starts (bench)"
+fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
