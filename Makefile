@@ -309,6 +309,12 @@ vm-build: ksrc
 		  exit 1; }
 	@$(MAKE) --no-print-directory -C selftests/kmsgr
 	@tools/check-layers >$(RESULTS)/layers.tap || true
+	@# the fio engine fetches fio's Debian source package once (tools/fio);
+	@# without it, blk_test.sh's fio checks fail, the rest runs
+	@$(MAKE) --no-print-directory -C tools/fio >$(RESULTS)/fio-build.log 2>&1 || \
+		{ tail -n 20 $(RESULTS)/fio-build.log; \
+		  echo "not ok 1 build the fio engine (tools/fio; see fio-build.log)" \
+			>$(RESULTS)/fio-build.tap; }
 
 # The guests get a small NVMe namespace for kmsgr_bdev_test (KMSGR_NVME in
 # the guest; without it the device tests skip, a failure with

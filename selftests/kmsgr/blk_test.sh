@@ -18,7 +18,9 @@
 #     says so and fails; the namespace is unchanged;
 #   - the server killed under a running client: the client fails with a
 #     clear message within its timeout, no hang, no kernel warning;
-#   - blk bench prints IOPS, latency and CPU per operation (text, JSON).
+#   - blk bench prints IOPS, latency and CPU per operation (text, JSON);
+#   - fio with the kmsgr-blk external engine (tools/fio), over tcp and
+#     rdma: random writes, each block read back and verified.
 #
 # Prints TAP; exit status 0 when all passed.
 
@@ -29,6 +31,7 @@ K=$TOP/tools/kmsgrctl/kmsgrctl
 NVME=${KMSGR_NVME:-}
 OPS=${KMSGR_BLK_OPS:-10000}
 PORT=${KMSGR_BLK_PORT:-46310}
+ENGINE=$TOP/.build/fio/kmsgr-blk.so
 
 # shellcheck source=selftests/kmsgr/tap.sh
 . "$TOP/selftests/kmsgr/tap.sh"
@@ -106,9 +109,37 @@ run_xprt() {
 	tap $? "$xprt: the namespace read with O_DIRECT equals the client's image"
 }
 
+# fio_verify XPRT IP PORT: the same fio job a block device would get,
+# through the kmsgr-blk engine: random writes of 4k-64k, every block read
+# back and checked (crc32c)
+fio_verify() {
+	xprt=$1 addr=$2:$3
+	if [ ! -f "$ENGINE" ]; then
+		tap 1 "$xprt: fio with the kmsgr-blk engine: $ENGINE is not built (make -C tools/fio)"
+		return
+	fi
+	if ! serve "$xprt" "$addr"; then
+		tap 1 "$xprt: blk serve $NVME starts (fio)"
+		return
+	fi
+	fio --name=kblk --ioengine=external:"$ENGINE" --addr="$addr" \
+		--transport="$xprt" --rw=randwrite --bsrange=4k-64k --size=16m \
+		--iodepth=8 --verify=crc32c --do_verify=1 --verify_fatal=1 \
+		>"$tmp/fio" 2>&1
+	rc=$?
+	grep -E 'IOPS=|err=' "$tmp/fio" | sed 's/^/# /'
+	[ $rc -eq 0 ] && grep -q 'err= 0' "$tmp/fio" && ! grep -q 'verify:' "$tmp/fio"
+	st=$?
+	[ $st -eq 0 ] || comment "$tmp/fio"
+	tap $st "$xprt: fio (kmsgr-blk engine): 16 MiB of random 4k-64k writes, each block read back and verified (crc32c)"
+	stop
+}
+
 run_xprt tcp 127.0.0.1 0
+fio_verify tcp 127.0.0.1 $((PORT + 5))
 if [ -n "${KMSGR_VM_IP:-}" ]; then
 	run_xprt rdma "$KMSGR_VM_IP" 1
+	fio_verify rdma "$KMSGR_VM_IP" $((PORT + 6))
 else
 	tap 1 "rdma: KMSGR_VM_IP is set (tools/vm/run --rxe)"
 fi
