@@ -333,7 +333,7 @@ check-vm-tap: vm-build
 # peer killed); the runner reports its status with that (KMSGR_VM_RESET in
 # tools/vm/run --help): vm-pair-vm1.tap wants both.
 check-pair-tap: vm-build
-	@{ tools/vm/run --pair --rxe --timeout 900 -- \
+	@{ tools/vm/run --pair --rxe --nvme 64M --timeout 900 -- \
 		selftests/kmsgr/rdma_pair.sh 2>&1; echo "runner exit $$?"; } | \
 		sed -e 's/^\[vm0\] //' -e 's/^\[vm1\] /# [vm1] /' \
 		-e '/^\(not \)\{0,1\}ok \|^1\.\.\|^#/!s/^/# /' \

@@ -5,14 +5,16 @@
 # guests, each with its own soft-RoCE device on a virtio NIC, joined by a
 # link (tools/vm/run --pair --rxe runs this script in both):
 #
-#   tools/vm/run --pair --rxe --timeout 900 -- selftests/kmsgr/rdma_pair.sh
+#   tools/vm/run --pair --rxe --nvme 64M --timeout 900 -- selftests/kmsgr/rdma_pair.sh
 #
 # vm1 (10.99.0.2) serves, in two phases:
 #   1. echo listeners over rdma: lossless and lossy, in crc mode (auth
 #      none) and in secure mode (cephx, a key both guests write below),
-#      and a sentinel listener.  When vm0's sentinel message arrives it
-#      stops them and reports their summaries, which must count every
-#      message sent to each; it must have pulled vm0's large lossless
+#      a block target on its NVMe namespace (kmsgrctl blk serve, rdma;
+#      tools/vm/run --nvme), and a sentinel listener.  When vm0's sentinel
+#      message arrives it stops them and reports their summaries, which
+#      must count every message (and block request) sent to each; it must
+#      have pulled vm0's large lossless
 #      messages with RDMA READ; then no buffer stays mapped and kmsgr_rdma
 #      and kmsgr unload (and load again).
 #   2. a lossless and a lossy echo listener and a second sentinel.  When
@@ -27,6 +29,10 @@
 #     2000 4 KiB messages and 40 of 1 MiB (lossless: pulled with RDMA READ
 #     across the link, both ways) come back with their content verified;
 #     a ping-pong bench runs;
+#   - kmsgrctl blk check against vm1's block target: the namespace read
+#     whole, then KMSGR_PAIR_BLK_OPS (10000) random requests, every read
+#     and errno checked (the single-guest blk_test.sh also compares the
+#     namespace itself, read with O_DIRECT);
 #   - kmsgr_pair_stream: mixed streams, lossless and lossy, crc and
 #     secure: segment sizes log-uniform from 0 B to 4 MiB, every
 #     combination of front, middle and data; each echo comes back once, in
@@ -85,6 +91,8 @@ SEC_LOSSY=3344		# lossy secure (cephx) echo
 KILL_LOSSLESS=3350	# phase 2: lossless echo
 KILL_LOSSY=3351		# lossy echo
 KILL_SENTINEL=3352	# one message there: vm1 resets
+BLK=3345		# phase 1: vm1's block target on its namespace
+N_BLK=${KMSGR_PAIR_BLK_OPS:-10000}
 SMALL=2000
 BIG=40
 N_LL_CRC=${KMSGR_PAIR_MSGS_LOSSLESS_CRC:-10000}
@@ -190,6 +198,14 @@ serve() {
 	echo_listen ly-crc "$LOSSY"
 	echo_listen ll-sec "$SEC_LOSSLESS" --lossless --keyring "$KEYRING" --secure
 	echo_listen ly-sec "$SEC_LOSSY" --keyring "$KEYRING" --secure
+	if [ -b "${KMSGR_NVME:-}" ]; then
+		"$KMSGRCTL" blk serve --transport rdma --time "$LISTEN_TIME" \
+			"$KMSGR_NVME" "$KMSGR_VM_IP:$BLK" >"$tmp/blk" 2>&1 &
+		echo $! >"$tmp/blk.pid"
+	else
+		echo "vm1: no NVMe namespace (tools/vm/run --nvme): no block target"
+		rc=1
+	fi
 	"$KMSGRCTL" session listen --transport rdma --count 1 \
 		--time "$LISTEN_TIME" "$KMSGR_VM_IP:$SENTINEL" \
 		>"$tmp/sentinel" 2>&1
@@ -204,6 +220,14 @@ serve() {
 	stop_listener ly-crc "$N_LY_CRC" || rc=1
 	stop_listener ll-sec "$N_LL_SEC" || rc=1
 	stop_listener ly-sec "$N_LY_SEC" || rc=1
+	if [ -f "$tmp/blk.pid" ]; then
+		kill -TERM "$(cat "$tmp/blk.pid")"
+		wait "$(cat "$tmp/blk.pid")"
+		brc=$?
+		got=$(sed -n 's/^served \([0-9]*\) requests.*/\1/p' "$tmp/blk")
+		echo "vm1: blk serve: exit $brc, $(tail -n 1 "$tmp/blk")"
+		[ "$brc" -eq 0 ] && [ "${got:-0}" -gt "$N_BLK" ] || rc=1
+	fi
 	pulled=$(($(cat "$PARAMS/pulled_bytes") - pulled0))
 	echo "vm1: pulled $pulled bytes of vm0's messages with RDMA READ"
 	echo "vm1: $(hw_delta "$tmp/hw")"
@@ -374,6 +398,9 @@ check "$BIG messages of 1 MiB across the link, pulled with RDMA READ both ways, 
 check "kmsgrctl bench ping-pong across the link" \
 	"$KMSGRCTL" bench --transport rdma --lossless --pattern pingpong \
 	--count 200 --warmup 10 "$KMSGR_PEER_IP:$PORT"
+check "kmsgrctl blk check across the link: vm1's NVMe namespace read whole through its rdma block target, then $N_BLK random writes, reads, flushes and bad requests, every read and errno right" \
+	"$KMSGRCTL" blk check --transport rdma --ops "$N_BLK" --timeout 60 \
+	"$KMSGR_PEER_IP:$BLK"
 ka_streams=$(cat "$KA") && echo "$STREAM_KEEPALIVE" >"$KA"
 check "$N_LL_CRC mixed messages (0 B to 4 MiB, every front/middle/data combination), lossless crc: echoed once, in order, hashes equal, large ones pulled with RDMA READ" \
 	stream -l -r -n "$N_LL_CRC" -t 400 "$KMSGR_PEER_IP:$PORT"
