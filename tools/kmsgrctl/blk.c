@@ -111,12 +111,20 @@ static const char *op_name(unsigned int op)
 	return op < ARRAY_SIZE(names) && names[op] ? names[op] : "unknown";
 }
 
-/* Common options of the three verbs; 1 when @c was one, -1 on error. */
+/* What the verbs share, and the options that set it. */
 struct blk_opts {
 	__u32 transport, flags;
 	__u64 depth;
-	__u64 timeout_ns;
+	__u64 timeout_ns;	/* check, bench: the longest wait */
+	__u64 time_ns;		/* serve, bench: how long to run */
 };
+
+/*
+ * Take getopt's option @c of a verb's shared ones: 1 when it was one, 0
+ * when not, BLK_OPT_HELP when the usage was printed, -1 on a bad value
+ * (said).
+ */
+#define BLK_OPT_HELP	2
 
 static int blk_common_opt(struct blk_opts *o, int c, const char *arg)
 {
@@ -143,6 +151,16 @@ static int blk_common_opt(struct blk_opts *o, int c, const char *arg)
 			return -1;
 		}
 		return 1;
+	case OPT_TIME:
+		if (ctl_parse_secs(arg, &o->time_ns) || !o->time_ns) {
+			error("bad --time \"%s\" (seconds)", arg);
+			return -1;
+		}
+		return 1;
+	case OPT_HELP:
+	case 'h':
+		blk_usage(stdout);
+		return BLK_OPT_HELP;
 	}
 	return 0;
 }
@@ -151,7 +169,6 @@ static int blk_common_opt(struct blk_opts *o, int c, const char *arg)
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },	\
 	{ "lossless", no_argument, NULL, OPT_LOSSLESS },		\
 	{ "depth", required_argument, NULL, OPT_DEPTH },		\
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },		\
 	{ "help", no_argument, NULL, OPT_HELP }
 
 /* ---- serve -------------------------------------------------------------- */
@@ -500,7 +517,7 @@ static int blk_serve(int argc, char **argv)
 	};
 	struct blk_opts o = { .transport = KMSGR_XPRT_TCP,
 			      .depth = BLK_DEF_DEPTH };
-	__u64 max_io = BLK_DEF_MAX_IO, pool = 64ULL << 20, time_ns = 0;
+	__u64 max_io = BLK_DEF_MAX_IO, pool = 64ULL << 20;
 	struct srv s = { .count = 0 };
 	struct kmsgr_bdev b;
 	struct kmsgr_listen l;
@@ -514,6 +531,8 @@ static int blk_serve(int argc, char **argv)
 		ret = blk_common_opt(&o, c, optarg);
 		if (ret < 0)
 			return EXIT_USAGE;
+		if (ret == BLK_OPT_HELP)
+			return EXIT_SUCCESS;
 		if (ret)
 			continue;
 		switch (c) {
@@ -544,16 +563,6 @@ static int blk_serve(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
-		case OPT_TIME:
-			if (ctl_parse_secs(optarg, &time_ns)) {
-				error("bad --time \"%s\" (seconds)", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case OPT_HELP:
-		case 'h':
-			blk_usage(stdout);
-			return EXIT_SUCCESS;
 		default:
 			ctl_bad_option("blk serve", argv);
 			return EXIT_USAGE;
@@ -640,7 +649,7 @@ static int blk_serve(int argc, char **argv)
 		       bound, ctl_transport_name(o.transport), s.depth);
 	}
 	fflush(stdout);
-	ret = srv_loop(&s, time_ns ? ctl_now_ns() + time_ns : 0);
+	ret = srv_loop(&s, o.time_ns ? ctl_now_ns() + o.time_ns : 0);
 	kmsgr_close_id(ctl_k, l.id);
 	srv_summary(&s);
 out:
@@ -1096,6 +1105,7 @@ static int blk_check(int argc, char **argv)
 		{ "ops", required_argument, NULL, OPT_OPS },
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "image", required_argument, NULL, OPT_IMAGE },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct blk_opts o = { .transport = KMSGR_XPRT_TCP, .depth = 16,
@@ -1114,6 +1124,8 @@ static int blk_check(int argc, char **argv)
 		ret = blk_common_opt(&o, ch, optarg);
 		if (ret < 0)
 			return EXIT_USAGE;
+		if (ret == BLK_OPT_HELP)
+			return EXIT_SUCCESS;
 		if (ret)
 			continue;
 		switch (ch) {
@@ -1132,10 +1144,6 @@ static int blk_check(int argc, char **argv)
 		case OPT_IMAGE:
 			image = optarg;
 			break;
-		case OPT_HELP:
-		case 'h':
-			blk_usage(stdout);
-			return EXIT_SUCCESS;
 		default:
 			ctl_bad_option("blk check", argv);
 			return EXIT_USAGE;
@@ -1279,11 +1287,13 @@ static int blk_bench(int argc, char **argv)
 		{ "bs", required_argument, NULL, OPT_BS },
 		{ "fua", no_argument, NULL, OPT_FUA },
 		{ "time", required_argument, NULL, OPT_TIME },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct blk_opts o = { .transport = KMSGR_XPRT_TCP, .depth = 1,
-			      .timeout_ns = 30 * NSEC_PER_SEC };
-	__u64 bs = 4096, time_ns = 5 * NSEC_PER_SEC, t0, end, next = 0;
+			      .timeout_ns = 30 * NSEC_PER_SEC,
+			      .time_ns = 5 * NSEC_PER_SEC };
+	__u64 bs = 4096, t0, end, next = 0;
 	__u64 blocks, rng = 0x9e3779b97f4a7c15ULL;
 	bool rand = true, write = false, fua = false;
 	struct bench b = { .lat = NULL };
@@ -1299,6 +1309,8 @@ static int blk_bench(int argc, char **argv)
 		ret = blk_common_opt(&o, ch, optarg);
 		if (ret < 0)
 			return EXIT_USAGE;
+		if (ret == BLK_OPT_HELP)
+			return EXIT_SUCCESS;
 		if (ret)
 			continue;
 		switch (ch) {
@@ -1321,16 +1333,6 @@ static int blk_bench(int argc, char **argv)
 		case OPT_FUA:
 			fua = true;
 			break;
-		case OPT_TIME:
-			if (ctl_parse_secs(optarg, &time_ns) || !time_ns) {
-				error("bad --time \"%s\" (seconds)", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case OPT_HELP:
-		case 'h':
-			blk_usage(stdout);
-			return EXIT_SUCCESS;
 		default:
 			ctl_bad_option("blk bench", argv);
 			return EXIT_USAGE;
@@ -1355,7 +1357,7 @@ static int blk_bench(int argc, char **argv)
 	c.reply = bench_reply;
 	cpu0 = cpu_secs();
 	t0 = ctl_now_ns();
-	end = t0 + time_ns;
+	end = t0 + o.time_ns;
 	while ((ctl_now_ns() < end || c.busy) && !ctl_stopped()) {
 		while (ctl_now_ns() < end && (q = cli_get(&c))) {
 			q->op = write ? BLK_OP_WRITE : BLK_OP_READ;
