@@ -266,8 +266,9 @@ check: deps
 # an overrun that the plain run survives shows up as a kernel warning.
 # make check runs it with lighter loads and without the tests against real
 # Ceph daemons and tools (KMSGR_NO_CEPH_PEERS=1: the plain run has them;
-# here the same kernel paths run against kmsgr's own peers), to stay
-# under 30 minutes.
+# here the same kernel paths run against kmsgr's own peers) or the block
+# service (KMSGR_BLK_OPS=0: kmsgr_bdev_test runs its kernel paths), to
+# stay under 30 minutes.
 check-debug: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory check-debug-tap; tools/testsum $(RESULTS)/*.tap
@@ -350,7 +351,7 @@ check-debug-tap: vm-build
 		tools/vm/run --rxe --nvme 64M --timeout $(VMTIMEOUT) -- \
 		env KMSGR_NO_SKIP=1 KMSGR_LOAD_MSGS=2000 KMSGR_TINY_MSGS=2000 \
 		KMSGR_RDMA_MSGS=2000 KMSGR_RDMA_LOAD_MSGS=600 KMSGR_ECHO_MSGS=5000 KMSGR_NO_INSTALL=1 \
-		KMSGR_NL_FUZZ=1000 KMSGR_RADOS_OBJS=0 KMSGR_NO_CEPH_PEERS=1 KMSGR_BLK_OPS=2000 \
+		KMSGR_NL_FUZZ=1000 KMSGR_RADOS_OBJS=0 KMSGR_NO_CEPH_PEERS=1 KMSGR_BLK_OPS=0 \
 		KMSGR_CYCLES=30 selftests/kmsgr/run_guest.sh 2>&1 | \
 		sed -e 's/^\(not \)\{0,1\}ok [0-9]* - /&slub_debug: /' \
 		| tee $(RESULTS)/vm-debug.tap

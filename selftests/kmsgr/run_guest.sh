@@ -39,7 +39,7 @@
 # harness programs inherit it, and without it that program's device tests
 # skip, which KMSGR_NO_SKIP=1 turns into failures; blk_test.sh, the block
 # service over tcp and rdma, fails without it; KMSGR_BLK_OPS, its requests
-# per transport), and
+# per transport, 0: not run), and
 # the knobs of the harness programs (KMSGR_TCP_MSGS, ...; see their heads).
 
 set -u
@@ -1179,7 +1179,11 @@ run_harness "$TOP/selftests/kmsgr/netlink_test.sh"
 # cephx secrets from kernel logon keys (kmsgrctl key add, --key-desc)
 run_harness "$TOP/selftests/kmsgr/logon_key_test.sh"
 # the example block service on the NVMe namespace, over tcp and rdma
-run_harness "$TOP/selftests/kmsgr/blk_test.sh"
+# (KMSGR_BLK_OPS=0 leaves it out: the slub_debug pass, where
+# kmsgr_bdev_test runs the same kernel paths)
+if [ "${KMSGR_BLK_OPS:-10000}" != 0 ]; then
+	run_harness "$TOP/selftests/kmsgr/blk_test.sh"
+fi
 
 # --- harness programs ------------------------------------------------------------
 for prog in "$BIN"/*_test; do
