@@ -20,8 +20,8 @@
  *    that it dereferences neither @h nor the instance (wake_up_var() uses
  *    the address as a key only).  So both outlive every op, and the
  *    instance's rings and area are freed only after kmsgr_bdev_detach_all().
- *  - A read with a linked SEND hands that last step to op->work on
- *    kmsgr_wq (the session wants process context): it posts the read's
+ *  - An op with a linked SEND hands that last step to op->work on
+ *    kmsgr_wq (the session wants process context): it posts the op's
  *    CQE, makes the SEND (or completes it -ECANCELED), and only then
  *    drops h->inflight, so the sessions are still there for it.
  *
@@ -66,10 +66,10 @@ struct kmsgr_bio_op {
 	bool read;
 	bool release;			/* free @seg when done (taken slices) */
 	bool skip_success;		/* no CQE when it succeeds */
-	bool linked;			/* @link is made when the read is done */
+	bool linked;			/* @link is made when the op is done */
 	struct kmsgr_slice seg[KMSGR_NSEG];
 	struct work_struct work;	/* makes @link (process context) */
-	struct kmsgr_sqe link;		/* the SEND linked to a READ */
+	struct kmsgr_sqe link;		/* the SEND linked to the op */
 };
 
 void kmsgr_bdev_inst_init(struct kmsgr_instance *inst)
@@ -284,8 +284,8 @@ static void kmsgr_bio_op_free(struct kmsgr_bio_op *op)
 }
 
 /*
- * The SEND linked to a read, made once the read is done (work item: the
- * session wants process context).  The read's CQE goes first; the
+ * The SEND linked to an op, made once the op is done (work item: the
+ * session wants process context).  The op's CQE goes first; the
  * instance and the sessions are there, as h->inflight still counts @op.
  */
 static void kmsgr_bio_op_link_work(struct work_struct *work)
@@ -458,8 +458,8 @@ static int kmsgr_bdev_check(struct kmsgr_instance *inst,
  * @inst: the instance
  * @sqe:  the SQE's snapshot; its flags, reserved fields and slices (inside
  *        the area) are checked already (enter.c)
- * @link: the SEND linked to a BDEV_READ (checked likewise, its CQ slot
- *        reserved), made once the read succeeded; else NULL
+ * @link: the SEND linked to the op (checked likewise, its CQ slot
+ *        reserved), made once the op succeeded; else NULL
  *
  * Return: 0 when submitted (its KMSGR_CQE_OP follows into the slot ENTER
  * reserved, and @link's KMSGR_CQE_SEND into its own), or the errno for

@@ -93,9 +93,10 @@ static const u8 kmsgr_sqe_flags[] = {
 	[KMSGR_OP_SEND] = KMSGR_SQE_F_SKIP_SUCCESS,
 	[KMSGR_OP_RELEASE] = KMSGR_SQE_F_TOKEN,
 	[KMSGR_OP_BDEV_WRITE] = KMSGR_SQE_F_FUA | KMSGR_SQE_F_PREFLUSH |
-				KMSGR_SQE_F_RELEASE | KMSGR_SQE_F_SKIP_SUCCESS,
+				KMSGR_SQE_F_RELEASE | KMSGR_SQE_F_SKIP_SUCCESS |
+				KMSGR_SQE_F_LINK,
 	[KMSGR_OP_BDEV_READ] = KMSGR_SQE_F_LINK | KMSGR_SQE_F_SKIP_SUCCESS,
-	[KMSGR_OP_BDEV_FLUSH] = KMSGR_SQE_F_SKIP_SUCCESS,
+	[KMSGR_OP_BDEV_FLUSH] = KMSGR_SQE_F_SKIP_SUCCESS | KMSGR_SQE_F_LINK,
 };
 
 /* Check the fields every opcode shares; 0 or -EINVAL. */
@@ -193,8 +194,8 @@ static u8 kmsgr_sqe_kind(const struct kmsgr_sqe *sqe)
 }
 
 /*
- * Execute a BDEV_READ with KMSGR_SQE_F_LINK and the SQE after it (@next,
- * NULL when this ENTER has none); both CQ slots are reserved.  The read's
+ * Execute a BDEV op with KMSGR_SQE_F_LINK and the SQE after it (@next,
+ * NULL when this ENTER has none); both CQ slots are reserved.  The op's
  * completion makes the SEND (bdev.c); a pair refused here gets both CQEs
  * at once, the one at fault with its errno, the other -ECANCELED.
  */
@@ -264,8 +265,7 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 		 * A linked pair is consumed whole, with both slots, or not.
 		 * LINK on another opcode is a bad flag of that SQE alone.
 		 */
-		link = sqe.opcode == KMSGR_OP_BDEV_READ &&
-		       sqe.flags & KMSGR_SQE_F_LINK;
+		link = kmsgr_sqe_is_bdev(&sqe) && sqe.flags & KMSGR_SQE_F_LINK;
 		linked = link && done + 1 < max;
 		if (linked && !kmsgr_cq_reserve(inst)) {
 			kmsgr_cq_unreserve(inst);

@@ -479,8 +479,8 @@ void kmsgr_bdev_detach_all(struct kmsgr_instance *inst);
 /*
  * Start a BDEV SQE (flags, reserved fields and slices checked): 0 when
  * its KMSGR_CQE_OP follows into the reserved slot, else the errno.
- * @link: the SEND linked to a BDEV_READ (checked too, its slot reserved):
- * made once the read succeeded, else completed with -ECANCELED.
+ * @link: the SEND linked to the op (checked too, its slot reserved):
+ * made once the op succeeded, else completed with -ECANCELED.
  */
 int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		      const struct kmsgr_sqe *link);

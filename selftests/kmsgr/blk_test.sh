@@ -15,7 +15,9 @@
 #   - the server's summary counts what the client sent, with no request
 #     refused by the module;
 #   - a read-only target (--rdonly): writes answered EROFS, the client
-#     says so and fails; the namespace is unchanged;
+#     says so and fails, the target's receive pool drains (a write refused
+#     before it starts leaves its slices to the target, which gives them
+#     back); the namespace is unchanged;
 #   - the server killed under a running client: the client fails with a
 #     clear message within its timeout, no hang, no kernel warning;
 #   - blk bench prints IOPS, latency and CPU per operation (text, JSON);
@@ -76,6 +78,22 @@ stop() {
 	rc=$?
 	srv=
 	return $rc
+}
+
+# pool_drains PID: the receive pool of PID's instance is empty within 5 s
+pool_drains() {
+	for _ in $(seq 50); do
+		"$K" -j instance show >"$tmp/inst" 2>&1 &&
+			python3 - "$tmp/inst" "$1" <<'EOF' && return 0
+import json, sys
+used = [i["pool_used"] for i in json.load(open(sys.argv[1]))
+        if i["pid"] == int(sys.argv[2])]
+sys.exit(not (used and used[0] == 0))
+EOF
+		sleep 0.1
+	done
+	comment "$tmp/inst"
+	return 1
 }
 
 # the namespace, read with O_DIRECT, equals FILE
@@ -148,11 +166,13 @@ fi
 addr=127.0.0.1:$((PORT + 2))
 dd if="$NVME" iflag=direct bs=1M status=none >"$tmp/before"
 if serve tcp "$addr" --rdonly; then
-	"$K" blk bench --rw randwrite --time 1 "$addr" >"$tmp/ro" 2>&1
+	"$K" blk bench --rw randwrite --depth 8 --time 1 "$addr" >"$tmp/ro" 2>&1
 	rc=$?
 	comment "$tmp/ro"
 	[ $rc -eq 1 ] && grep -q 'Read-only file system' "$tmp/ro"
 	tap $? "a --rdonly target answers writes with EROFS; the client says so and exits 1"
+	pool_drains "$srv"
+	tap $? "the read-only target gives the refused writes' receive-pool slices back (its pool drains to 0)"
 	"$K" blk bench --rw randread --time 1 "$addr" >"$tmp/ro" 2>&1
 	tap $? "a --rdonly target serves reads"
 	stop

@@ -453,8 +453,9 @@ static enum expect fuzz_sqe(struct kmsgr_sqe *sqe, uint64_t *rng,
 		sqe->opcode = kt_rand(rng) % 3;
 	if (kt_rand(rng) % 4)
 		sqe->flags = 0;
-	/* a linked READ takes the next SQE along (kmsgr_bdev_test's topic) */
-	if (sqe->opcode == KMSGR_OP_BDEV_READ)
+	/* a linked BDEV op takes the next SQE along (kmsgr_bdev_test's) */
+	if (sqe->opcode >= KMSGR_OP_BDEV_WRITE &&
+	    sqe->opcode <= KMSGR_OP_BDEV_FLUSH)
 		sqe->flags &= ~KMSGR_SQE_F_LINK;
 	if (kt_rand(rng) % 8)
 		sqe->reserved0 = 0;

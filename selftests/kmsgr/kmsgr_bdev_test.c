@@ -32,7 +32,8 @@
  *  error_cqes                misaligned offset, slice or length, beyond
  *                            the capacity (also wrapping 2^64), above
  *                            max_io, READ into the receive pool or out of
- *                            the area, bad flags (LINK on a WRITE) and
+ *                            the area, bad flags (LINK with no SQE after
+ *                            it) and
  *                            reserved fields, also with SKIP_SUCCESS: the
  *                            errno of the uapi, CQE session and tid set,
  *                            device and READ targets untouched
@@ -65,9 +66,11 @@
  *                            errno, the SEND -ECANCELED, nothing sent; a
  *                            SEND to no session: -ENOENT after the READ;
  *                            a bad SEND: EINVAL, the READ -ECANCELED;
+ *                            a WRITE (FUA) and a FLUSH linked to their
+ *                            SENDs: the message goes when the op is done;
  *                            LINK before a NOP, as the last SQE, on a
- *                            WRITE: EINVAL (NOP -ECANCELED, the WRITE's
- *                            neighbour untouched); CLOSE under 8 pairs in
+ *                            NOP: EINVAL (the next NOP -ECANCELED, resp.
+ *                            untouched); CLOSE under 8 pairs in
  *                            flight: all 16 CQEs come
  *
  * The device: KMSGR_NVME, set by tools/vm/run --nvme SIZE (64 MiB or
@@ -1364,7 +1367,7 @@ TEST_F_TIMEOUT(bdev, error_cqes, 120)
 		  "WRITE with KMSGR_SQE_F_TOKEN");
 	s.flags = KMSGR_SQE_F_LINK;
 	expect_op(_metadata, -EINVAL, &self->ti, &s,
-		  "WRITE with KMSGR_SQE_F_LINK");
+		  "WRITE with KMSGR_SQE_F_LINK and no SQE after it");
 	/* a failure is reported even when success is not */
 	s.tid = ERR_BASE + 1;
 	s.flags = KMSGR_SQE_F_SKIP_SUCCESS;
@@ -2541,19 +2544,52 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
 		  "LINK with no SQE after it");
 	tid++;
-	/* LINK on a WRITE: a bad flag of the WRITE alone */
+	/* LINK on a NOP: a bad flag of the NOP alone */
 	sqe = kmsgr_get_sqe(x.srv.k);
 	ASSERT_NE(NULL, sqe);
-	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_WRITE, x.id, LK_BASE, 0, self->lbs,
-			UD(TAG_LK_READ, tid));
+	kmsgr_prep_nop(sqe, UD(TAG_LK_READ, tid));
 	sqe->flags = KMSGR_SQE_F_LINK;
 	kmsgr_prep_nop(kmsgr_get_sqe(x.srv.k), UD(TAG_LK_NOP, tid));
 	ASSERT_EQ(0, submit_all(&x.srv));
 	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
-		  "LINK on a WRITE");
+		  "LINK on a NOP");
 	lk_expect(_metadata, &x, KMSGR_CQE_OP, 0, UD(TAG_LK_NOP, tid),
 		  "the NOP after it");
+	tid++;
 	lk_none(_metadata, &x, 300);
+
+	/*
+	 * A WRITE (of the bytes already there, FUA) and a FLUSH, each linked
+	 * to its acknowledgement: the SEND goes when the op is done
+	 */
+	memcpy(x.srv.buf, x.img, self->lbs);
+	for (k = 0; k < 2; k++, tid++) {
+		memcpy(x.srv.buf + LK_FRONT_OFF, &tid, sizeof(tid));
+		sqe = kmsgr_get_sqe(x.srv.k);
+		ASSERT_NE(NULL, sqe);
+		if (k)
+			kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_FLUSH, x.id, 0, 0, 0,
+					UD(TAG_LK_READ, tid));
+		else
+			kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_WRITE, x.id, LK_BASE,
+					0, self->lbs, UD(TAG_LK_READ, tid));
+		sqe->flags = KMSGR_SQE_F_LINK |
+			     (k ? 0 : KMSGR_SQE_F_FUA | KMSGR_SQE_F_SKIP_SUCCESS);
+		sqe = kmsgr_get_sqe(x.srv.k);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_send(sqe, x.srv_id, 0x4243, tid,
+				slice(LK_FRONT_OFF, 8), slice(0, 0),
+				slice(0, 0), UD(TAG_LK_SEND, tid));
+		ASSERT_EQ(0, submit_all(&x.srv));
+		if (k)
+			lk_expect(_metadata, &x, KMSGR_CQE_OP, 0,
+				  UD(TAG_LK_READ, tid), "FLUSH linked to a SEND");
+		lk_expect(_metadata, &x, KMSGR_CQE_SEND, 0,
+			  UD(TAG_LK_SEND, tid),
+			  k ? "the SEND after a FLUSH" :
+			  "the SEND after a WRITE (its success skipped)");
+		lk_recv(_metadata, &x, tid, LK_BASE, 0);
+	}
 
 	/* a WRITE (of the bytes already there) and a FLUSH that skip success */
 	memcpy(x.srv.buf, x.img, self->lbs);

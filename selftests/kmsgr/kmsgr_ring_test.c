@@ -1172,8 +1172,9 @@ static void random_sqe(struct kmsgr_sqe *sqe, uint64_t buf_size, uint64_t ud)
 		sqe->opcode = rnd();
 	if (!(rnd() % 8))
 		sqe->flags = rnd();
-	/* a linked READ takes the next SQE along (kmsgr_bdev_test's topic) */
-	if (sqe->opcode == KMSGR_OP_BDEV_READ)
+	/* a linked BDEV op takes the next SQE along (kmsgr_bdev_test's) */
+	if (sqe->opcode >= KMSGR_OP_BDEV_WRITE &&
+	    sqe->opcode <= KMSGR_OP_BDEV_FLUSH)
 		sqe->flags &= ~KMSGR_SQE_F_LINK;
 	sqe->type = rnd();
 	sqe->version = rnd();

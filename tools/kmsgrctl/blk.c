@@ -174,15 +174,17 @@ static int blk_common_opt(struct blk_opts *o, int c, const char *arg)
 /* ---- serve -------------------------------------------------------------- */
 
 /* user_data stages of the server's SQEs */
-#define SRV_UD_IO	1	/* the BDEV op (a READ's only if it failed) */
+#define SRV_UD_IO	1	/* the BDEV op (completes only if it failed) */
 #define SRV_UD_REPLY	2	/* the reply's SEND */
 #define SRV_UD_RELEASE	3	/* a RELEASE (completes only if refused) */
+#define SRV_UD_RECLAIM	4	/* a failed WRITE's data: EINVAL is fine */
 #define SRV_UD(i, stage) (((__u64)(i) << 8) | (stage))
 
 struct srv_ctx {
 	__u32 idx;
 	__u32 session;
 	__u64 tid;
+	struct kmsgr_cqe recv;	/* a WRITE's message, for its data slice */
 	struct blk_req req;	/* as received, in host order */
 	int io_res;		/* a failed READ's errno, for its reply */
 	struct srv_ctx *next;	/* on the free list */
@@ -297,6 +299,7 @@ static int srv_start(struct srv *s, struct srv_ctx *c,
 
 	c->session = recv->session;
 	c->tid = recv->tid;
+	c->recv = *recv;
 	c->io_res = 0;
 	memset(q, 0, sizeof(*q));
 	q->op = BLK_OP_INFO + 1;	/* unknown, unless the front is right */
@@ -326,32 +329,37 @@ static int srv_start(struct srv *s, struct srv_ctx *c,
 		kmsgr_prep_release(&sqe[0], recv);
 		sqe[0].seg[2] = no_slice;
 		sqe[0].user_data = SRV_UD(c->idx, SRV_UD_RELEASE);
-		kmsgr_prep_bdev_write_recv(&sqe[1], s->bdev, q->off, recv,
+		if (ctl_queue(&sqe[0]))
+			return -ENOMEM;
+		kmsgr_prep_bdev_write_recv(&sqe[0], s->bdev, q->off, recv,
 					   SRV_UD(c->idx, SRV_UD_IO));
 		if (q->flags & BLK_F_FUA)
-			sqe[1].flags |= KMSGR_SQE_F_FUA;
-		if (ctl_queue(&sqe[0]) || ctl_queue(&sqe[1]))
-			return -ENOMEM;
-		return 0;
+			sqe[0].flags |= KMSGR_SQE_F_FUA;
+		break;
 	case BLK_OP_READ:
 		s->reads++;
 		s->bytes_out += q->len;
-		/* the READ, then (linked) the reply that carries its bytes */
 		kmsgr_prep_bdev(&sqe[0], KMSGR_OP_BDEV_READ, s->bdev, q->off,
 				srv_slot(s, c), q->len,
 				SRV_UD(c->idx, SRV_UD_IO));
-		sqe[0].flags = KMSGR_SQE_F_LINK | KMSGR_SQE_F_SKIP_SUCCESS;
-		srv_reply_sqe(s, c, 0, q->len, &sqe[1]);
-		return ctl_queue_link(sqe);
+		break;
 	case BLK_OP_FLUSH:
 		s->flushes++;
 		kmsgr_prep_bdev(&sqe[0], KMSGR_OP_BDEV_FLUSH, s->bdev, 0, 0, 0,
 				SRV_UD(c->idx, SRV_UD_IO));
-		return ctl_queue(&sqe[0]);
+		break;
 	default:
 		s->infos++;
 		return srv_reply(s, c, 0);
 	}
+	/*
+	 * The op, then (linked) its reply: the kernel sends the reply when
+	 * the op is done (a READ's carries the slot it filled), so this
+	 * process hears of the request again only at the reply's completion
+	 */
+	sqe[0].flags |= KMSGR_SQE_F_LINK | KMSGR_SQE_F_SKIP_SUCCESS;
+	srv_reply_sqe(s, c, 0, q->op == BLK_OP_READ ? q->len : 0, &sqe[1]);
+	return ctl_queue_link(sqe);
 }
 
 /* A request arrived: start it, or let it wait for a context. */
@@ -405,6 +413,7 @@ static int srv_cqe(struct srv *s, const struct kmsgr_cqe *cqe)
 {
 	unsigned int idx = (unsigned int)(cqe->user_data >> 8);
 	unsigned int stage = cqe->user_data & 0xff;
+	struct kmsgr_sqe sqe;
 	struct srv_ctx *c;
 
 	switch (cqe->kind) {
@@ -425,23 +434,35 @@ static int srv_cqe(struct srv *s, const struct kmsgr_cqe *cqe)
 		return -EIO;
 	}
 	c = &s->ctx[idx];
+	if (stage == SRV_UD_RECLAIM)
+		return 0;	/* the write had the slice: freed with its CQE */
 	if (stage == SRV_UD_RELEASE) {
 		s->refused++;
 		error("the module refused a RELEASE: %s", kmsgr_strerror(cqe->res));
 		return 0;
 	}
 	if (stage == SRV_UD_IO) {
-		if (c->req.op == BLK_OP_READ) {
-			/* a READ's CQE comes only when it failed */
-			c->io_res = cqe->res;
-			return 0;
-		}
-		return srv_reply(s, c, cqe->res);
+		/* an op's CQE comes only when it failed: its reply follows */
+		c->io_res = cqe->res;
+		return 0;
 	}
 	/* the reply's SEND */
 	if (cqe->res == -ECANCELED && c->io_res) {
-		/* its READ failed: say so instead */
-		s->bytes_out -= c->req.len;
+		/* its op failed: say so instead */
+		if (c->req.op == BLK_OP_READ)
+			s->bytes_out -= c->req.len;
+		if (c->req.op == BLK_OP_WRITE) {
+			s->bytes_in -= c->req.len;
+			/*
+			 * refused before it started, the data slice is still
+			 * ours (docs/block.md): give it back; EINVAL if not
+			 */
+			kmsgr_prep_release(&sqe, &c->recv);
+			sqe.seg[0] = no_slice;
+			sqe.user_data = SRV_UD(c->idx, SRV_UD_RECLAIM);
+			if (ctl_queue(&sqe))
+				return -ENOMEM;
+		}
 		return srv_reply(s, c, c->io_res);
 	}
 	if (cqe->res == -EINVAL || cqe->res == -EMSGSIZE) {

@@ -124,7 +124,7 @@
 #define KMSGR_FEAT_BDEV		_BITULL(13)	/* ATTACH_BDEV, DETACH_BDEV,
 						 * KMSGR_OP_BDEV_* SQEs
 						 */
-#define KMSGR_FEAT_BDEV_LINK	_BITULL(14)	/* KMSGR_SQE_F_LINK (a READ
+#define KMSGR_FEAT_BDEV_LINK	_BITULL(14)	/* KMSGR_SQE_F_LINK (a BDEV op
 						 * then its SEND) and
 						 * SKIP_SUCCESS on BDEV SQEs
 						 */
@@ -432,7 +432,7 @@ struct kmsgr_slice {
 						 * RECV's (@token), given back
 						 * when the write is done
 						 */
-#define KMSGR_SQE_F_LINK	_BITUL(5)	/* BDEV_READ: the next SQE, a
+#define KMSGR_SQE_F_LINK	_BITUL(5)	/* BDEV_*: the next SQE, a
 						 * SEND, goes once it is done
 						 */
 /* Largest message (all three segments) a secure-mode session sends. */
@@ -485,9 +485,14 @@ struct kmsgr_slice {
  * never through a copy.  READ's slices lie before the receive pool (the
  * kernel owns the pool).  WRITE's slices stay untouched until its CQE;
  * with KMSGR_SQE_F_RELEASE they must be the receive-pool slices of one
- * RECV whose release token is in @token: they are taken from the
- * application at once (a RELEASE of them fails from then on) and given
- * back when the write is done, whatever its result.  FUA and PREFLUSH
+ * RECV whose release token is in @token: a write that starts takes them
+ * from the application (a RELEASE of them fails from then on) and gives
+ * them back when it is done, whatever its result; one refused before it
+ * starts (its error CQE comes from ENTER: bad fields, EROFS, ENOSPC, a
+ * linked SEND refused, ...) leaves them with the application.  After an
+ * error CQE, a RELEASE with KMSGR_SQE_F_TOKEN of the slices is always
+ * right: it gives them back, or fails with EINVAL when the write had
+ * them already (the token keeps it off any later message).  FUA and PREFLUSH
  * go to the device as REQ_FUA and REQ_PREFLUSH.  FLUSH has no slices and
  * @tid 0.  Each completes with one KMSGR_CQE_OP entry: @session the
  * handle, @tid the offset, @res 0 or -errno: EINVAL (misaligned, a slice
@@ -498,22 +503,23 @@ struct kmsgr_slice {
  * With KMSGR_SQE_F_SKIP_SUCCESS (KMSGR_FEAT_BDEV_LINK) a BDEV op that
  * succeeds posts no CQE, as a SEND with it.
  *
- * Read and send (KMSGR_FEAT_BDEV_LINK): a BDEV_READ with KMSGR_SQE_F_LINK
+ * Op and send (KMSGR_FEAT_BDEV_LINK): a BDEV op with KMSGR_SQE_F_LINK
  * is linked to the SQE after it, which must be a SEND (without LINK) in
  * the same ENTER: the two are consumed together, and the SEND is made
- * (from a kernel work item) only once the read succeeded, so a reply
- * whose data segment is the slice just read from the device goes out
- * without the application waking in between.  Each SEND goes when its
- * READ is done: pairs in flight together reach the peer in the order
- * their reads complete, not in the order submitted.  Each keeps its CQE:
- * the READ's (skip it on success with KMSGR_SQE_F_SKIP_SUCCESS), then
- * the SEND's, which is -ECANCELED when the read failed or was refused,
- * and the READ's -ECANCELED when the SEND was refused at once (bad
- * fields: it then gets its own error).  A LINK with no SQE after it in
- * this ENTER (@to_submit ends there), or before one that is not a SEND,
- * fails with -EINVAL (and the SQE after it, if consumed, with
- * -ECANCELED).  LINK on any other opcode is a bad flag of that SQE
- * alone (-EINVAL); the SQE after it is not affected.
+ * (from a kernel work item) only once the op succeeded.  So a reply whose
+ * data segment is the slice a BDEV_READ just filled, or the
+ * acknowledgement of a BDEV_WRITE or FLUSH, goes out without the
+ * application waking in between.  Each SEND goes when its op is done:
+ * pairs in flight together reach the peer in the order their ops
+ * complete, not in the order submitted.  Each keeps its CQE: the op's
+ * (skip it on success with KMSGR_SQE_F_SKIP_SUCCESS), then the SEND's,
+ * which is -ECANCELED when the op failed or was refused, and the op's
+ * -ECANCELED when the SEND was refused at once (bad fields: it then gets
+ * its own error).  A LINK with no SQE after it in this ENTER (@to_submit
+ * ends there), or before one that is not a SEND, fails with -EINVAL (and
+ * the SQE after it, if consumed, with -ECANCELED).  LINK on any other
+ * opcode is a bad flag of that SQE alone (-EINVAL); the SQE after it is
+ * not affected.
  */
 struct kmsgr_sqe {
 	__u8 opcode;		/* KMSGR_OP_* */
