@@ -432,9 +432,7 @@ struct kmsgr_slice {
 						 * RECV's (@token), given back
 						 * when the write is done
 						 */
-#define KMSGR_SQE_F_LINK	_BITUL(5)	/* BDEV_*: the next SQE, a
-						 * SEND, goes once it is done
-						 */
+#define KMSGR_SQE_F_LINK	_BITUL(5)	/* BDEV_*: then the SEND after */
 /* Largest message (all three segments) a secure-mode session sends. */
 #define KMSGR_SECURE_MSG_MAX	((4U << 20) + (64U << 10))
 /* Largest release token; tokens are 1 .. KMSGR_RELEASE_TOKEN_MAX. */
@@ -508,7 +506,7 @@ struct kmsgr_slice {
  * the same ENTER: the two are consumed together, and the SEND is made
  * (from a kernel work item) only once the op succeeded.  So a reply whose
  * data segment is the slice a BDEV_READ just filled, or the
- * acknowledgement of a BDEV_WRITE or FLUSH, goes out without the
+ * acknowledgment of a BDEV_WRITE or FLUSH, goes out without the
  * application waking in between.  Each SEND goes when its op is done:
  * pairs in flight together reach the peer in the order their ops
  * complete, not in the order submitted.  Each keeps its CQE: the op's
