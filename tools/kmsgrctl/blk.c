@@ -3,12 +3,13 @@
  * kmsgrctl blk - the example remote block service on msgr2
  * (docs/block-service.md, messages in blk.h).
  *
- *   blk serve DEVICE ADDR   a block target: each request becomes block-device
- *                           SQEs on an attached DEVICE.  A WRITE's data goes
- *                           from the receive pool to the device
- *                           (KMSGR_SQE_F_RELEASE); a READ is a BDEV_READ
- *                           linked to the SEND of its reply (KMSGR_SQE_F_LINK):
- *                           the bytes never enter this process.
+ *   blk serve DEVICE ADDR   a block target: each request becomes a
+ *                           block-device SQE on an attached DEVICE linked to
+ *                           the SEND of its reply (KMSGR_SQE_F_LINK).  A
+ *                           WRITE's data goes from the receive pool to the
+ *                           device (KMSGR_SQE_F_RELEASE), a READ's from the
+ *                           device into the reply: the bytes never enter
+ *                           this process.
  *   blk check ADDR          a client that proves the target: it reads the
  *                           whole device through it, then runs random WRITEs,
  *                           READs, FLUSHes and bad requests, DEPTH in flight
