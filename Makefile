@@ -254,7 +254,7 @@ $(KSRC)/.stamp: $(KSRC_TAR)
 run: deps
 	@$(MAKE) --no-print-directory all ksrc >$(BUILD).run.log 2>&1 || \
 		{ cat $(BUILD).run.log; exit 1; }
-	@tools/vm/run --rxe --timeout 600 -- tools/demo
+	@tools/vm/run --rxe --nvme 64M --timeout 600 -- tools/demo
 
 check: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)

@@ -550,13 +550,6 @@ static void *bench_thread(void *arg)
 
 /* ---- the report --------------------------------------------------------- */
 
-static int cmp_u64(const void *a, const void *b)
-{
-	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static double pct(const __u64 *lat, size_t n, double p)
 {
 	size_t i;
@@ -584,7 +577,7 @@ static void bench_report(const struct bench *b, __u64 *lat, size_t n,
 	double mbps = rate * b->size / 1e6;
 	size_t i;
 
-	qsort(lat, n, sizeof(*lat), cmp_u64);
+	qsort(lat, n, sizeof(*lat), ctl_cmp_u64);
 	for (i = 0; i < n; i++)
 		sum += (double)lat[i];
 	if (opt.json) {

@@ -1285,13 +1285,6 @@ static int bench_reply(struct cli *c, struct cli_req *q,
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static double cpu_secs(void)
 {
 	struct rusage ru;
@@ -1399,7 +1392,7 @@ static int blk_bench(int argc, char **argv)
 		error("no request completed");
 		goto out;
 	}
-	qsort(b.lat, b.n, sizeof(*b.lat), cmp_u64);
+	qsort(b.lat, b.n, sizeof(*b.lat), ctl_cmp_u64);
 	for (i = 0, avg = 0; i < b.n; i++)
 		avg += (double)b.lat[i];
 	avg /= (double)b.n;

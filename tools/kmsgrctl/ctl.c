@@ -83,6 +83,13 @@ static void fifo_free(struct ctl_fifo *f)
 
 /* ---- argument helpers --------------------------------------------------- */
 
+int ctl_cmp_u64(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 int ctl_parse_size(const char *s, __u64 min, __u64 max, __u64 *val)
 {
 	unsigned long long v;

@@ -51,6 +51,8 @@ void jw_raw(const char *key, const char *json);
 
 /* ---- argument helpers (ctl.c) ------------------------------------------- */
 
+/* qsort() comparison of __u64 values, ascending (latency samples) */
+int ctl_cmp_u64(const void *a, const void *b);
 /* unsigned number with an optional K/M/G (binary) suffix */
 int ctl_parse_size(const char *s, __u64 min, __u64 max, __u64 *val);
 /* seconds, decimals allowed ("0.5"), as nanoseconds */
