@@ -266,7 +266,8 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 		 * LINK on another opcode is a bad flag of that SQE alone.
 		 */
 		link = kmsgr_sqe_is_bdev(&sqe) && sqe.flags & KMSGR_SQE_F_LINK;
-		linked = link && done + 1 < max;
+		/* a CQ of under 4 entries never has 2 slots to reserve */
+		linked = link && done + 1 < max && inst->cq_entries >= 4;
 		if (linked && !kmsgr_cq_reserve(inst)) {
 			kmsgr_cq_unreserve(inst);
 			*cq_full = true;

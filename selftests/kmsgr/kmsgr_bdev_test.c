@@ -69,9 +69,9 @@
  *                            a WRITE (FUA) and a FLUSH linked to their
  *                            SENDs: the message goes when the op is done;
  *                            LINK before a NOP, as the last SQE, on a
- *                            NOP: EINVAL (the next NOP -ECANCELED, resp.
- *                            untouched); CLOSE under 8 pairs in
- *                            flight: all 16 CQEs come
+ *                            NOP, in a 2-entry CQ: EINVAL (the next NOP
+ *                            -ECANCELED, resp. untouched); CLOSE under 8
+ *                            pairs in flight: all 16 CQEs come
  *
  * The device: KMSGR_NVME, set by tools/vm/run --nvme SIZE (64 MiB or
  * more; make check boots its guests with --nvme 64M).  Without it, every
@@ -2544,6 +2544,35 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
 		  "LINK with no SQE after it");
 	tid++;
+	/* a CQ of 2 entries: a pair never fits, LINK fails alone */
+	{
+		struct kt_inst tiny;
+		struct kmsgr_bdev tb;
+
+		ASSERT_EQ(0, kt_inst_open_cq(&tiny, "lk-tiny", 2, 2, MIB,
+					     KMSGR_POOL_MIN, self->rng + 5));
+		ASSERT_EQ(0, attach_path(tiny.k, self->path, O_RDONLY,
+					 KMSGR_BDEV_F_RDONLY, &tb));
+		sqe = kmsgr_get_sqe(tiny.k);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, tb.id, LK_BASE, 0,
+				self->lbs, UD(TAG_LK_READ, tid));
+		sqe->flags = KMSGR_SQE_F_LINK;
+		kmsgr_prep_nop(kmsgr_get_sqe(tiny.k), UD(TAG_LK_NOP, tid));
+		kmsgr_submit(tiny.k, 0, 0);
+		ASSERT_EQ(0, next_cqe(&tiny, &c, OP_MS))
+			TH_LOG("a linked pair in a 2-entry CQ: never consumed");
+		EXPECT_EQ(UD(TAG_LK_READ, tid), c.user_data);
+		EXPECT_EQ(-EINVAL, c.res);
+		ASSERT_EQ(0, submit_all(&tiny));
+		ASSERT_EQ(0, next_cqe(&tiny, &c, OP_MS));
+		EXPECT_EQ(UD(TAG_LK_NOP, tid), c.user_data);
+		EXPECT_EQ(0, c.res);
+		EXPECT_EQ(0, kmsgr_bdev_detach(tiny.k, tb.id));
+		kt_inst_close(&tiny);
+		tid++;
+	}
+
 	/* LINK on a NOP: a bad flag of the NOP alone */
 	sqe = kmsgr_get_sqe(x.srv.k);
 	ASSERT_NE(NULL, sqe);

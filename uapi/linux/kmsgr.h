@@ -514,8 +514,9 @@ struct kmsgr_slice {
  * which is -ECANCELED when the op failed or was refused, and the op's
  * -ECANCELED when the SEND was refused at once (bad fields: it then gets
  * its own error).  A LINK with no SQE after it in this ENTER (@to_submit
- * ends there), or before one that is not a SEND, fails with -EINVAL (and
- * the SQE after it, if consumed, with -ECANCELED).  LINK on any other
+ * ends there) or in an instance whose CQ has fewer than 4 entries (the
+ * pair's two slots never fit), or before one that is not a SEND, fails
+ * with -EINVAL (and the SQE after it, if consumed, with -ECANCELED).  LINK on any other
  * opcode is a bad flag of that SQE alone (-EINVAL); the SQE after it is
  * not affected.
  */
