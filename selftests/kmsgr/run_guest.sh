@@ -39,7 +39,9 @@
 # harness programs inherit it, and without it that program's device tests
 # skip, which KMSGR_NO_SKIP=1 turns into failures; blk_test.sh, the block
 # service over tcp and rdma, fails without it; KMSGR_BLK_OPS, its requests
-# per transport, 0: not run), and
+# per transport, 0: not run), KMSGR_NVME_4K (set with it: the second
+# namespace, 4 KiB blocks, for kmsgr_bdev4k_test, whose tests skip
+# without it), and
 # the knobs of the harness programs (KMSGR_TCP_MSGS, ...; see their heads).
 
 set -u
@@ -1128,6 +1130,7 @@ VERSION=$(header_define KMSGR_VERSION "$TOP/kmod/kmsgr.h")
 ABI=$(header_define KMSGR_ABI_VERSION "$TOP/uapi/linux/kmsgr.h")
 echo "# kmsgr $VERSION (ABI $ABI) selftests on $(uname -r), $(date -u)"
 echo "# block device for kmsgr_bdev_test: KMSGR_NVME=${KMSGR_NVME:-(unset: no --nvme)}"
+echo "# 4Kn device for kmsgr_bdev4k_test: KMSGR_NVME_4K=${KMSGR_NVME_4K:-(unset: no --nvme)}"
 mark "start"
 
 if [ "$(id -u)" -ne 0 ]; then
