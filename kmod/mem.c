@@ -64,6 +64,7 @@
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/user.h>
+#include <linux/sizes.h>
 #include <linux/cred.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -784,51 +785,108 @@ u32 kmsgr_cq_room(struct kmsgr_instance *inst)
 
 /* ---- receive pool ------------------------------------------------------- */
 
-/* First grain of a free run of @n in [@start, @end), or pool_grains. */
+/*
+ * Where a message's run of grains may start: at a grain g with
+ * (g + off) & mask == 0.  mask 0: anywhere.  Its data segment then starts
+ * at a buffer-area offset that is a multiple of KMSGR_POOL_DATA_ALIGN
+ * (kmsgr_pool_msg_align()).
+ */
+struct kmsgr_pool_align {
+	unsigned long mask;
+	unsigned long off;
+};
+
+/*
+ * A received data segment whose length is a non-zero multiple of this
+ * starts at a buffer-area offset that is a multiple of it: the logical
+ * block size of 4Kn NVMe namespaces, so that a BDEV_WRITE from the pool
+ * (KMSGR_SQE_F_RELEASE) meets their alignment rule.
+ */
+#define KMSGR_POOL_DATA_ALIGN	SZ_4K
+#define KMSGR_POOL_ALIGN_MASK	(KMSGR_POOL_DATA_ALIGN / KMSGR_POOL_GRAIN - 1)
+
+/*
+ * The placement rule of a message of @n segments of @len bytes: when its
+ * data segment (the last of KMSGR_NSEG) is a non-zero multiple of
+ * KMSGR_POOL_DATA_ALIGN, its run starts where the grains of the segments
+ * before it end on such an offset of the buffer area (pool_off is only
+ * grain-aligned); any other message goes anywhere.
+ */
+static void kmsgr_pool_msg_align(const struct kmsgr_instance *inst,
+				 const u32 *len, unsigned int n,
+				 struct kmsgr_pool_align *a)
+{
+	unsigned long pre;
+	unsigned int i;
+
+	a->mask = 0;
+	a->off = 0;
+	if (n != KMSGR_NSEG || !len[n - 1] ||
+	    !IS_ALIGNED(len[n - 1], KMSGR_POOL_DATA_ALIGN))
+		return;
+	pre = inst->pool_off / KMSGR_POOL_GRAIN;
+	for (i = 0; i < n - 1; i++)
+		pre += DIV_ROUND_UP(len[i], KMSGR_POOL_GRAIN);
+	a->mask = KMSGR_POOL_ALIGN_MASK;
+	a->off = pre & a->mask;
+}
+
+/*
+ * First grain of a free run of @n in [@start, @end) that starts where @a
+ * allows, or pool_grains.
+ */
 static unsigned long kmsgr_pool_run(struct kmsgr_instance *inst,
 				    unsigned long start, unsigned long end,
-				    unsigned long n)
+				    unsigned long n,
+				    const struct kmsgr_pool_align *a)
 	__must_hold(&inst->cq_lock)
 {
 	unsigned long first;
 
 	if (start >= end || n > end - start)
 		return inst->pool_grains;
-	first = bitmap_find_next_zero_area(inst->pool_used, end, start, n, 0);
+	first = bitmap_find_next_zero_area_off(inst->pool_used, end, start, n,
+					       a->mask, a->off);
 	return first + n > end ? inst->pool_grains : first;
 }
 
 /*
- * The grains promised to a message that waits: the window of its size
- * with the fewest grains in use (it frees soonest).
+ * The grains promised to a message that waits: of the windows of its size
+ * that start where @a allows, the one with the fewest grains in use (it
+ * frees soonest); the first of them on a tie.
  */
 static unsigned long kmsgr_pool_pick_region(struct kmsgr_instance *inst,
-					    unsigned long n)
+					    unsigned long n,
+					    const struct kmsgr_pool_align *a)
 	__must_hold(&inst->cq_lock)
 {
-	unsigned long i, used = 0, best = 0, best_used;
+	unsigned long i, first, used = 0, best = 0, best_used = ULONG_MAX;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < inst->pool_grains && best_used; i++) {
 		used += test_bit(i, inst->pool_used);
-	best_used = used;
-	for (i = n; i < inst->pool_grains && best_used; i++) {
-		used += test_bit(i, inst->pool_used);
-		used -= test_bit(i - n, inst->pool_used);
+		if (i >= n)
+			used -= test_bit(i - n, inst->pool_used);
+		if (i + 1 < n)
+			continue;
+		first = i + 1 - n;
+		if ((first + a->off) & a->mask)
+			continue;
 		if (used < best_used) {
 			best_used = used;
-			best = i - n + 1;
+			best = first;
 		}
 	}
 	return best;
 }
 
 /*
- * First fit of @n grains for @who, from the rotating hint; pool_grains
- * when none.  While another caller's message waits, its promised region
- * is left alone.
+ * First fit of @n grains for @who, placed as @a says, from the rotating
+ * hint; pool_grains when none.  While another caller's message waits, its
+ * promised region is left alone.
  */
 static unsigned long kmsgr_pool_find(struct kmsgr_instance *inst, u32 who,
-				     unsigned long n)
+				     unsigned long n,
+				     const struct kmsgr_pool_align *a)
 	__must_hold(&inst->cq_lock)
 {
 	unsigned long g = inst->pool_grains, hint = inst->pool_hint;
@@ -843,12 +901,12 @@ static unsigned long kmsgr_pool_find(struct kmsgr_instance *inst, u32 who,
 			hi = lo + inst->pool_wait_grains;
 		}
 	}
-	first = hint < lo ? kmsgr_pool_run(inst, hint, lo, n) :
-			    kmsgr_pool_run(inst, max(hint, hi), g, n);
+	first = hint < lo ? kmsgr_pool_run(inst, hint, lo, n, a) :
+			    kmsgr_pool_run(inst, max(hint, hi), g, n, a);
 	if (first == g)
-		first = kmsgr_pool_run(inst, hi, g, n);
+		first = kmsgr_pool_run(inst, hi, g, n, a);
 	if (first == g)
-		first = kmsgr_pool_run(inst, 0, lo, n);
+		first = kmsgr_pool_run(inst, 0, lo, n, a);
 	return first;
 }
 
@@ -867,24 +925,43 @@ static unsigned long kmsgr_pool_find(struct kmsgr_instance *inst, u32 who,
  * rest.  First fit from a rotating hint.  The slices are "being received"
  * until kmsgr_pool_deliver().  Never sleeps; callable from any context.
  *
+ * Alignment: a message of KMSGR_NSEG segments whose data segment (the
+ * last) is a non-zero multiple of 4 KiB (KMSGR_POOL_DATA_ALIGN) gets its
+ * data slice at a 4 KiB-aligned offset of the buffer area (not only of
+ * the pool), so that it can be written to a device with 4 KiB logical
+ * blocks straight from the pool.  The search only considers runs that
+ * start where that holds (one grain in 8); no padding is allocated: the
+ * up to 7 free grains the rule may skip before a run stay free for other
+ * messages.  Every other message is placed on any grain, as before.
+ *
  * Fairness: the first caller refused for want of room becomes the
- * waiter, and is promised the run of its size that has the fewest grains
- * in use.  Until it is served (or stops asking for KMSGR_POOL_WAIT_MS),
- * the others are placed only outside that run, so a stream of small
- * messages can never starve a large one by keeping the pool fragmented,
- * and yet keeps flowing where it does not stand in the way.
+ * waiter, and is promised the run of its size (placed as above) that has
+ * the fewest grains in use.  Until it is served (or stops asking for
+ * KMSGR_POOL_WAIT_MS), the others are placed only outside that run, so a
+ * stream of small messages can never starve a large one by keeping the
+ * pool fragmented, and yet keeps flowing where it does not stand in the
+ * way.
  *
  * Return: 0; -EMSGSIZE when the message is larger than half the pool (it
- * is refused: see below); -ENOSPC when it does not fit now (a RELEASE that
- * frees space calls kmsgr_sess_resume()), or before SETUP.
+ * is refused: see below; the grains the alignment may skip are not
+ * counted, since they are never allocated, and an aligned run of half the
+ * pool always exists in an empty one); -ENOSPC when it does not fit now
+ * (a RELEASE that frees space calls kmsgr_sess_resume()), or before SETUP.
  */
 int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 			 const u32 *len, u32 *off, unsigned int n)
 {
+	struct kmsgr_pool_align a;
 	unsigned long flags, first, pos;
 	u64 total = 0;
 	unsigned int i;
 	int ret = 0;
+
+	/*
+	 * An aligned run of half the pool fits in an empty pool: half the
+	 * smallest pool leaves room for the grains the alignment skips.
+	 */
+	BUILD_BUG_ON((KMSGR_POOL_MIN / KMSGR_POOL_GRAIN / 2) < KMSGR_POOL_ALIGN_MASK);
 
 	for (i = 0; i < n; i++) {
 		off[i] = 0;
@@ -901,15 +978,18 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 	 */
 	if (total > inst->pool_grains / 2)
 		return -EMSGSIZE;
+	kmsgr_pool_msg_align(inst, len, n, &a);
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
-	first = kmsgr_pool_find(inst, who, total);
+	first = kmsgr_pool_find(inst, who, total, &a);
 	if (first == inst->pool_grains) {
 		if (!inst->pool_waiter || inst->pool_waiter == who) {
+			/* a new size, or a region placed for another rule */
 			if (inst->pool_waiter != who ||
-			    inst->pool_wait_grains != total)
+			    inst->pool_wait_grains != total ||
+			    ((inst->pool_wait_first + a.off) & a.mask))
 				inst->pool_wait_first =
-					kmsgr_pool_pick_region(inst, total);
+					kmsgr_pool_pick_region(inst, total, &a);
 			inst->pool_waiter = who;
 			inst->pool_wait_grains = total;
 			inst->pool_wait_at = jiffies;
