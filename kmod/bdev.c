@@ -54,6 +54,11 @@ struct kmsgr_bdev_h {
 	bool rdonly;
 	u32 lbs;
 	atomic_t inflight;		/* ops not yet completed */
+	/* netlink's (kmsgr_bdev_info_next()): ops submitted, submit_lock */
+	u64 ops, read_ops, write_ops;
+	u64 read_bytes, write_bytes;
+	atomic64_t done;		/* ops completed (their CQE posted) */
+	atomic64_t errors;		/* ... with an error */
 };
 
 /* One BDEV SQE in flight: its bios, then its CQE (and its linked SEND). */
@@ -266,6 +271,9 @@ void kmsgr_bdev_detach_all(struct kmsgr_instance *inst)
 static void kmsgr_bio_op_cqe(struct kmsgr_bio_op *op)
 {
 	op->cqe.res = op->error;
+	atomic64_inc(&op->h->done);
+	if (op->error)
+		atomic64_inc(&op->h->errors);
 	if (op->skip_success && !op->error)
 		kmsgr_cq_unreserve(op->inst);
 	else
@@ -523,6 +531,8 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 	case KMSGR_OP_BDEV_READ:
 		opf = REQ_OP_READ;
 		inst->stats.bdev_read_bytes += total;
+		h->read_ops++;
+		h->read_bytes += total;
 		break;
 	case KMSGR_OP_BDEV_WRITE:
 		opf = REQ_OP_WRITE | REQ_SYNC;
@@ -532,15 +542,69 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		if (sqe->flags & KMSGR_SQE_F_PREFLUSH)
 			opf |= REQ_PREFLUSH;
 		inst->stats.bdev_write_bytes += total;
+		h->write_ops++;
+		h->write_bytes += total;
 		break;
 	default:
 		opf = REQ_OP_WRITE | REQ_PREFLUSH;
 		break;
 	}
 	inst->stats.bdev_ops++;
+	h->ops++;
 	atomic_inc(&h->inflight);
 	atomic_set(&op->bios, 1);	/* ours while the bios are built */
 	kmsgr_bio_op_map(op, sqe->tid, opf);
 	kmsgr_bio_op_put(op);
+	return 0;
+}
+
+/* ---- netlink ------------------------------------------------------------- */
+
+/*
+ * kmsgr_bdev_info_next() (kmsgr.h).  Under submit_lock the handle can be
+ * neither unlinked nor, so, let go and freed (kmsgr_bdev_put() follows
+ * kmsgr_bdev_unlink()) while it is copied; nothing of it is kept after.
+ * The submission counters are submit_lock's too, and every op they count
+ * was counted before its bios went out: so @done, read after them, never
+ * exceeds them.
+ */
+int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
+			 struct kmsgr_bdev_info *info)
+{
+	unsigned long idx = *id;
+	struct kmsgr_bdev_h *h;
+	struct gendisk *disk;
+
+	mutex_lock(&inst->submit_lock);
+	h = xa_find(&inst->bdevs, &idx, U32_MAX, XA_PRESENT);
+	if (!h) {
+		mutex_unlock(&inst->submit_lock);
+		return -ENOENT;
+	}
+	disk = h->bdev->bd_disk;
+	memset(info, 0, sizeof(*info));
+	info->id = h->id;
+	snprintf(info->name, sizeof(info->name), "%pg", h->bdev);
+	info->dev = h->bdev->bd_dev;
+	info->lbs = h->lbs;
+	info->pbs = bdev_physical_block_size(h->bdev);
+	info->capacity = bdev_nr_bytes(h->bdev);
+	info->flags = (h->mode & FMODE_EXCL ? KMSGR_BDEV_F_EXCL : 0) |
+		      (h->mode & FMODE_WRITE ? 0 : KMSGR_BDEV_F_RDONLY);
+	info->attrs = (h->rdonly ? KMSGR_BDEV_A_RDONLY : 0) |
+		      (bdev_write_cache(h->bdev) ? KMSGR_BDEV_A_WCACHE : 0) |
+		      (bdev_fua(h->bdev) ? KMSGR_BDEV_A_FUA : 0);
+	/* as kmsgr_bdev_submit() tells that ops would fail ENXIO */
+	info->gone = !disk_live(disk) || test_bit(GD_DEAD, &disk->state);
+	info->read_ops = h->read_ops;
+	info->write_ops = h->write_ops;
+	info->flush_ops = h->ops - h->read_ops - h->write_ops;
+	info->read_bytes = h->read_bytes;
+	info->write_bytes = h->write_bytes;
+	info->in_flight = min_t(u64, h->ops - atomic64_read(&h->done),
+				U32_MAX);
+	info->errors = atomic64_read(&h->errors);
+	mutex_unlock(&inst->submit_lock);
+	*id = idx;
 	return 0;
 }

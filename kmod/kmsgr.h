@@ -21,9 +21,11 @@
  * layers); lower layers reach upper ones only through callbacks they were
  * given (the engine's struct msgr2_ops, the transports' kick functions).
  *
- * Locking, outermost first: inst->lock (control ioctls: main.c holds it
- * around INFO, SETUP, LISTEN and CONNECT; CLOSE only while it unlinks the
- * id, then tears down without it) or inst->submit_lock (ENTER:
+ * Locking, outermost first: the instance registry's mutex (session.c;
+ * netlink walks the instances under it and takes the locks below) >
+ * inst->lock (control ioctls: main.c holds it around INFO, SETUP, LISTEN
+ * and CONNECT; CLOSE only while it unlinks the id, then tears down
+ * without it) or inst->submit_lock (ENTER:
  * SQ consumption, calls kmsgr_sess_send(); never nested with inst->lock) >
  * sess->lock (one session's engine state) > inst->cq_lock (CQ producer,
  * pool).  Nothing sleeps under cq_lock.  Two sess->locks nest only as a
@@ -476,6 +478,35 @@ int kmsgr_bdev_detach(struct kmsgr_instance *inst,
 		      struct kmsgr_bdev_detach __user *uarg);
 /* release(): detach every device, once its ops have completed */
 void kmsgr_bdev_detach_all(struct kmsgr_instance *inst);
+
+/*
+ * What netlink reports of an attached block device: a snapshot taken
+ * under inst->submit_lock (kmsgr_bdev_info_next()).
+ */
+#define KMSGR_BDEV_NAME_LEN	32	/* the block layer's BDEVNAME_SIZE */
+struct kmsgr_bdev_info {
+	u32 id;				/* the handle */
+	char name[KMSGR_BDEV_NAME_LEN];	/* as %pg prints it: "nvme0n1" */
+	dev_t dev;
+	u32 lbs, pbs;
+	u64 capacity;			/* bytes, now */
+	u32 flags;			/* KMSGR_BDEV_F_* attached with */
+	u32 attrs;			/* KMSGR_BDEV_A_*, now */
+	bool gone;			/* went away: later ops fail ENXIO */
+	u32 in_flight;			/* ops submitted, not completed */
+	u64 read_ops, write_ops, flush_ops;
+	u64 read_bytes, write_bytes;
+	u64 errors;			/* ops completed with an error */
+};
+
+/*
+ * The device attached to @inst with the smallest handle >= *@id: its
+ * snapshot in @info, its handle in *@id; -ENOENT when there is none.
+ * Process context; takes inst->submit_lock, so the caller holds none of
+ * the instance's locks (the registry's mutex is fine: it is outside).
+ */
+int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
+			 struct kmsgr_bdev_info *info);
 /*
  * Start a BDEV SQE (flags, reserved fields and slices checked): 0 when
  * its KMSGR_CQE_OP follows into the reserved slot, else the errno.

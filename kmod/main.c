@@ -84,8 +84,9 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 	inst->memcg = get_mem_cgroup_from_mm(current->mm);
 	mutex_init(&inst->lock);
 	kmsgr_inst_init(inst);
-	kmsgr_sess_inst_init(inst);	/* gives it its id */
+	/* before netlink can find it (kmsgr_bdev_info_next()) */
 	kmsgr_bdev_inst_init(inst);
+	kmsgr_sess_inst_init(inst);	/* gives it its id, registers it */
 	atomic_inc(&kmsgr_instances);
 	kmsgr_inst_dbg(inst, "created\n");
 	return inst;

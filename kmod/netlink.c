@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmsgr - the generic netlink family "kmsgr": sessions, listeners and
- * instances as operators see them (kmsgrctl session/listener/instance
- * show, stats), and the "monitor" multicast group carrying session and
- * listener events.  The messages are described in
+ * kmsgr - the generic netlink family "kmsgr": sessions, listeners,
+ * instances and their block devices as operators see them (kmsgrctl
+ * session/listener/instance/bdev show, stats), and the "monitor" multicast
+ * group carrying session and listener events.  The messages are described in
  * uapi/linux/kmsgr_netlink.h and uapi/netlink/kmsgr.yaml.
  *
  * Locking: a dump holds no lock across the whole walk.  Each pass (one
  * reply skb) walks the instance registry under its mutex (session.c,
  * kmsgr_inst_walk()), so no instance is freed under it, and takes each
  * session's lock only while it copies that session
- * (kmsgr_obj_info_next()); the position between passes is an instance id
- * and an object id, so objects that come and go meanwhile are simply
- * seen or not.  Events reach the monitor group from the session code with
- * the session's lock held (struct kmsgr_notifier).
+ * (kmsgr_obj_info_next()), or the instance's submit_lock while it copies
+ * an attached block device (kmsgr_bdev_info_next(); nothing takes the
+ * registry's mutex under submit_lock); the position between passes is an
+ * instance id and an object id (a device's handle), so objects that come
+ * and go meanwhile are simply seen or not.  Events reach the monitor
+ * group from the session code with the session's lock held (struct
+ * kmsgr_notifier).
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -22,6 +25,7 @@
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
+#include <linux/kdev_t.h>
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/uidgid.h>
@@ -186,7 +190,7 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 	const int pad = KMSGR_A_INSTANCE_PAD;
 	struct kmsgr_inst_stats st;
 	u64 buf_size, pool_size, pool_used, locked, pinned, registered;
-	u32 sq_entries, cq_entries;
+	u32 sq_entries, cq_entries, bdevs;
 	bool paused;
 	void *hdr;
 
@@ -205,6 +209,8 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 	/* the transports' charges (struct kmsgr_xprt_acct), also racy */
 	pinned = atomic64_read(&inst->xacct.pinned);
 	registered = atomic64_read(&inst->xacct.registered);
+	/* submit_lock's; a racy read of a u32 is a count of a moment */
+	bdevs = READ_ONCE(inst->nr_bdevs);
 
 	hdr = genlmsg_put(skb, portid, seq, &kmsgr_nl_family, flags,
 			  KMSGR_CMD_INSTANCE_GET);
@@ -238,7 +244,58 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 	    (paused && nla_put_flag(skb, KMSGR_A_INSTANCE_CQ_PAUSED)) ||
 	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_PINNED, pinned, pad) ||
 	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_REGISTERED, registered,
-			      pad)) {
+			      pad) ||
+	    nla_put_u32(skb, KMSGR_A_INSTANCE_BDEVS, bdevs) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_BDEV_OPS, st.bdev_ops,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_BDEV_READ_BYTES,
+			      st.bdev_read_bytes, pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_BDEV_WRITE_BYTES,
+			      st.bdev_write_bytes, pad)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+static int kmsgr_nl_put_bdev(struct sk_buff *skb, u32 portid, u32 seq,
+			     int flags, const struct kmsgr_instance *inst,
+			     const struct kmsgr_bdev_info *b)
+{
+	const int pad = KMSGR_A_BDEV_PAD;
+	void *hdr;
+
+	hdr = genlmsg_put(skb, portid, seq, &kmsgr_nl_family, flags,
+			  KMSGR_CMD_BDEV_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u64_64bit(skb, KMSGR_A_BDEV_INSTANCE, inst->id, pad) ||
+	    nla_put_u32(skb, KMSGR_A_BDEV_ID, b->id) ||
+	    nla_put_u32(skb, KMSGR_A_BDEV_PID, inst->pid) ||
+	    nla_put_string(skb, KMSGR_A_BDEV_COMM, inst->comm) ||
+	    nla_put_string(skb, KMSGR_A_BDEV_NAME, b->name) ||
+	    nla_put_u32(skb, KMSGR_A_BDEV_MAJOR, MAJOR(b->dev)) ||
+	    nla_put_u32(skb, KMSGR_A_BDEV_MINOR, MINOR(b->dev)) ||
+	    nla_put_u32(skb, KMSGR_A_BDEV_LBS, b->lbs) ||
+	    nla_put_u32(skb, KMSGR_A_BDEV_PBS, b->pbs) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_BDEV_CAPACITY, b->capacity, pad) ||
+	    nla_put_u32(skb, KMSGR_A_BDEV_FLAGS, b->flags) ||
+	    nla_put_u32(skb, KMSGR_A_BDEV_ATTRS, b->attrs) ||
+	    nla_put_u32(skb, KMSGR_A_BDEV_IN_FLIGHT, b->in_flight) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_BDEV_OPS,
+			      b->read_ops + b->write_ops + b->flush_ops, pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_BDEV_READ_OPS, b->read_ops, pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_BDEV_WRITE_OPS, b->write_ops,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_BDEV_FLUSH_OPS, b->flush_ops,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_BDEV_READ_BYTES, b->read_bytes,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_BDEV_WRITE_BYTES, b->write_bytes,
+			      pad) ||
+	    nla_put_u64_64bit(skb, KMSGR_A_BDEV_ERRORS, b->errors, pad) ||
+	    (b->gone && nla_put_flag(skb, KMSGR_A_BDEV_GONE))) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
@@ -273,6 +330,17 @@ static int kmsgr_nl_get_one(struct kmsgr_instance *inst, void *arg)
 	if (g->cmd == KMSGR_CMD_INSTANCE_GET)
 		return kmsgr_nl_put_inst(g->msg, info->snd_portid,
 					 info->snd_seq, 0, inst) ?: 1;
+	if (g->cmd == KMSGR_CMD_BDEV_GET) {
+		struct kmsgr_bdev_info b;
+
+		ret = kmsgr_bdev_info_next(inst, &id, &b);
+		if (!ret && id != g->id)
+			ret = -ENOENT;
+		if (!ret)
+			ret = kmsgr_nl_put_bdev(g->msg, info->snd_portid,
+						info->snd_seq, 0, inst, &b) ?: 1;
+		return ret;
+	}
 
 	o = kmalloc(sizeof(*o), GFP_KERNEL);
 	if (!o)
@@ -308,6 +376,10 @@ static int kmsgr_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
 	case KMSGR_CMD_LISTENER_GET:
 		inst_attr = KMSGR_A_LISTENER_INSTANCE;
 		id_attr = KMSGR_A_LISTENER_ID;
+		break;
+	case KMSGR_CMD_BDEV_GET:
+		inst_attr = KMSGR_A_BDEV_INSTANCE;
+		id_attr = KMSGR_A_BDEV_ID;
 		break;
 	default:
 		inst_attr = KMSGR_A_INSTANCE_ID;
@@ -356,8 +428,30 @@ struct kmsgr_nl_dump {
 	struct netlink_callback *cb;
 	u8 cmd;
 	u64 only;			/* instance filter, 0: all */
-	struct kmsgr_obj_info *o;
+	struct kmsgr_obj_info *o;	/* sessions, listeners */
+	struct kmsgr_bdev_info b;	/* block devices */
 };
+
+/* An instance's block devices from handle cb->args[1] on. */
+static int kmsgr_nl_dump_bdevs(struct kmsgr_nl_dump *d,
+			       struct kmsgr_instance *inst)
+{
+	struct netlink_callback *cb = d->cb;
+	u32 id = cb->args[1];
+
+	while (!kmsgr_bdev_info_next(inst, &id, &d->b)) {
+		if (kmsgr_nl_put_bdev(d->skb, NETLINK_CB(cb->skb).portid,
+				      cb->nlh->nlmsg_seq, NLM_F_MULTI, inst,
+				      &d->b)) {
+			cb->args[1] = id;	/* this one goes next time */
+			return -EMSGSIZE;
+		}
+		if (id == U32_MAX)
+			break;
+		id++;
+	}
+	return 0;
+}
 
 static int kmsgr_nl_dump_one(struct kmsgr_instance *inst, void *arg)
 {
@@ -372,6 +466,11 @@ static int kmsgr_nl_dump_one(struct kmsgr_instance *inst, void *arg)
 		goto next;
 	if (d->cmd == KMSGR_CMD_INSTANCE_GET) {
 		if (kmsgr_nl_put_inst(d->skb, portid, seq, NLM_F_MULTI, inst))
+			return -EMSGSIZE;
+		goto next;
+	}
+	if (d->cmd == KMSGR_CMD_BDEV_GET) {
+		if (kmsgr_nl_dump_bdevs(d, inst))
 			return -EMSGSIZE;
 		goto next;
 	}
@@ -408,9 +507,11 @@ static int kmsgr_nl_get_dumpit(struct sk_buff *skb,
 		filter = KMSGR_A_SESSION_INSTANCE;
 	else if (d.cmd == KMSGR_CMD_LISTENER_GET)
 		filter = KMSGR_A_LISTENER_INSTANCE;
+	else if (d.cmd == KMSGR_CMD_BDEV_GET)
+		filter = KMSGR_A_BDEV_INSTANCE;
 	if (filter && info->attrs[filter])
 		d.only = nla_get_u64(info->attrs[filter]);
-	if (d.cmd != KMSGR_CMD_INSTANCE_GET) {
+	if (d.cmd == KMSGR_CMD_SESSION_GET || d.cmd == KMSGR_CMD_LISTENER_GET) {
 		d.o = kmalloc(sizeof(*d.o), GFP_KERNEL);
 		if (!d.o)
 			return -ENOMEM;
@@ -600,6 +701,11 @@ static const struct nla_policy kmsgr_nl_instance_policy[] = {
 	[KMSGR_A_INSTANCE_ID]		= { .type = NLA_U64 },
 };
 
+static const struct nla_policy kmsgr_nl_bdev_policy[] = {
+	[KMSGR_A_BDEV_INSTANCE]		= { .type = NLA_U64 },
+	[KMSGR_A_BDEV_ID]		= { .type = NLA_U32 },
+};
+
 static const struct genl_ops kmsgr_nl_ops[] = {
 	{
 		.cmd		= KMSGR_CMD_SESSION_GET,
@@ -630,6 +736,13 @@ static const struct genl_ops kmsgr_nl_ops[] = {
 	{
 		.cmd		= KMSGR_CMD_DEV_GET,
 		.dumpit		= kmsgr_nl_dev_dumpit,
+	},
+	{
+		.cmd		= KMSGR_CMD_BDEV_GET,
+		.doit		= kmsgr_nl_get_doit,
+		.dumpit		= kmsgr_nl_get_dumpit,
+		.policy		= kmsgr_nl_bdev_policy,
+		.maxattr	= ARRAY_SIZE(kmsgr_nl_bdev_policy) - 1,
 	},
 };
 

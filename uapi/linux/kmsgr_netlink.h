@@ -19,6 +19,10 @@
  *   LISTENER_NTF  multicast on "monitor": a listener event (_REFUSED)
  *   DEV_GET       dump: the devices the transports use (RDMA devices and
  *                 their ports; KMSGR_A_DEV_*), visible to every caller
+ *   BDEV_GET      do: KMSGR_A_BDEV_INSTANCE and _ID (the handle
+ *                 ATTACH_BDEV gave) name one attached block device;
+ *                 dump: every attached device, or an instance's
+ *                 (_INSTANCE given)
  *
  * Visibility: a caller sees the objects of the instances opened in its
  * network namespace by its own effective uid; with CAP_NET_ADMIN (in the
@@ -137,6 +141,12 @@ enum {
 	KMSGR_A_INSTANCE_CQ_PAUSED,	/* flag: delivery paused (CQ full) */
 	KMSGR_A_INSTANCE_PINNED,	/* u64: bytes DMA-mapped now (rdma) */
 	KMSGR_A_INSTANCE_REGISTERED,	/* u64: bytes registered for peers */
+	KMSGR_A_INSTANCE_BDEVS,		/* u32: block devices attached now */
+	KMSGR_A_INSTANCE_BDEV_OPS,	/* u64: BDEV SQEs submitted (every
+					 * device, detached ones included)
+					 */
+	KMSGR_A_INSTANCE_BDEV_READ_BYTES,	/* u64: ... bytes of READs */
+	KMSGR_A_INSTANCE_BDEV_WRITE_BYTES,	/* u64: ... of WRITEs */
 
 	__KMSGR_A_INSTANCE_MAX,
 	KMSGR_A_INSTANCE_MAX = (__KMSGR_A_INSTANCE_MAX - 1)
@@ -178,6 +188,42 @@ enum {
 	KMSGR_A_DEV_MAX = (__KMSGR_A_DEV_MAX - 1)
 };
 
+/*
+ * An attached block device (KMSGR_IOC_ATTACH_BDEV).  The op counters
+ * count the BDEV SQEs the module submitted to the device (not those it
+ * refused: they are the instance's SQE errors); _ERRORS those of them
+ * that completed with an error.
+ */
+enum {
+	KMSGR_A_BDEV_PAD = 1,
+	KMSGR_A_BDEV_INSTANCE,		/* u64: instance id */
+	KMSGR_A_BDEV_ID,		/* u32: the handle (kmsgr_sqe.session) */
+	KMSGR_A_BDEV_PID,		/* u32: tgid that opened the instance */
+	KMSGR_A_BDEV_COMM,		/* string: its comm */
+	KMSGR_A_BDEV_NAME,		/* string: the kernel's name ("nvme0n1") */
+	KMSGR_A_BDEV_MAJOR,		/* u32: its dev_t */
+	KMSGR_A_BDEV_MINOR,		/* u32 */
+	KMSGR_A_BDEV_LBS,		/* u32: logical block size, bytes */
+	KMSGR_A_BDEV_PBS,		/* u32: physical block size, bytes */
+	KMSGR_A_BDEV_CAPACITY,		/* u64: bytes, now */
+	KMSGR_A_BDEV_FLAGS,		/* u32: KMSGR_BDEV_F_* attached with */
+	KMSGR_A_BDEV_ATTRS,		/* u32: KMSGR_BDEV_A_*, now */
+	KMSGR_A_BDEV_IN_FLIGHT,		/* u32: ops not completed yet */
+	KMSGR_A_BDEV_OPS,		/* u64: ops submitted */
+	KMSGR_A_BDEV_READ_OPS,		/* u64: of which READs */
+	KMSGR_A_BDEV_WRITE_OPS,		/* u64: WRITEs */
+	KMSGR_A_BDEV_FLUSH_OPS,		/* u64: FLUSHes */
+	KMSGR_A_BDEV_READ_BYTES,	/* u64: bytes of the READs */
+	KMSGR_A_BDEV_WRITE_BYTES,	/* u64: bytes of the WRITEs */
+	KMSGR_A_BDEV_ERRORS,		/* u64: ops completed with an error */
+	KMSGR_A_BDEV_GONE,		/* flag: the device went away (hot
+					 * unplug): later ops fail ENXIO
+					 */
+
+	__KMSGR_A_BDEV_MAX,
+	KMSGR_A_BDEV_MAX = (__KMSGR_A_BDEV_MAX - 1)
+};
+
 enum {
 	KMSGR_CMD_SESSION_GET = 1,
 	KMSGR_CMD_LISTENER_GET,
@@ -186,6 +232,7 @@ enum {
 	KMSGR_CMD_SESSION_NTF,
 	KMSGR_CMD_LISTENER_NTF,
 	KMSGR_CMD_DEV_GET,
+	KMSGR_CMD_BDEV_GET,
 
 	__KMSGR_CMD_MAX,
 	KMSGR_CMD_MAX = (__KMSGR_CMD_MAX - 1)
