@@ -140,6 +140,7 @@ MAN3LINKS := $(addprefix kmsgr_open:,kmsgr_close kmsgr_fd kmsgr_info \
 		kmsgr_nl_sessions kmsgr_nl_session_get kmsgr_nl_listeners \
 		kmsgr_nl_listener_get kmsgr_nl_instances \
 		kmsgr_nl_instance_get kmsgr_nl_stats kmsgr_nl_devs \
+		kmsgr_nl_bdevs kmsgr_nl_bdev_get \
 		kmsgr_nl_monitor_start \
 		kmsgr_nl_monitor_read) \
 	$(addprefix kmsgr_addr_parse:,kmsgr_addr_format kmsgr_key_decode \

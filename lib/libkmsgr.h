@@ -832,7 +832,12 @@ struct kmsgr_instance_info {
 					 * connections now
 					 */
 	__u64 registered;		/* bytes they registered for peers */
-	__u64 reserved[2];		/* the struct keeps its size */
+	/*
+	 * Bytes of the BDEV READs and WRITEs it submitted, on every device
+	 * it attached (LIBKMSGR_0.7: 0 from an older library; the struct
+	 * keeps its size)
+	 */
+	__u64 bdev_read_bytes, bdev_write_bytes;
 };
 
 /* A device a transport uses (KMSGR_A_DEV_*). */
@@ -846,6 +851,27 @@ struct kmsgr_dev_info {
 	__u32 dying;			/* 1: being removed */
 	__u32 reserved0;
 	__u64 reserved[4];
+};
+
+/* A block device an instance attached (KMSGR_A_BDEV_*; LIBKMSGR_0.7). */
+struct kmsgr_bdev_info {
+	__u64 instance;
+	__u32 id;			/* the handle ATTACH_BDEV gave */
+	__u32 pid;			/* of the process that opened it */
+	char comm[16];
+	char name[32];			/* the kernel's name: "nvme0n1" */
+	__u32 major, minor;
+	__u32 lbs, pbs;			/* logical, physical block size */
+	__u64 capacity;			/* bytes */
+	__u32 flags;			/* KMSGR_BDEV_F_* it was attached with */
+	__u32 attrs;			/* KMSGR_BDEV_A_* */
+	__u32 in_flight;		/* ops not completed */
+	__u32 gone;			/* 1: the device went away (ENXIO) */
+	__u64 ops;			/* BDEV SQEs submitted to it */
+	__u64 read_ops, write_ops, flush_ops;
+	__u64 read_bytes, write_bytes;
+	__u64 errors;			/* ops completed with an error */
+	__u64 reserved[6];
 };
 
 /* Module-wide counters (KMSGR_A_STATS_*). */
@@ -905,6 +931,12 @@ int kmsgr_nl_stats(struct kmsgr_nl *nl, struct kmsgr_stats_info *out);
 int kmsgr_nl_devs(struct kmsgr_nl *nl,
 		  int (*fn)(const struct kmsgr_dev_info *d, void *arg),
 		  void *arg);
+/* Block devices the instances attached; @fn may be NULL: only counts. */
+int kmsgr_nl_bdevs(struct kmsgr_nl *nl, __u64 instance,
+		   int (*fn)(const struct kmsgr_bdev_info *b, void *arg),
+		   void *arg);
+int kmsgr_nl_bdev_get(struct kmsgr_nl *nl, __u64 instance, __u32 id,
+		      struct kmsgr_bdev_info *out);
 
 /* Callbacks of kmsgr_nl_monitor_read(); either may be NULL. */
 struct kmsgr_nl_monitor_ops {

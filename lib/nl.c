@@ -286,6 +286,38 @@ static int parse_instance(struct nlattr **tb, void *out)
 	i->cq_paused = !!tb[KMSGR_A_INSTANCE_CQ_PAUSED];
 	i->pinned = u64_or_0(tb[KMSGR_A_INSTANCE_PINNED]);
 	i->registered = u64_or_0(tb[KMSGR_A_INSTANCE_REGISTERED]);
+	i->bdev_read_bytes = u64_or_0(tb[KMSGR_A_INSTANCE_BDEV_READ_BYTES]);
+	i->bdev_write_bytes = u64_or_0(tb[KMSGR_A_INSTANCE_BDEV_WRITE_BYTES]);
+	return 0;
+}
+
+static int parse_bdev(struct nlattr **tb, void *out)
+{
+	struct kmsgr_bdev_info *b = out;
+
+	if (!tb[KMSGR_A_BDEV_INSTANCE] || !tb[KMSGR_A_BDEV_ID])
+		return -EPROTO;
+	b->instance = nla_get_u64(tb[KMSGR_A_BDEV_INSTANCE]);
+	b->id = nla_get_u32(tb[KMSGR_A_BDEV_ID]);
+	b->pid = u32_or_0(tb[KMSGR_A_BDEV_PID]);
+	get_comm(tb[KMSGR_A_BDEV_COMM], b->comm, sizeof(b->comm));
+	get_comm(tb[KMSGR_A_BDEV_NAME], b->name, sizeof(b->name));
+	b->major = u32_or_0(tb[KMSGR_A_BDEV_MAJOR]);
+	b->minor = u32_or_0(tb[KMSGR_A_BDEV_MINOR]);
+	b->lbs = u32_or_0(tb[KMSGR_A_BDEV_LBS]);
+	b->pbs = u32_or_0(tb[KMSGR_A_BDEV_PBS]);
+	b->capacity = u64_or_0(tb[KMSGR_A_BDEV_CAPACITY]);
+	b->flags = u32_or_0(tb[KMSGR_A_BDEV_FLAGS]);
+	b->attrs = u32_or_0(tb[KMSGR_A_BDEV_ATTRS]);
+	b->in_flight = u32_or_0(tb[KMSGR_A_BDEV_IN_FLIGHT]);
+	b->gone = !!tb[KMSGR_A_BDEV_GONE];
+	b->ops = u64_or_0(tb[KMSGR_A_BDEV_OPS]);
+	b->read_ops = u64_or_0(tb[KMSGR_A_BDEV_READ_OPS]);
+	b->write_ops = u64_or_0(tb[KMSGR_A_BDEV_WRITE_OPS]);
+	b->flush_ops = u64_or_0(tb[KMSGR_A_BDEV_FLUSH_OPS]);
+	b->read_bytes = u64_or_0(tb[KMSGR_A_BDEV_READ_BYTES]);
+	b->write_bytes = u64_or_0(tb[KMSGR_A_BDEV_WRITE_BYTES]);
+	b->errors = u64_or_0(tb[KMSGR_A_BDEV_ERRORS]);
 	return 0;
 }
 
@@ -444,10 +476,11 @@ static int kmsgr_nl_dump(struct kmsgr_nl *nl, __u8 cmd, int a64, __u64 v64,
 /* The caller's typed callback, called through kmsgr_nl_dump()'s. */
 struct kmsgr_nl_user {
 	union {
-		int (*session)(const struct kmsgr_session_info *, void *);
-		int (*listener)(const struct kmsgr_listener_info *, void *);
-		int (*instance)(const struct kmsgr_instance_info *, void *);
-		int (*dev)(const struct kmsgr_dev_info *, void *);
+		int (*session)(const struct kmsgr_session_info *s, void *arg);
+		int (*listener)(const struct kmsgr_listener_info *l, void *arg);
+		int (*instance)(const struct kmsgr_instance_info *i, void *arg);
+		int (*dev)(const struct kmsgr_dev_info *d, void *arg);
+		int (*bdev)(const struct kmsgr_bdev_info *b, void *arg);
 	};
 	void *arg;
 };
@@ -478,6 +511,13 @@ static int call_dev(const void *obj, void *arg)
 	const struct kmsgr_nl_user *u = arg;
 
 	return u->dev(obj, u->arg);
+}
+
+static int call_bdev(const void *obj, void *arg)
+{
+	const struct kmsgr_nl_user *u = arg;
+
+	return u->bdev(obj, u->arg);
 }
 
 int kmsgr_nl_session_get(struct kmsgr_nl *nl, __u64 instance, __u32 id,
@@ -558,6 +598,27 @@ int kmsgr_nl_devs(struct kmsgr_nl *nl,
 
 	return kmsgr_nl_dump(nl, KMSGR_CMD_DEV_GET, 0, 0, parse_dev,
 			     KMSGR_A_DEV_MAX, &d, sizeof(d), call_dev, &u);
+}
+
+int kmsgr_nl_bdev_get(struct kmsgr_nl *nl, __u64 instance, __u32 id,
+		      struct kmsgr_bdev_info *out)
+{
+	return kmsgr_nl_get(nl, KMSGR_CMD_BDEV_GET, KMSGR_A_BDEV_INSTANCE,
+			    instance, KMSGR_A_BDEV_ID, id, parse_bdev,
+			    KMSGR_A_BDEV_MAX, out, sizeof(*out));
+}
+
+int kmsgr_nl_bdevs(struct kmsgr_nl *nl, __u64 instance,
+		   int (*fn)(const struct kmsgr_bdev_info *, void *),
+		   void *arg)
+{
+	struct kmsgr_nl_user u = { .bdev = fn, .arg = arg };
+	struct kmsgr_bdev_info b;
+
+	return kmsgr_nl_dump(nl, KMSGR_CMD_BDEV_GET,
+			     instance ? KMSGR_A_BDEV_INSTANCE : 0, instance,
+			     parse_bdev, KMSGR_A_BDEV_MAX, &b, sizeof(b),
+			     fn ? call_bdev : NULL, &u);
 }
 
 /* ---- monitor ------------------------------------------------------------- */

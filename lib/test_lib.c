@@ -3,7 +3,8 @@
  * test_lib - host-only tests of libkmsgr's pure helpers: address parsing
  * and formatting, Ceph key and keyring decoding, reason and event names;
  * and of its ring logic (completion helpers, when kmsgr_submit() enters
- * the kernel, busy-poll, the exported symbols) against a fake device.
+ * the kernel, busy-poll, the exported symbols) against a fake device; the
+ * layout of the caller-allocated netlink structs.
  * No device needed.  Output is TAP; exit status 0 when every test passed.
  *
  *   make -C lib check
@@ -16,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -682,6 +684,50 @@ out:
 	dlclose(so);
 }
 
+/*
+ * The netlink structs are allocated by the caller: their layout is ABI.
+ * struct kmsgr_instance_info took its last reserved words for the block
+ * device totals (LIBKMSGR_0.7) and kept its size; struct
+ * kmsgr_bdev_info keeps reserved words of its own.  The new calls are in
+ * their own version node.
+ */
+static void test_nl_abi(void)
+{
+	static const char *const syms[] = {
+		"kmsgr_nl_bdevs", "kmsgr_nl_bdev_get",
+	};
+	char buf[64];
+	size_t i;
+	void *so;
+
+	snprintf(buf, sizeof(buf), "%zu %zu %zu",
+		 sizeof(struct kmsgr_instance_info),
+		 offsetof(struct kmsgr_instance_info, bdev_read_bytes),
+		 offsetof(struct kmsgr_instance_info, bdev_write_bytes));
+	ok(!strcmp(buf, "168 152 160"),
+	   "nl abi: kmsgr_instance_info keeps its 168 bytes, bdev totals at 152 and 160 (%s)",
+	   buf);
+	snprintf(buf, sizeof(buf), "%zu %zu %zu %zu",
+		 sizeof(struct kmsgr_bdev_info),
+		 offsetof(struct kmsgr_bdev_info, name),
+		 offsetof(struct kmsgr_bdev_info, ops),
+		 offsetof(struct kmsgr_bdev_info, reserved));
+	ok(!strcmp(buf, "208 32 104 160"),
+	   "nl abi: kmsgr_bdev_info is 208 bytes, 48 of them reserved (%s)",
+	   buf);
+
+	so = dlopen(LIBKMSGR_SO, RTLD_NOW | RTLD_LOCAL);
+	ok(!!so, "nl abi: %s", "dlopen " LIBKMSGR_SO);
+	if (!so)
+		return;
+	for (i = 0; i < ARRAY_SIZE(syms); i++) {
+		ok(dlvsym(so, syms[i], "LIBKMSGR_0.7") &&
+		   !dlvsym(so, syms[i], "LIBKMSGR_0.6"),
+		   "nl abi: %s is exported under LIBKMSGR_0.7", syms[i]);
+	}
+	dlclose(so);
+}
+
 int main(void)
 {
 	test_addr();
@@ -695,6 +741,7 @@ int main(void)
 	test_submit_no_syscall();
 	test_busy_poll();
 	test_exported();
+	test_nl_abi();
 	printf("1..%d\n", tests);
 	return failures ? 1 : 0;
 }
