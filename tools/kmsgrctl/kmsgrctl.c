@@ -326,7 +326,7 @@ static void print_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [OPTIONS] OBJECT [VERB [ARGS]]\n"
-		"where  OBJECT := { info | session | listener | instance | stats | monitor | dev | key | mon | rados | bench | blk | version | help }\n"
+		"where  OBJECT := { info | session | listener | instance | bdev | stats | monitor | dev | key | mon | rados | bench | blk | version | help }\n"
 		"       OPTIONS := { -j[son] | -p[retty] | -d[evice] PATH |\n"
 		"                    -V[ersion] | -h[elp] }\n"
 		"\n"
@@ -336,6 +336,7 @@ static void print_usage(FILE *f)
 		"  session connect [OPTS] ADDR   open a session, optionally send messages\n"
 		"  listener [show [INST [ID]]]   listeners: address, accepted, refused\n"
 		"  instance [show [ID]]          open instances: owner, rings, pool, counters\n"
+		"  bdev [show [INST [ID]]]       block devices instances attached: I/O counters\n"
 		"  stats [show]                  module-wide counters\n"
 		"  monitor [--count N]           session and listener events as they happen\n"
 		"  dev [show]                    RDMA devices and ports kmsgr uses\n"
@@ -381,6 +382,7 @@ static const struct command {
 	{ "session",	cmd_session },
 	{ "listener",	cmd_listener },
 	{ "instance",	cmd_instance },
+	{ "bdev",	cmd_bdev },
 	{ "stats",	cmd_stats },
 	{ "monitor",	cmd_monitor },
 	{ "dev",	cmd_dev },

@@ -291,6 +291,7 @@ int cmd_session(int argc, char **argv);
 int cmd_session_show(int argc, char **argv);
 int cmd_listener(int argc, char **argv);
 int cmd_instance(int argc, char **argv);
+int cmd_bdev(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
 int cmd_dev(int argc, char **argv);

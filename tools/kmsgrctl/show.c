@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kmsgrctl - what the module is doing, over its generic netlink family:
- * session show, listener show, instance show, stats, monitor.
+ * session show, listener show, instance show, bdev show, stats, monitor.
  *
  * Text output is one line per object, like ss(8) and rdma(8); with -j a
  * JSON array (show) or one JSON object per line (monitor).
@@ -208,8 +208,54 @@ static void print_listener(const struct kmsgr_listener_info *l)
 	putchar('\n');
 }
 
+/*
+ * Block devices attached per instance, for the instance view (from a
+ * dump of them before the instances': the library's instance struct has
+ * no room for the count).
+ */
+struct bdev_tally {
+	bool ok;		/* the dump worked (the module has BDEV_GET) */
+	size_t n;
+	struct { __u64 instance; __u32 count; } inst[64];
+};
+
+static int tally_bdev(const struct kmsgr_bdev_info *b, void *arg)
+{
+	struct bdev_tally *t = arg;
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->inst[i].instance == b->instance)
+			break;
+	if (i == t->n) {
+		if (t->n == ARRAY_SIZE(t->inst))
+			return 0;	/* a count for the first 64 */
+		t->inst[t->n].instance = b->instance;
+		t->inst[t->n++].count = 0;
+	}
+	t->inst[i].count++;
+	return 0;
+}
+
+static struct bdev_tally tally;
+
+/* -1 when unknown */
+static long long tally_of(__u64 instance)
+{
+	size_t i;
+
+	if (!tally.ok)
+		return -1;
+	for (i = 0; i < tally.n; i++)
+		if (tally.inst[i].instance == instance)
+			return tally.inst[i].count;
+	return 0;
+}
+
 static void print_instance(const struct kmsgr_instance_info *i)
 {
+	long long bdevs = tally_of(i->id);
+
 	if (opt.json) {
 		jw_open(NULL, '{');
 		jw_u64("id", i->id);
@@ -233,6 +279,10 @@ static void print_instance(const struct kmsgr_instance_info *i)
 		jw_bool("cq_paused", i->cq_paused);
 		jw_u64("pinned_bytes", i->pinned);
 		jw_u64("registered_bytes", i->registered);
+		if (bdevs >= 0)
+			jw_u64("bdevs", (__u64)bdevs);
+		jw_u64("bdev_read_bytes", i->bdev_read_bytes);
+		jw_u64("bdev_write_bytes", i->bdev_write_bytes);
 		jw_close('}');
 		return;
 	}
@@ -255,6 +305,67 @@ static void print_instance(const struct kmsgr_instance_info *i)
 	printf("    rdma pinned %llu registered %llu\n",
 	       (unsigned long long)i->pinned,
 	       (unsigned long long)i->registered);
+	if (bdevs >= 0)
+		printf("    bdevs %lld", bdevs);
+	else
+		printf("   ");
+	printf(" bdev read %llu written %llu\n",
+	       (unsigned long long)i->bdev_read_bytes,
+	       (unsigned long long)i->bdev_write_bytes);
+}
+
+static void print_bdev(const struct kmsgr_bdev_info *b)
+{
+	bool ro = b->attrs & KMSGR_BDEV_A_RDONLY;
+	bool excl = b->flags & KMSGR_BDEV_F_EXCL;
+
+	if (opt.json) {
+		jw_open(NULL, '{');
+		jw_u64("instance", b->instance);
+		jw_u64("id", b->id);
+		jw_u64("pid", b->pid);
+		jw_string("comm", b->comm);
+		jw_string("name", b->name);
+		jw_u64("major", b->major);
+		jw_u64("minor", b->minor);
+		jw_u64("lbs", b->lbs);
+		jw_u64("pbs", b->pbs);
+		jw_u64("capacity", b->capacity);
+		jw_bool("read_only", ro);
+		jw_bool("exclusive", excl);
+		jw_bool("write_cache", b->attrs & KMSGR_BDEV_A_WCACHE);
+		jw_bool("fua", b->attrs & KMSGR_BDEV_A_FUA);
+		jw_u64("flags", b->flags);
+		jw_u64("attrs", b->attrs);
+		jw_bool("gone", b->gone);
+		jw_u64("in_flight", b->in_flight);
+		jw_u64("ops", b->ops);
+		jw_u64("read_ops", b->read_ops);
+		jw_u64("write_ops", b->write_ops);
+		jw_u64("flush_ops", b->flush_ops);
+		jw_u64("read_bytes", b->read_bytes);
+		jw_u64("write_bytes", b->write_bytes);
+		jw_u64("errors", b->errors);
+		jw_close('}');
+		return;
+	}
+	printf("bdev %u instance %llu pid %u comm %s ", b->id,
+	       (unsigned long long)b->instance, b->pid, b->comm);
+	printf("%s (%u:%u) lbs %u pbs %u capacity %llu %s%s%s%s%s\n",
+	       b->name, b->major, b->minor, b->lbs, b->pbs,
+	       (unsigned long long)b->capacity, ro ? "ro" : "rw",
+	       excl ? " exclusive" : "",
+	       b->attrs & KMSGR_BDEV_A_WCACHE ? " write-cache" : "",
+	       b->attrs & KMSGR_BDEV_A_FUA ? " fua" : "",
+	       b->gone ? " gone" : "");
+	printf("    ops %llu reads %llu writes %llu flushes %llu",
+	       (unsigned long long)b->ops, (unsigned long long)b->read_ops,
+	       (unsigned long long)b->write_ops,
+	       (unsigned long long)b->flush_ops);
+	printf(" bytes read %llu written %llu errors %llu in-flight %u\n",
+	       (unsigned long long)b->read_bytes,
+	       (unsigned long long)b->write_bytes,
+	       (unsigned long long)b->errors, b->in_flight);
 }
 
 /* ---- verbs ------------------------------------------------------------- */
@@ -280,13 +391,22 @@ static int each_instance(const struct kmsgr_instance_info *i, void *arg)
 	return 0;
 }
 
-enum show_kind { SHOW_SESSION, SHOW_LISTENER, SHOW_INSTANCE };
+static int each_bdev(const struct kmsgr_bdev_info *b, void *arg)
+{
+	(void)arg;
+	print_bdev(b);
+	return 0;
+}
 
-static const char *const show_names[] = { "session", "listener", "instance" };
+enum show_kind { SHOW_SESSION, SHOW_LISTENER, SHOW_INSTANCE, SHOW_BDEV };
+
+static const char *const show_names[] = {
+	"session", "listener", "instance", "bdev",
+};
 
 /*
- * OBJECT show [INSTANCE [ID]] (sessions, listeners) or [ID] (instances):
- * everything visible, one instance's, or one object.
+ * OBJECT show [INSTANCE [ID]] (sessions, listeners, block devices) or
+ * [ID] (instances): everything visible, one instance's, or one object.
  */
 static int show(enum show_kind kind, int argc, char **argv)
 {
@@ -315,16 +435,22 @@ static int show(enum show_kind kind, int argc, char **argv)
 	}
 	if (nl_open(&nl))
 		return EXIT_FAILURE;
+	/* an older module without BDEV_GET: the instances without counts */
+	if (kind == SHOW_INSTANCE)
+		tally.ok = kmsgr_nl_bdevs(nl, inst, tally_bdev, &tally) >= 0;
 
 	if (argc == nargs) {
 		struct kmsgr_session_info s;
 		struct kmsgr_listener_info l;
 		struct kmsgr_instance_info in;
+		struct kmsgr_bdev_info b;
 
 		if (kind == SHOW_SESSION)
 			ret = kmsgr_nl_session_get(nl, inst, (__u32)id, &s);
 		else if (kind == SHOW_LISTENER)
 			ret = kmsgr_nl_listener_get(nl, inst, (__u32)id, &l);
+		else if (kind == SHOW_BDEV)
+			ret = kmsgr_nl_bdev_get(nl, inst, (__u32)id, &b);
 		else
 			ret = kmsgr_nl_instance_get(nl, inst, &in);
 		if (ret) {
@@ -338,6 +464,8 @@ static int show(enum show_kind kind, int argc, char **argv)
 			print_session(&s);
 		else if (kind == SHOW_LISTENER)
 			print_listener(&l);
+		else if (kind == SHOW_BDEV)
+			print_bdev(&b);
 		else
 			print_instance(&in);
 		if (opt.json)
@@ -352,6 +480,8 @@ static int show(enum show_kind kind, int argc, char **argv)
 		ret = kmsgr_nl_sessions(nl, inst, each_session, NULL);
 	else if (kind == SHOW_LISTENER)
 		ret = kmsgr_nl_listeners(nl, inst, each_listener, NULL);
+	else if (kind == SHOW_BDEV)
+		ret = kmsgr_nl_bdevs(nl, inst, each_bdev, NULL);
 	else
 		ret = kmsgr_nl_instances(nl, each_instance, NULL);
 	if (opt.json)
@@ -386,9 +516,25 @@ static void instance_usage(FILE *f)
 		"\n"
 		"Lists the open /dev/kmsgr instances the caller may see: owner pid\n"
 		"and comm, ring sizes, buffer area and receive pool use, memory\n"
-		"locked, sessions, the SQ/CQ counters (CQ full, overflow, lost), and\n"
-		"the RDMA memory its connections keep pinned and registered.\n",
+		"locked, sessions, the SQ/CQ counters (CQ full, overflow, lost), the\n"
+		"RDMA memory its connections keep pinned and registered, and its\n"
+		"block devices: how many are attached, the bytes read and written.\n",
 		progname);
+}
+
+static void bdev_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s bdev [show [INSTANCE [ID]]]\n"
+		"\n"
+		"Lists the block devices the instances the caller may see have\n"
+		"attached (\"%s blk serve\" attaches one): the kernel's name and\n"
+		"major:minor, block sizes, capacity, read-only or read-write,\n"
+		"exclusive, write cache and FUA; the ops submitted to it (reads,\n"
+		"writes, flushes), the bytes read and written, the ops that failed,\n"
+		"the ops in flight; \"gone\" once the device went away.  ID is the\n"
+		"handle ATTACH_BDEV gave.\n",
+		progname, progname);
 }
 
 static void stats_usage(FILE *f)
@@ -459,6 +605,13 @@ int cmd_instance(int argc, char **argv)
 	int ret = show_verb(&argc, &argv, "instance", instance_usage);
 
 	return ret >= 0 ? ret : show(SHOW_INSTANCE, argc, argv);
+}
+
+int cmd_bdev(int argc, char **argv)
+{
+	int ret = show_verb(&argc, &argv, "bdev", bdev_usage);
+
+	return ret >= 0 ? ret : show(SHOW_BDEV, argc, argv);
 }
 
 int cmd_stats(int argc, char **argv)
