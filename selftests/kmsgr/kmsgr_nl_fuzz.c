@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kmsgr_nl_fuzz - random requests to the "kmsgr" generic netlink family:
- * commands 0 to 15 (known, notifications, unknown), request flags with
- * and without NLM_F_DUMP, a random genl version and reserved field, and
+ * commands 0 to 15 (known, notifications, unknown; a quarter of the
+ * requests one of the family's commands, BDEV_GET included), request
+ * flags with and without NLM_F_DUMP, a random genl version and reserved field, and
  * zero to six attributes of random type (0 to 40), length (0 to 40
  * bytes, sometimes a length that overruns the message) and content, some
  * of them the right type and size for an instance or object id (small
- * ids, so that live objects are hit).  Every request must be answered
- * (an error ack, a reply or a dump) within a second; the kernel side is
- * checked by the caller (no warning in dmesg).
+ * ids, so that live objects are hit: sessions, listeners, block-device
+ * handles).  Every request must be answered (an error ack, a reply or a
+ * dump) within a second; the kernel side is checked by the caller (no
+ * warning in dmesg).
  *
  *   kmsgr_nl_fuzz [COUNT [SEED]]
  *
- * Prints a summary; exit status 0 when every request got its answer.
+ * Prints a summary (with the number of block devices replies showed, so
+ * that a caller with one attached can tell that they were reached); exit
+ * status 0 when every request got its answer.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -54,7 +58,7 @@ static size_t build(unsigned char *buf, int family, unsigned int seq)
 	if (rnd(2))
 		nlh->nlmsg_flags |= NLM_F_DUMP;
 	nlh->nlmsg_seq = seq;
-	g->cmd = rnd(16);
+	g->cmd = rnd(4) ? rnd(16) : 1 + rnd(KMSGR_CMD_MAX);
 	g->version = rnd(4) ? KMSGR_GENL_VERSION : rnd(256);
 	g->reserved = rnd(8) ? 0 : rnd(65536);
 
@@ -64,12 +68,14 @@ static size_t build(unsigned char *buf, int family, unsigned int seq)
 
 		switch (rnd(4)) {
 		case 0:		/* an instance id, small */
-			a->nla_type = rnd(2) ? KMSGR_A_SESSION_INSTANCE :
+			a->nla_type = rnd(3) == 0 ? KMSGR_A_BDEV_INSTANCE :
+				      rnd(2) ? KMSGR_A_SESSION_INSTANCE :
 					       KMSGR_A_INSTANCE_ID;
 			alen = 8;
 			break;
-		case 1:		/* an object id, small */
-			a->nla_type = KMSGR_A_SESSION_ID;
+		case 1:		/* an object id (or a handle), small */
+			a->nla_type = rnd(3) == 0 ? KMSGR_A_BDEV_ID :
+						    KMSGR_A_SESSION_ID;
 			alen = 4;
 			break;
 		default:
@@ -93,8 +99,10 @@ static size_t build(unsigned char *buf, int family, unsigned int seq)
 /*
  * Read answers until the one that ends request @seq: an error or ack
  * message, or NLMSG_DONE of a dump.  0, or -1 when none came in time.
+ * Counts the replies, and in @bdevs those that showed a block device.
  */
-static int drain(int fd, unsigned int seq, unsigned long *replies)
+static int drain(int fd, unsigned int seq, unsigned long *replies,
+		 unsigned long *bdevs)
 {
 	static unsigned char rbuf[65536];
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -123,6 +131,10 @@ static int drain(int fd, unsigned int seq, unsigned long *replies)
 			    nlh->nlmsg_type == NLMSG_DONE)
 				return 0;
 			(*replies)++;
+			if (nlh->nlmsg_len >= NLMSG_LENGTH(GENL_HDRLEN) &&
+			    ((struct genlmsghdr *)NLMSG_DATA(nlh))->cmd ==
+			    KMSGR_CMD_BDEV_GET)
+				(*bdevs)++;
 		}
 	}
 }
@@ -134,7 +146,7 @@ int main(int argc, char **argv)
 				       (unsigned int)time(NULL);
 	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
 	static unsigned char buf[BUF_SIZE];
-	unsigned long i, replies = 0, lost = 0;
+	unsigned long i, replies = 0, bdevs = 0, lost = 0;
 	struct nl_sock *sk;
 	int family, fd;
 
@@ -165,11 +177,12 @@ int main(int argc, char **argv)
 			/* a malformed length may be refused at once */
 			continue;
 		}
-		if (drain(fd, (unsigned int)i + 1, &replies))
+		if (drain(fd, (unsigned int)i + 1, &replies, &bdevs))
 			lost++;
 	}
 	close(fd);
-	printf("kmsgr_nl_fuzz: seed %u, %lu requests, %lu reply messages, %lu unanswered\n",
-	       seed, count, replies, lost);
+	printf("kmsgr_nl_fuzz: seed %u, %lu requests, ", seed, count);
+	printf("%lu reply messages (%lu of block devices), %lu unanswered\n",
+	       replies, bdevs, lost);
 	return lost ? 1 : 0;
 }

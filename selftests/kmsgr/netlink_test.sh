@@ -13,10 +13,22 @@
 #     fails;
 #   - monitor -j sees ACCEPTED and UP, then DOWN and UP again when the
 #     client's TCP connection is killed with ss -K, then CLOSED;
+#   - block devices (KMSGR_NVME, tools/vm/run --nvme): "blk serve --excl"
+#     attaches the namespace; bdev show -j lists it with the kernel's
+#     name, major:minor, block sizes and capacity (blockdev(8)'s), in the
+#     server's instance, exclusive, no op yet; after "blk check" its read
+#     and write bytes and flushes are the server's own counts, ops add
+#     up, none in flight or failed, and instance show has the same
+#     totals; bdev show INSTANCE ID finds it, a wrong handle fails with
+#     ENOENT, an unprivileged user sees none of root's devices;
+#   - a null_blk device whose every sector is bad: its failed reads are
+#     counted as errors, and once the device is deleted (power 0) it is
+#     shown gone;
 #   - every -j output parses as JSON; dev show lists the RDMA device;
 #   - an unprivileged user (its own group on /dev/kmsgr) sees its own
 #     session and none of root's, and may not join the monitor group;
-#   - kmsgr_nl_fuzz (random commands, flags and attributes) leaves no
+#   - kmsgr_nl_fuzz (random commands, flags and attributes), with the
+#     namespace attached, reaches it (BDEV_GET replies) and leaves no
 #     kernel warning.
 #
 # Prints TAP; exit status 0 when all passed.
@@ -32,6 +44,10 @@ N=25
 SIZE=3000
 # random requests of the fuzz pass (KMSGR_NL_FUZZ), a quarter unprivileged
 NFUZZ=${KMSGR_NL_FUZZ:-10000}
+NVME=${KMSGR_NVME:-}
+BADDR=127.0.0.1:$((PORT + 10))
+# requests of blk check (after its read of the whole namespace)
+BLK_OPS=300
 
 # shellcheck source=selftests/kmsgr/tap.sh
 . "$TOP/selftests/kmsgr/tap.sh"
@@ -252,11 +268,192 @@ tap $? "monitor: the server session was accepted, then up, in the listener's pro
 kill -INT "$lpid" 2>/dev/null
 wait "$lpid" 2>/dev/null
 
+# ---- block devices -----------------------------------------------------------
+
+# bserve DEVICE [OPTIONS]: "blk serve" on BADDR in the background ($bsrv,
+# output in $tmp/bsrv) until it is serving
+bsrv=
+bserve() {
+	dev=$1
+	shift
+	"$K" blk serve "$@" "$dev" "$BADDR" >"$tmp/bsrv" 2>&1 &
+	bsrv=$!
+	pids="$pids $bsrv"
+	wait_for 20 grep -q '^serving' "$tmp/bsrv" && return 0
+	sed 's/^/# /' "$tmp/bsrv"
+	return 1
+}
+
+# bstop: SIGTERM to the server; its exit status
+bstop() {
+	kill -TERM "$bsrv" 2>/dev/null
+	wait "$bsrv"
+	brc=$?
+	bsrv=
+	return $brc
+}
+
+# served WHAT: a number of the server's summary ("served N requests: R
+# reads (B bytes), W writes (B bytes), F flushes, ...")
+served() {
+	sed -n "s/^served \([0-9]*\) requests: \([0-9]*\) reads (\([0-9]*\) bytes), \([0-9]*\) writes (\([0-9]*\) bytes), \([0-9]*\) flushes.*/$1/p" \
+		"$tmp/bsrv"
+}
+
+nvme_tests() {
+	if ! bserve "$NVME" --excl; then
+		tap 1 "blk serve --excl $NVME starts"
+		return
+	fi
+	bpid=$bsrv
+	name=${NVME##*/}
+	lbs=$(blockdev --getss "$NVME")
+	pbs=$(blockdev --getpbsz "$NVME")
+	size=$(blockdev --getsize64 "$NVME")
+	maj=$((0x$(stat -L -c %t "$NVME")))
+	min=$((0x$(stat -L -c %T "$NVME")))
+	echo "# $NVME: $name $maj:$min lbs $lbs pbs $pbs $size bytes"
+
+	"$K" -j bdev show >"$tmp/bdev.json" 2>&1
+	sed 's/^/# /' "$tmp/bdev.json"
+	json "$tmp/bdev.json" "len(j) == 1 and j[0]['name'] == '$name' and
+		j[0]['major'] == $maj and j[0]['minor'] == $min and
+		j[0]['lbs'] == $lbs and j[0]['pbs'] == $pbs and
+		j[0]['capacity'] == $size and j[0]['exclusive'] and
+		not j[0]['read_only'] and not j[0]['gone'] and
+		j[0]['pid'] == $bpid and j[0]['comm'] == 'kmsgrctl' and
+		j[0]['ops'] == 0 and j[0]['in_flight'] == 0 and
+		j[0]['errors'] == 0"
+	tap $? "bdev show -j: $name ($maj:$min), lbs $lbs, pbs $pbs, $size bytes, exclusive, read-write, in blk serve's instance, no op yet"
+	binst=$(json "$tmp/bdev.json" "j[0]['instance']")
+	bid=$(json "$tmp/bdev.json" "j[0]['id']")
+
+	"$K" blk check --ops "$BLK_OPS" "$BADDR" >"$tmp/bcheck" 2>&1
+	tap $? "blk check: the namespace read through the target, then $BLK_OPS random requests"
+	"$K" -j bdev show "$binst" "$bid" >"$tmp/bdev1.json" 2>&1
+	"$K" bdev show "$binst" >"$tmp/bdev1.txt" 2>&1
+	"$K" -j instance show "$binst" >"$tmp/binst.json" 2>&1
+	"$K" instance show "$binst" >"$tmp/binst.txt" 2>&1
+	out=$("$K" bdev show "$binst" $((bid + 1000)) 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# /'
+	[ $rc -eq 1 ] && echo "$out" | grep -q "No such file or directory" &&
+		echo "$out" | grep -q "no such instance or object"
+	tap $? "bdev show INSTANCE of a handle it does not have: ENOENT, with the kernel's message"
+	setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$K" -j bdev show >"$tmp/nbb.json" 2>&1
+	json "$tmp/nbb.json" "j == []"
+	tap $? "an unprivileged user sees none of root's block devices"
+	out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$K" bdev show "$binst" "$bid" 2>&1)
+	[ $? -eq 1 ]
+	tap $? "an unprivileged user cannot show root's block device by handle"
+
+	bstop
+	tap $? "blk serve ends cleanly on SIGTERM"
+	sed 's/^/# /' "$tmp/bsrv" "$tmp/bdev1.json" "$tmp/bdev1.txt" \
+		"$tmp/binst.txt"
+	reads=$(served '\2')
+	rbytes=$(served '\3')
+	writes=$(served '\4')
+	wbytes=$(served '\5')
+	flushes=$(served '\6')
+	if [ -z "$reads" ] || [ -z "$flushes" ]; then
+		tap 1 "blk serve printed its summary"
+		return
+	fi
+	# the server counts a request before the module checks it: a bad one
+	# (blk check's are READs) the module refused is in the server's reads
+	# but not in the device's ops, and its bytes are taken back from the
+	# server's count
+	json "$tmp/bdev1.json" "len(j) == 1 and j[0]['id'] == $bid and
+		j[0]['read_bytes'] == $rbytes and j[0]['write_bytes'] == $wbytes and
+		j[0]['flush_ops'] == $flushes and $flushes > 0 and
+		0 < j[0]['read_ops'] <= $reads and
+		j[0]['write_ops'] == $writes and $writes > 0 and
+		j[0]['ops'] == j[0]['read_ops'] + j[0]['write_ops'] + j[0]['flush_ops'] and
+		j[0]['in_flight'] == 0 and j[0]['errors'] == 0"
+	tap $? "bdev show INSTANCE ID after blk check: $rbytes bytes read, $writes writes of $wbytes bytes, $flushes flushes as the server counted them; ops add up, none in flight or failed"
+	grep -q "^bdev $bid instance $binst pid $bpid comm kmsgrctl $name ($maj:$min) lbs $lbs pbs $pbs capacity $size rw exclusive" \
+		"$tmp/bdev1.txt" &&
+		grep -q "^    ops [1-9][0-9]* reads [1-9][0-9]* writes [1-9][0-9]* flushes $flushes bytes read $rbytes written $wbytes errors 0 in-flight 0\$" \
+		"$tmp/bdev1.txt"
+	tap $? "bdev show INSTANCE (text): name, major:minor, sizes, mode; the counters"
+	json "$tmp/binst.json" "len(j) == 1 and j[0]['bdevs'] == 1 and
+		j[0]['bdev_read_bytes'] == $rbytes and
+		j[0]['bdev_write_bytes'] == $wbytes"
+	tap $? "instance show -j: 1 block device, the same bytes read and written"
+	grep -q "^    bdevs 1 bdev read $rbytes written $wbytes\$" "$tmp/binst.txt"
+	tap $? "instance show ID (text): bdevs 1 bdev read $rbytes written $wbytes"
+}
+
+# nullb_bad DIR: every sector of the 4 MiB device bad, 512 at a time (6.1's
+# badblocks_set() files one larger range out of order: reads succeed)
+nullb_bad() {
+	for s in $(seq 0 512 8191); do
+		echo "+$s-$((s + 511))" >"$1/badblocks" || return 1
+	done
+}
+
+# null_blk (configfs), every sector bad: reads fail; then deleted
+nullb_tests() {
+	nb=/sys/kernel/config/nullb/kmsgrnl0
+	dev=/dev/kmsgrnl0
+	if ! { [ -d /sys/kernel/config/nullb ] ||
+		modprobe null_blk nr_devices=0; } ||
+		! mkdir "$nb" || ! echo 4 >"$nb/size" || ! nullb_bad "$nb" ||
+		! echo 1 >"$nb/power"; then
+		tap 1 "a null_blk device with bad blocks (configfs)"
+		return
+	fi
+	wait_for 10 test -b "$dev"
+	if ! bserve "$dev" --rdonly; then
+		tap 1 "blk serve --rdonly $dev starts"
+	else
+		"$K" blk bench --rw randread --time 1 --timeout 5 "$BADDR" \
+			>"$tmp/nbench" 2>&1
+		sed 's/^/# /' "$tmp/nbench"
+		"$K" -j bdev show >"$tmp/nb1.json" 2>&1
+		sed 's/^/# /' "$tmp/nb1.json"
+		json "$tmp/nb1.json" "len(j) == 1 and j[0]['name'] == 'kmsgrnl0' and
+			j[0]['read_only'] and not j[0]['exclusive'] and
+			j[0]['read_ops'] >= 1 and j[0]['errors'] == j[0]['ops'] and
+			j[0]['read_bytes'] > 0 and j[0]['in_flight'] == 0 and
+			not j[0]['gone']"
+		tap $? "bdev show -j: kmsgrnl0 read-only, every read it was sent failed and is counted as an error"
+		echo 0 >"$nb/power"
+		"$K" -j bdev show >"$tmp/nb2.json" 2>&1
+		sed 's/^/# /' "$tmp/nb2.json"
+		json "$tmp/nb2.json" "len(j) == 1 and j[0]['name'] == 'kmsgrnl0' and
+			j[0]['gone']"
+		tap $? "bdev show -j: kmsgrnl0 gone once its disk is deleted, still attached"
+		bstop
+	fi
+	echo 0 >"$nb/power" 2>/dev/null
+	rmdir "$nb"
+	modprobe -r null_blk 2>/dev/null
+}
+
+if [ -n "$NVME" ] && [ -b "$NVME" ]; then
+	nvme_tests
+else
+	tap 1 "KMSGR_NVME names a block device (tools/vm/run --nvme SIZE): '$NVME'"
+fi
+nullb_tests
+
 # ---- fuzz ------------------------------------------------------------------
 
+# with the namespace attached: the fuzz reaches a live handle too
+fuzz_bdev=0
+[ -n "$NVME" ] && [ -b "$NVME" ] && bserve "$NVME" && fuzz_bdev=1
 timeout 300 "$FUZZ" "$NFUZZ" >"$tmp/fuzz.out" 2>&1
 tap $? "kmsgr_nl_fuzz: $NFUZZ random requests answered"
 sed 's/^/# /' "$tmp/fuzz.out"
+if [ $fuzz_bdev -eq 1 ]; then
+	grep -q '([1-9][0-9]* of block devices)' "$tmp/fuzz.out"
+	tap $? "kmsgr_nl_fuzz: some of its requests showed the attached namespace"
+	bstop
+fi
 timeout 120 setpriv --reuid=nobody --regid=nogroup --clear-groups \
 	"$FUZZ" $((NFUZZ / 4)) \
 	>"$tmp/fuzz2.out" 2>&1
