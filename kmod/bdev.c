@@ -24,6 +24,18 @@
  *    kmsgr_wq (the session wants process context): it posts the op's
  *    CQE, makes the SEND (or completes it -ECANCELED), and only then
  *    drops h->inflight, so the sessions are still there for it.
+ *  - Polled ops (KMSGR_BDEV_F_POLL): an op whose bio went out with
+ *    REQ_POLLED is on inst->bdev_polled (bdev_poll_lock) from before
+ *    submit_bio() until it is done, holding a reference to that bio
+ *    (op->pbio).  Nothing completes it but a poll of its hardware
+ *    queue, so kmsgr_bdev_poll() polls: the ENTER that waits for CQEs,
+ *    or inst->bdev_poll_work when no ENTER does.  One task at a time
+ *    polls an instance (inst->bdev_poller).  Under the lock it takes a
+ *    bio reference and an h->inflight count for each bio it will poll,
+ *    so neither the bio nor the device goes away under bio_poll().  A
+ *    linked op that ends in the poller's own context (its bio_poll())
+ *    is not handed to a work item: the poller makes its SEND on return
+ *    (inst->bdev_done), in process context, with no hop.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -52,8 +64,9 @@ struct kmsgr_bdev_h {
 	fmode_t mode;			/* as opened, for blkdev_put() */
 	u32 id;
 	bool rdonly;
+	bool poll;			/* KMSGR_BDEV_F_POLL */
 	u32 lbs;
-	atomic_t inflight;		/* ops not yet completed */
+	atomic_t inflight;		/* ops (and pollers) not yet done */
 	/* netlink's (kmsgr_bdev_info_next()): ops submitted, submit_lock */
 	u64 ops, read_ops, write_ops;
 	u64 read_bytes, write_bytes;
@@ -72,14 +85,31 @@ struct kmsgr_bio_op {
 	bool release;			/* free @seg when done (taken slices) */
 	bool skip_success;		/* no CQE when it succeeds */
 	bool linked;			/* @link is made when the op is done */
+	struct bio *pbio;		/* its REQ_POLLED bio, referenced */
+	struct list_head poll_node;	/* on inst->bdev_polled while out */
+	struct llist_node done_node;	/* on inst->bdev_done */
 	struct kmsgr_slice seg[KMSGR_NSEG];
 	struct work_struct work;	/* makes @link (process context) */
 	struct kmsgr_sqe link;		/* the SEND linked to the op */
 };
 
+static void kmsgr_bdev_poll_work(struct work_struct *work);
+
 void kmsgr_bdev_inst_init(struct kmsgr_instance *inst)
 {
 	xa_init_flags(&inst->bdevs, XA_FLAGS_ALLOC1);
+	spin_lock_init(&inst->bdev_poll_lock);
+	INIT_LIST_HEAD(&inst->bdev_polled);
+	init_llist_head(&inst->bdev_done);
+	INIT_DELAYED_WORK(&inst->bdev_poll_work, kmsgr_bdev_poll_work);
+}
+
+/* Drop a count of @h->inflight: the last touch of @h. */
+static void kmsgr_bdev_h_put(struct kmsgr_bdev_h *h)
+{
+	/* a detach waiting on it may free @h now */
+	if (atomic_dec_and_test(&h->inflight))
+		wake_up_var(&h->inflight);
 }
 
 /* ---- attach and detach --------------------------------------------------- */
@@ -150,6 +180,17 @@ static int kmsgr_bdev_open(struct kmsgr_instance *inst,
 	h->rdonly = rdonly || bdev_read_only(bdev);
 	h->lbs = bdev_logical_block_size(bdev);
 	atomic_set(&h->inflight, 0);
+	if (a->flags & KMSGR_BDEV_F_POLL) {
+		/* no poll queues: its bios would quietly lose REQ_POLLED */
+		if (!test_bit(QUEUE_FLAG_POLL,
+			      &bdev_get_queue(bdev)->queue_flags)) {
+			blkdev_put(bdev, mode);
+			kfree(h);
+			ret = -EOPNOTSUPP;
+			goto out_fput;
+		}
+		h->poll = true;
+	}
 	*out = h;
 	ret = 0;
 out_fput:
@@ -208,7 +249,8 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 	a.id = h->id;
 	a.attrs = (h->rdonly ? KMSGR_BDEV_A_RDONLY : 0) |
 		  (bdev_write_cache(h->bdev) ? KMSGR_BDEV_A_WCACHE : 0) |
-		  (bdev_fua(h->bdev) ? KMSGR_BDEV_A_FUA : 0);
+		  (bdev_fua(h->bdev) ? KMSGR_BDEV_A_FUA : 0) |
+		  (h->poll ? KMSGR_BDEV_A_POLL : 0);
 	a.capacity = bdev_nr_bytes(h->bdev);
 	a.lbs = h->lbs;
 	a.pbs = bdev_physical_block_size(h->bdev);
@@ -220,9 +262,10 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 			kmsgr_bdev_put(h);
 		return -EFAULT;
 	}
-	kmsgr_inst_dbg(inst, "block device %pg attached as %u%s%s\n",
+	kmsgr_inst_dbg(inst, "block device %pg attached as %u%s%s%s\n",
 		       h->bdev, a.id, h->rdonly ? ", read-only" : "",
-		       h->mode & FMODE_EXCL ? ", exclusive" : "");
+		       h->mode & FMODE_EXCL ? ", exclusive" : "",
+		       h->poll ? ", polled" : "");
 	return 0;
 }
 
@@ -263,6 +306,8 @@ void kmsgr_bdev_detach_all(struct kmsgr_instance *inst)
 			kmsgr_bdev_put(h);
 	}
 	xa_destroy(&inst->bdevs);
+	/* every op is done: nothing is left to poll, nor will be */
+	cancel_delayed_work_sync(&inst->bdev_poll_work);
 }
 
 /* ---- ops ----------------------------------------------------------------- */
@@ -286,19 +331,17 @@ static void kmsgr_bio_op_free(struct kmsgr_bio_op *op)
 	struct kmsgr_bdev_h *h = op->h;
 
 	kfree(op);
-	/* a detach waiting on it may free @h now */
-	if (atomic_dec_and_test(&h->inflight))
-		wake_up_var(&h->inflight);
+	kmsgr_bdev_h_put(h);
 }
 
 /*
- * The SEND linked to an op, made once the op is done (work item: the
- * session wants process context).  The op's CQE goes first; the
- * instance and the sessions are there, as h->inflight still counts @op.
+ * The SEND linked to an op, made once the op is done (process context:
+ * the op's work item, or the poller that completed it).  The op's CQE
+ * goes first; the instance and the sessions are there, as h->inflight
+ * still counts @op.
  */
-static void kmsgr_bio_op_link_work(struct work_struct *work)
+static void kmsgr_bio_op_link(struct kmsgr_bio_op *op)
 {
-	struct kmsgr_bio_op *op = container_of(work, struct kmsgr_bio_op, work);
 	struct kmsgr_instance *inst = op->inst;
 	struct kmsgr_push push = { .n = 0 };
 	struct mem_cgroup *old_memcg;
@@ -310,6 +353,7 @@ static void kmsgr_bio_op_link_work(struct work_struct *work)
 	};
 
 	kmsgr_bio_op_cqe(op);
+	kmsgr_fault(KMSGR_FAULT_BDEV_LINK, false);
 	if (!op->error) {
 		old_memcg = set_active_memcg(inst->memcg);
 		cqe.res = kmsgr_sess_send(inst, &op->link, &push);
@@ -322,13 +366,26 @@ static void kmsgr_bio_op_link_work(struct work_struct *work)
 	kmsgr_bio_op_free(op);
 }
 
+static void kmsgr_bio_op_link_work(struct work_struct *work)
+{
+	kmsgr_bio_op_link(container_of(work, struct kmsgr_bio_op, work));
+}
+
 /* The last bio of @op ended (or none was needed): complete it. */
 static void kmsgr_bio_op_done(struct kmsgr_bio_op *op)
 {
 	struct kmsgr_instance *inst = op->inst;
 	bool freed = false;
+	unsigned long flags;
 	unsigned int i;
 
+	if (op->pbio) {
+		spin_lock_irqsave(&inst->bdev_poll_lock, flags);
+		list_del(&op->poll_node);
+		spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
+		bio_put(op->pbio);	/* a poller may hold its own */
+		op->pbio = NULL;
+	}
 	for (i = 0; i < KMSGR_NSEG; i++) {
 		if (!op->seg[i].len)
 			continue;
@@ -344,6 +401,14 @@ static void kmsgr_bio_op_done(struct kmsgr_bio_op *op)
 	if (freed && kmsgr_pool_take_starved(inst))
 		kmsgr_sess_resume(inst);
 	if (op->linked) {
+		/*
+		 * Ended under our poller's bio_poll() (or an interrupt on
+		 * top of it): it makes the SEND when that returns.
+		 */
+		if (READ_ONCE(inst->bdev_poller) == current) {
+			llist_add(&op->done_node, &inst->bdev_done);
+			return;
+		}
 		INIT_WORK(&op->work, kmsgr_bio_op_link_work);
 		queue_work(kmsgr_wq, &op->work);
 		return;
@@ -371,20 +436,51 @@ static void kmsgr_bio_end_io(struct bio *bio)
 
 static void kmsgr_bio_submit(struct kmsgr_bio_op *op, struct bio *bio)
 {
+	struct kmsgr_instance *inst = op->inst;
+	unsigned long flags;
+
 	bio->bi_private = op;
 	bio->bi_end_io = kmsgr_bio_end_io;
 	atomic_inc(&op->bios);
+	if (bio->bi_opf & REQ_POLLED) {
+		if (op->pbio) {
+			/* one polled bio per op; the rest by interrupt */
+			bio_clear_polled(bio);
+		} else {
+			bio_get(bio);
+			op->pbio = bio;
+			spin_lock_irqsave(&inst->bdev_poll_lock, flags);
+			list_add_tail(&op->poll_node, &inst->bdev_polled);
+			spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
+			/* in case no ENTER polls it */
+			queue_delayed_work(kmsgr_wq, &inst->bdev_poll_work, 1);
+		}
+	}
 	submit_bio(bio);
+}
+
+/* Pages the area's bytes of @op's slices lie on (bio_vecs they need). */
+static unsigned int kmsgr_bio_op_pages(const struct kmsgr_bio_op *op)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < KMSGR_NSEG; i++)
+		if (op->seg[i].len)
+			n += DIV_ROUND_UP(offset_in_page(op->seg[i].off) +
+					  op->seg[i].len, PAGE_SIZE);
+	return n;
 }
 
 /*
  * Bios over the area's pages of @op's slices, from device byte @pos: each
  * as large as a bio takes, submitted as it fills.  Nothing here fails
- * (bio_alloc() from its mempool waits instead).
+ * (bio_alloc() from its mempool waits instead).  A polled op takes one
+ * bio (it was checked to fit).
  */
 static void kmsgr_bio_op_map(struct kmsgr_bio_op *op, u64 pos, blk_opf_t opf)
 {
 	struct kmsgr_instance *inst = op->inst;
+	unsigned int pages = kmsgr_bio_op_pages(op);
 	struct bio *bio = NULL;
 	unsigned int i, pgoff, chunk;
 	u32 left, off;
@@ -400,8 +496,8 @@ static void kmsgr_bio_op_map(struct kmsgr_bio_op *op, u64 pos, blk_opf_t opf)
 		while (left) {
 			if (!bio) {
 				bio = bio_alloc(op->h->bdev,
-						bio_max_segs(DIV_ROUND_UP(left, PAGE_SIZE) + 1),
-						opf, GFP_NOIO);
+						bio_max_segs(pages), opf,
+						GFP_NOIO);
 				bio->bi_iter.bi_sector = pos >> SECTOR_SHIFT;
 			}
 			addr = inst->buf + off;
@@ -416,6 +512,7 @@ static void kmsgr_bio_op_map(struct kmsgr_bio_op *op, u64 pos, blk_opf_t opf)
 			off += chunk;
 			left -= chunk;
 			pos += chunk;
+			pages -= pages > 1;
 		}
 	}
 	if (!bio)	/* FLUSH: no data */
@@ -549,6 +646,15 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		opf = REQ_OP_WRITE | REQ_PREFLUSH;
 		break;
 	}
+	/*
+	 * Polled when the whole op is one bio the device takes as it is: a
+	 * flush, or a FUA the kernel emulates, goes through the flush
+	 * machinery, which completes by interrupt.
+	 */
+	if (h->poll && !(opf & REQ_PREFLUSH) &&
+	    (!(opf & REQ_FUA) || bdev_fua(h->bdev)) &&
+	    kmsgr_bio_op_pages(op) <= BIO_MAX_VECS)
+		opf |= REQ_POLLED;
 	inst->stats.bdev_ops++;
 	h->ops++;
 	atomic_inc(&h->inflight);
@@ -556,6 +662,102 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 	kmsgr_bio_op_map(op, sqe->tid, opf);
 	kmsgr_bio_op_put(op);
 	return 0;
+}
+
+/* ---- polled completion ----------------------------------------------------- */
+
+/* Most bios (one per hardware queue) one pass polls. */
+#define KMSGR_POLL_BATCH	8
+
+struct kmsgr_poll_ref {
+	struct bio *bio;
+	struct kmsgr_bdev_h *h;
+};
+
+/* Does a bio in @p[0..@n) already stand for @bio's hardware queue? */
+static bool kmsgr_poll_seen(const struct kmsgr_poll_ref *p, unsigned int n,
+			    const struct bio *bio, blk_qc_t cookie)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (p[i].bio->bi_bdev == bio->bi_bdev &&
+		    READ_ONCE(p[i].bio->bi_cookie) == cookie)
+			return true;
+	return false;
+}
+
+/* Make the SENDs of the linked ops the poller completed. */
+static void kmsgr_bdev_run_done(struct kmsgr_instance *inst)
+{
+	struct llist_node *list = llist_del_all(&inst->bdev_done);
+	struct kmsgr_bio_op *op, *next;
+
+	llist_for_each_entry_safe(op, next, llist_reverse_order(list),
+				  done_node)
+		kmsgr_bio_op_link(op);
+}
+
+/**
+ * kmsgr_bdev_poll() - poll the hardware queues of @inst's polled ops once
+ * @inst: the instance
+ *
+ * Process context, TASK_RUNNING, no lock held.  Another task polling the
+ * instance already is left to it.
+ *
+ * Return: true while polled ops are out (after this pass).
+ */
+bool kmsgr_bdev_poll(struct kmsgr_instance *inst)
+{
+	struct kmsgr_poll_ref p[KMSGR_POLL_BATCH];
+	struct kmsgr_bio_op *op;
+	unsigned int i, n = 0;
+	unsigned long flags;
+	blk_qc_t cookie;
+
+	if (!kmsgr_bdev_polling(inst))
+		return false;
+	if (cmpxchg(&inst->bdev_poller, NULL, current))
+		return true;
+
+	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
+	list_for_each_entry(op, &inst->bdev_polled, poll_node) {
+		/* not started yet, or split (then by interrupt) */
+		cookie = READ_ONCE(op->pbio->bi_cookie);
+		if (cookie == BLK_QC_T_NONE ||
+		    kmsgr_poll_seen(p, n, op->pbio, cookie))
+			continue;
+		/* the op may end once the lock is dropped: hold on */
+		p[n].bio = op->pbio;
+		bio_get(op->pbio);
+		p[n].h = op->h;
+		atomic_inc(&op->h->inflight);
+		if (++n == ARRAY_SIZE(p))
+			break;
+	}
+	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
+
+	kmsgr_fault(KMSGR_FAULT_BDEV_POLL, false);
+	for (i = 0; i < n; i++) {
+		bio_poll(p[i].bio, NULL, BLK_POLL_ONESHOT | BLK_POLL_NOSLEEP);
+		bio_put(p[i].bio);
+		kmsgr_bdev_h_put(p[i].h);
+	}
+	/* what ended in bio_poll() is on bdev_done now, nothing more will */
+	WRITE_ONCE(inst->bdev_poller, NULL);
+	kmsgr_bdev_run_done(inst);
+	return kmsgr_bdev_polling(inst);
+}
+
+/* Poll for an application that does not wait in ENTER: every tick. */
+static void kmsgr_bdev_poll_work(struct work_struct *work)
+{
+	struct kmsgr_instance *inst = container_of(to_delayed_work(work),
+						   struct kmsgr_instance,
+						   bdev_poll_work);
+
+	if (kmsgr_bdev_poll(inst))
+		queue_delayed_work(kmsgr_wq, &inst->bdev_poll_work, 1);
 }
 
 /* ---- netlink ------------------------------------------------------------- */

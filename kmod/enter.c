@@ -361,6 +361,10 @@ static bool kmsgr_cq_sleep(u64 timeout_ns, ktime_t *end,
 			*end = ktime_add_ns(ktime_get(), timeout_ns);
 		return schedule_hrtimeout(end, HRTIMER_MODE_ABS);
 	}
+	/* spun first (polled block I/O): what is left of the time */
+	if (*end && !*end_j)
+		ms = div_u64(max_t(s64, ktime_to_ns(ktime_sub(*end, ktime_get())),
+				   0), NSEC_PER_MSEC);
 	/* +1: the tick under way may be nearly over; 49 days at most */
 	if (!*end_j)
 		*end_j = jiffies + 1 + msecs_to_jiffies(min_t(u64, ms, U32_MAX));
@@ -371,8 +375,26 @@ static bool kmsgr_cq_sleep(u64 timeout_ns, ktime_t *end,
 }
 
 /*
+ * Spin instead of sleeping (polled block I/O is out): false once
+ * @timeout_ns after the first call have passed.
+ */
+static bool kmsgr_cq_spin(u64 timeout_ns, ktime_t *end)
+{
+	if (timeout_ns) {
+		if (!*end)
+			*end = ktime_add_ns(ktime_get(), timeout_ns);
+		else if (ktime_after(ktime_get(), *end))
+			return false;
+	}
+	cond_resched();
+	return true;
+}
+
+/*
  * Wait until @want CQEs are ready, or with @room until a reserved slot is
  * given back (SQEs were left for want of one); 0, -ETIME or -EINTR.
+ * While polled block I/O is out (KMSGR_BDEV_F_POLL) it polls the devices
+ * and spins rather than sleeps: nothing else would complete that I/O.
  */
 static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 			 u64 timeout_ns, bool room)
@@ -382,7 +404,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		.want = min(want, inst->cq_entries),
 		.room = room,
 	};
-	bool expired = false, runner;
+	bool expired = false, runner, spin;
 	unsigned long end_j = 0;
 	ktime_t end = 0;
 	int ret = 0;
@@ -399,6 +421,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 	if (runner)
 		kmsgr_sess_rx_wait_begin(inst);
 	for (;;) {
+		spin = kmsgr_bdev_polling(inst) && kmsgr_bdev_poll(inst);
 		prepare_to_wait(&inst->cq_wait, &w.wqe, TASK_INTERRUPTIBLE);
 		if (kmsgr_cq_ready(inst) >= w.want ||
 		    READ_ONCE(w.woken_for_room) ||
@@ -419,10 +442,15 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 			ret = -EINTR;
 			break;
 		}
-		if (!timeout_ns)
+		if (spin) {
+			__set_current_state(TASK_RUNNING);
+			if (!kmsgr_cq_spin(timeout_ns, &end))
+				expired = true;
+		} else if (!timeout_ns) {
 			schedule();
-		else if (!kmsgr_cq_sleep(timeout_ns, &end, &end_j))
+		} else if (!kmsgr_cq_sleep(timeout_ns, &end, &end_j)) {
 			expired = true;	/* one last look */
+		}
 	}
 	finish_wait(&inst->cq_wait, &w.wqe);
 	if (runner)
@@ -445,8 +473,11 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
  * size) are ready (the waiter is woken only then), or, when SQEs were left
  * for want of a CQ slot, until a slot is given back without a CQE (a SEND
  * with KMSGR_SQE_F_SKIP_SUCCESS succeeded): then it returns what it
- * consumed, and the caller submits again.  Also call it (to_submit 0) after consuming CQEs while
- * the CQ ring has KMSGR_RING_F_CQ_PAUSED set; poll() does the same.
+ * consumed, and the caller submits again.  GETEVENTS also polls the
+ * instance's polled block I/O (KMSGR_BDEV_F_POLL), once with min_complete
+ * 0, and spins while waiting for it.  Also call it (to_submit 0) after
+ * consuming CQEs while the CQ ring has KMSGR_RING_F_CQ_PAUSED set; poll()
+ * does the same.
  *
  * Return: the number of SQEs consumed, also written to submitted; if none
  * was: 0; -EBUSY (without GETEVENTS) when SQEs were waiting but the CQ had
@@ -491,6 +522,10 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 				    cq_full && done < e.to_submit);
 	else if (!done && cq_full)
 		ret = -EBUSY;
+	/* GETEVENTS without a wait still reaps polled block I/O, once */
+	if (e.flags & KMSGR_ENTER_F_GETEVENTS && !e.min_complete &&
+	    kmsgr_bdev_polling(inst))
+		kmsgr_bdev_poll(inst);
 
 	if (put_user(done, &uarg->submitted) && !done)
 		return -EFAULT;

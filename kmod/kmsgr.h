@@ -37,6 +37,7 @@
 #ifndef KMSGR_H
 #define KMSGR_H
 
+#include <linux/llist.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
@@ -46,6 +47,7 @@
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include <linux/kmsgr.h>
@@ -63,7 +65,7 @@
 				 KMSGR_FEAT_SKIP_SUCCESS | KMSGR_FEAT_INFO_POOL | \
 				 KMSGR_FEAT_RING_LINES | KMSGR_FEAT_LOGON_KEYS | \
 				 KMSGR_FEAT_CEPHX_TICKETS | KMSGR_FEAT_BDEV | \
-				 KMSGR_FEAT_BDEV_LINK)
+				 KMSGR_FEAT_BDEV_LINK | KMSGR_FEAT_BDEV_POLL)
 
 /* Receive-pool allocation unit (bytes). */
 #define KMSGR_POOL_GRAIN	512
@@ -118,6 +120,12 @@ enum kmsgr_fault_point {
 					 */
 	KMSGR_FAULT_REAP,		/* the reaper took a retiring server
 					 * session out, before its teardown
+					 */
+	KMSGR_FAULT_BDEV_POLL,		/* a poller took its bio and handle
+					 * references, before bio_poll()
+					 */
+	KMSGR_FAULT_BDEV_LINK,		/* a BDEV op is done, before its
+					 * linked SEND is made
 					 */
 };
 
@@ -210,6 +218,12 @@ struct kmsgr_instance {
 	struct xarray bdevs;		/* handle -> struct kmsgr_bdev_h */
 	u32 nr_bdevs;
 	u32 bdev_next;			/* next handle to try */
+	/* polled ops (KMSGR_BDEV_F_POLL): bdev_poll_lock, any context */
+	spinlock_t bdev_poll_lock;
+	struct list_head bdev_polled;	/* ops with a polled bio out */
+	struct llist_head bdev_done;	/* linked ops the poller finishes */
+	struct task_struct *bdev_poller; /* who polls now, or NULL */
+	struct delayed_work bdev_poll_work; /* polls when no ENTER does */
 
 	/*
 	 * ---- the transports: memory of its connections (netlink) ----
@@ -515,6 +529,18 @@ int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
  */
 int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		      const struct kmsgr_sqe *link);
+/* polled ops of @inst are out (KMSGR_BDEV_F_POLL); racy */
+static inline bool kmsgr_bdev_polling(struct kmsgr_instance *inst)
+{
+	return !list_empty_careful(&inst->bdev_polled);
+}
+
+/*
+ * One pass over @inst's polled ops (process context, TASK_RUNNING):
+ * completes what the devices finished, linked SENDs included.  True
+ * while polled ops are still out.
+ */
+bool kmsgr_bdev_poll(struct kmsgr_instance *inst);
 
 /* ---- listener.c ---------------------------------------------------------- */
 

@@ -84,6 +84,7 @@ static const char *const kmsgr_feature_names[] = {
 	[12] = "cephx-tickets",	/* KMSGR_FEAT_CEPHX_TICKETS */
 	[13] = "bdev",		/* KMSGR_FEAT_BDEV */
 	[14] = "bdev-link",	/* KMSGR_FEAT_BDEV_LINK */
+	[15] = "bdev-poll",	/* KMSGR_FEAT_BDEV_POLL */
 };
 
 /* ioctl() returning 0 or a negative errno. */

@@ -660,25 +660,12 @@ TEST_F(fast, inline_cq_helpers)
 
 /* ---- fault injection: the runner hand-off --------------------------------- */
 
-#define FAULT_PARAM	"/sys/module/kmsgr/parameters/fault_points"
-#define FAULT_DELAY	"/sys/module/kmsgr/parameters/fault_delay_us"
 /* the kmod/kmsgr.h enum kmsgr_fault_point bits */
 #define FAULT_KICK_WAKE	(1U << 0)
 #define FAULT_RUN_TAKEN	(1U << 1)
 #define FAULT_HANDOFF	(1U << 2)
 #define FAULT_REAP	(1U << 3)
 #define FAULT_TRIPS	300
-
-static int set_faults(unsigned int mask, unsigned int us)
-{
-	char v[16];
-	int ret;
-
-	snprintf(v, sizeof(v), "%u", us);
-	ret = kmsgr_write_line(FAULT_DELAY, v);
-	snprintf(v, sizeof(v), "%u", mask);
-	return ret ? ret : kmsgr_write_line(FAULT_PARAM, v);
-}
 
 /* Child: send 1 KiB messages from @ti's session @id until it is closed. */
 static int flood(struct kt_inst *ti, __u32 id)
@@ -872,10 +859,10 @@ TEST_F(fast, runner_faults)
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	if (access(FAULT_PARAM, W_OK))
+	if (access(KMSGR_FAULT_PARAM, W_OK))
 		SKIP(return, "module built without KMSGR_FAULT=y");
 	for (i = 0; i < ARRAY_SIZE(masks); i++) {
-		ASSERT_EQ(0, set_faults(masks[i], 300));
+		ASSERT_EQ(0, kmsgr_set_faults(masks[i], 300));
 		EXPECT_EQ(0, pingpong(&self->x, FAULT_TRIPS, 0, &switches,
 				      &ms))
 			TH_LOG("fault points 0x%x", masks[i]);
@@ -889,7 +876,7 @@ TEST_F(fast, runner_faults)
 	 * would wait for its 1 s tick; a round takes milliseconds.
 	 */
 	for (i = 0; i < ARRAY_SIZE(masks); i++) {
-		ASSERT_EQ(0, set_faults(masks[i], 300));
+		ASSERT_EQ(0, kmsgr_set_faults(masks[i], 300));
 		EXPECT_EQ(0, pingpong_many(&self->x, FAULT_TRIPS / 3, &ms))
 			TH_LOG("fault points 0x%x", masks[i]);
 		EXPECT_GT(700, ms) TH_LOG("fault points 0x%x: a round took %llu ms",
@@ -898,9 +885,9 @@ TEST_F(fast, runner_faults)
 		       masks[i], FAULT_SESSIONS, FAULT_TRIPS / 3,
 		       (unsigned long long)ms);
 	}
-	ASSERT_EQ(0, set_faults(FAULT_RUN_TAKEN | FAULT_KICK_WAKE, 2000));
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_RUN_TAKEN | FAULT_KICK_WAKE, 2000));
 	EXPECT_EQ(0, close_under_runner(_metadata, &self->x));
-	EXPECT_EQ(0, set_faults(0, 200));
+	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
 }
 
 #define REAP_SESSIONS	16
@@ -951,9 +938,9 @@ TEST_F(fast, reap_faults)
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	if (access(FAULT_PARAM, W_OK))
+	if (access(KMSGR_FAULT_PARAM, W_OK))
 		SKIP(return, "module built without KMSGR_FAULT=y");
-	ASSERT_EQ(0, set_faults(FAULT_REAP, 10000));
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_REAP, 10000));
 	ASSERT_EQ(0, kt_inst_open(&srv, "server", 64, TX_AREA, TX_AREA, 1));
 	ASSERT_EQ(0, kt_inst_open(&cli, "client", 64, TX_AREA, TX_AREA, 2));
 	kt_loop_init(&lp);
@@ -991,7 +978,7 @@ TEST_F(fast, reap_faults)
 	for (i = 0; i < REAP_SESSIONS; i++)
 		EXPECT_NE(0, kmsgr_close_id(srv.k, srv_ids[i]))
 			TH_LOG("server session %u was not reaped", srv_ids[i]);
-	EXPECT_EQ(0, set_faults(0, 200));
+	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
 	kt_inst_close(&cli);
 	kt_inst_close(&srv);
 }

@@ -70,6 +70,25 @@ static inline int kmsgr_write_line(const char *path, const char *val)
 	return ret;
 }
 
+/*
+ * Fault injection (a module built with KMSGR_FAULT=y): the points of
+ * kmod/kmsgr.h's enum kmsgr_fault_point in @mask wait @us there; 0 or
+ * -errno (-ENOENT: not such a build).
+ */
+#define KMSGR_FAULT_PARAM	"/sys/module/kmsgr/parameters/fault_points"
+#define KMSGR_FAULT_DELAY	"/sys/module/kmsgr/parameters/fault_delay_us"
+
+static inline int kmsgr_set_faults(unsigned int mask, unsigned int us)
+{
+	char v[16];
+	int ret;
+
+	snprintf(v, sizeof(v), "%u", us);
+	ret = kmsgr_write_line(KMSGR_FAULT_DELAY, v);
+	snprintf(v, sizeof(v), "%u", mask);
+	return ret ? ret : kmsgr_write_line(KMSGR_FAULT_PARAM, v);
+}
+
 /* The module's live-instance counter, or -1 when it cannot be read. */
 static inline long kmsgr_instances(void)
 {

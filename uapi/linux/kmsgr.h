@@ -128,6 +128,9 @@
 						 * then its SEND) and
 						 * SKIP_SUCCESS on BDEV SQEs
 						 */
+#define KMSGR_FEAT_BDEV_POLL	_BITULL(15)	/* KMSGR_BDEV_F_POLL: polled
+						 * completion of BDEV ops
+						 */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -388,9 +391,12 @@ struct kmsgr_close {
  * ready (it is not woken for fewer), the timeout passes, or, when SQEs
  * were left unconsumed for want of a CQ slot, a slot is given back
  * without a CQE (KMSGR_SQE_F_SKIP_SUCCESS): it returns then, and the
- * caller submits again.  Returns the number of SQEs consumed, or -1 with
- * errno; a signal during the wait gives EINTR even when SQEs were
- * consumed (@submitted tells how many, as does the SQ head).
+ * caller submits again.  While ops on a polled block device
+ * (KMSGR_BDEV_F_POLL) are out, it polls the device and spins instead of
+ * sleeping; with min_complete 0 it polls once.  Returns the number of
+ * SQEs consumed, or -1 with errno; a signal during the wait gives EINTR
+ * even when SQEs were consumed (@submitted tells how many, as does the
+ * SQ head).
  */
 struct kmsgr_enter {
 	__u32 to_submit;	/* in: SQEs to consume (up to the SQ tail) */
@@ -637,6 +643,17 @@ struct kmsgr_cqe {
  * mounted file system), EMFILE (KMSGR_BDEV_MAX attached), EINVAL.
  * A device that goes away (hot unplug) stays attached: the ops under way
  * complete with the block layer's error (EIO), later ones with ENXIO.
+ *
+ * KMSGR_BDEV_F_POLL (KMSGR_FEAT_BDEV_POLL): the device's READs and WRITEs
+ * go to its poll queues (REQ_POLLED; NVMe: the nvme.poll_queues module
+ * parameter), with no interrupt: an ENTER with KMSGR_ENTER_F_GETEVENTS
+ * reaps them by polling the device while it waits (it spins instead of
+ * sleeping while polled ops are in flight), and completes an op's linked
+ * SEND in its own context.  When no ENTER waits, a kernel worker polls
+ * them every tick, so an op never waits for the device's timeout.  FLUSH,
+ * PREFLUSH, FUA where the device does not do it itself (no
+ * KMSGR_BDEV_A_FUA), and an op the block layer has to split still
+ * complete by interrupt.  EOPNOTSUPP: the device has no poll queues.
  */
 struct kmsgr_bdev {
 	__s32 fd;		/* in */
@@ -654,7 +671,9 @@ struct kmsgr_bdev {
 /* kmsgr_bdev.flags */
 #define KMSGR_BDEV_F_EXCL	_BITUL(0)	/* claim it exclusively */
 #define KMSGR_BDEV_F_RDONLY	_BITUL(1)	/* read only: writes fail EROFS */
-#define KMSGR_BDEV_F_ALL	(KMSGR_BDEV_F_EXCL | KMSGR_BDEV_F_RDONLY)
+#define KMSGR_BDEV_F_POLL	_BITUL(2)	/* polled completion (above) */
+#define KMSGR_BDEV_F_ALL	(KMSGR_BDEV_F_EXCL | KMSGR_BDEV_F_RDONLY | \
+				 KMSGR_BDEV_F_POLL)
 
 /* kmsgr_bdev.attrs */
 #define KMSGR_BDEV_A_RDONLY	_BITUL(0)	/* writes refused (the device is
@@ -667,6 +686,7 @@ struct kmsgr_bdev {
 						 * (else the kernel emulates
 						 * it with a flush)
 						 */
+#define KMSGR_BDEV_A_POLL	_BITUL(3)	/* ops are polled (F_POLL) */
 
 /* Most block devices attached to one instance at once. */
 #define KMSGR_BDEV_MAX		64
