@@ -5,7 +5,9 @@
 # block-service.md) on the guest's NVMe namespace, in the guest, with
 # kmsgr.ko and kmsgr_rdma.ko loaded (run_guest.sh runs it):
 #
-#   - over tcp (127.0.0.1) and over rdma (rxe, KMSGR_VM_IP): "blk serve"
+#   - over tcp (127.0.0.1) and over rdma (rxe, KMSGR_VM_IP; that target
+#     with --poll: its I/O reaped by polling the namespace's poll queue,
+#     each reply sent by the poller): "blk serve"
 #     on KMSGR_NVME; "blk check" reads the whole namespace through it,
 #     then KMSGR_BLK_OPS (10000) random WRITEs (some FUA), READs, FLUSHes
 #     and bad requests (misaligned, beyond the end, above max_io, an
@@ -101,30 +103,39 @@ device_is() {
 	dd if="$NVME" iflag=direct bs=1M status=none | cmp - "$1"
 }
 
+# run_xprt XPRT IP PORT-OFFSET [SERVE-OPTIONS]
 run_xprt() {
 	xprt=$1 ip=$2
-	addr=$ip:$((PORT + ${3:-0}))
-	if ! serve "$xprt" "$addr"; then
-		tap 1 "$xprt: blk serve $NVME starts"
+	addr=$ip:$((PORT + $3))
+	shift 3
+	if ! serve "$xprt" "$addr" "$@"; then
+		tap 1 "$xprt: blk serve $* $NVME starts"
 		return
+	fi
+	if [ "${1:-}" = --poll ]; then
+		grep -q '^serving .*polled' "$tmp/srv"
+		tap $? "$xprt: blk serve --poll: the namespace is attached polled"
+		what="$xprt (polled)"
+	else
+		what=$xprt
 	fi
 	t0=$(date +%s)
 	"$K" blk check --transport "$xprt" --ops "$OPS" --image "$tmp/img" \
 		"$addr" >"$tmp/check" 2>&1
 	rc=$?
 	sed 's/^/# /' "$tmp/check"
-	tap $rc "$xprt: blk check: the namespace read through the target, then $OPS random writes, reads, flushes and bad requests, 16 in flight, every read and errno right ($(($(date +%s) - t0)) s)"
+	tap $rc "$what: blk check: the namespace read through the target, then $OPS random writes, reads, flushes and bad requests, 16 in flight, every read and errno right ($(($(date +%s) - t0)) s)"
 	stop
 	src=$?
 	comment "$tmp/srv"
-	tap $src "$xprt: blk serve ends cleanly on SIGTERM, no request refused by the module"
+	tap $src "$what: blk serve ends cleanly on SIGTERM, no request refused by the module"
 	# what the client sent: image reads + ops + INFO
 	sent=$(sed -n 's/^\([0-9]*\) requests in .*/\1/p' "$tmp/check")
 	got=$(sed -n 's/^served \([0-9]*\) requests.*/\1/p' "$tmp/srv")
 	[ -n "$sent" ] && [ -n "$got" ] && [ "$got" -gt "$sent" ]
-	tap $? "$xprt: the server served every request the client sent ($got > $sent ops, plus the image reads and INFO)"
+	tap $? "$what: the server served every request the client sent ($got > $sent ops, plus the image reads and INFO)"
 	[ $rc -eq 0 ] && device_is "$tmp/img"
-	tap $? "$xprt: the namespace read with O_DIRECT equals the client's image"
+	tap $? "$what: the namespace read with O_DIRECT equals the client's image"
 }
 
 # fio_verify XPRT IP PORT: the same fio job a block device would get,
@@ -156,7 +167,7 @@ fio_verify() {
 run_xprt tcp 127.0.0.1 0
 fio_verify tcp 127.0.0.1 $((PORT + 5))
 if [ -n "${KMSGR_VM_IP:-}" ]; then
-	run_xprt rdma "$KMSGR_VM_IP" 1
+	run_xprt rdma "$KMSGR_VM_IP" 1 --poll
 	fio_verify rdma "$KMSGR_VM_IP" $((PORT + 6))
 else
 	tap 1 "rdma: KMSGR_VM_IP is set (tools/vm/run --rxe)"

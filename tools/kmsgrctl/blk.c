@@ -52,7 +52,7 @@
 
 enum {
 	OPT_TRANSPORT = 256, OPT_LOSSLESS, OPT_DEPTH, OPT_MAX_IO, OPT_POOL,
-	OPT_RDONLY, OPT_EXCL, OPT_COUNT, OPT_TIME, OPT_OPS, OPT_SEED,
+	OPT_RDONLY, OPT_EXCL, OPT_POLL, OPT_COUNT, OPT_TIME, OPT_OPS, OPT_SEED,
 	OPT_IMAGE, OPT_RW, OPT_BS, OPT_FUA, OPT_TIMEOUT, OPT_HELP,
 };
 
@@ -61,7 +61,8 @@ static void blk_usage(FILE *f)
 	fprintf(f,
 		"Usage: %s blk serve [--transport tcp|rdma] [--lossless] [--depth N]\n"
 		"                    [--max-io BYTES] [--pool-size BYTES] [--rdonly]\n"
-		"                    [--excl] [--count N] [--time S] DEVICE ADDR:PORT\n"
+		"                    [--excl] [--poll] [--count N] [--time S]\n"
+		"                    DEVICE ADDR:PORT\n"
 		"       %s blk check [--transport tcp|rdma] [--lossless] [--depth N]\n"
 		"                    [--ops N] [--seed N] [--image FILE] [--timeout S]\n"
 		"                    ADDR:PORT\n"
@@ -70,7 +71,8 @@ static void blk_usage(FILE *f)
 		"                    [--fua] [--time S] [--timeout S] ADDR:PORT\n"
 		"\n"
 		"serve: a remote block target for DEVICE (a block device, opened\n"
-		"read-write, or read-only with --rdonly; --excl claims it) on a msgr2\n"
+		"read-write, or read-only with --rdonly; --excl claims it; --poll\n"
+		"reaps its I/O by polling, from the device's poll queues) on a msgr2\n"
 		"listener.  Up to DEPTH requests (default %d) are in service at once,\n"
 		"each at most --max-io bytes (default 1M); the rest wait.  WRITEs go\n"
 		"from the receive pool to the device, READs from the device into the\n"
@@ -533,6 +535,7 @@ static int blk_serve(int argc, char **argv)
 		{ "pool-size", required_argument, NULL, OPT_POOL },
 		{ "rdonly", no_argument, NULL, OPT_RDONLY },
 		{ "excl", no_argument, NULL, OPT_EXCL },
+		{ "poll", no_argument, NULL, OPT_POLL },
 		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "time", required_argument, NULL, OPT_TIME },
 		{ NULL, 0, NULL, 0 },
@@ -543,7 +546,7 @@ static int blk_serve(int argc, char **argv)
 	struct srv s = { .count = 0 };
 	struct kmsgr_bdev b;
 	struct kmsgr_listen l;
-	bool rdonly = false, excl = false;
+	bool rdonly = false, excl = false, poll = false;
 	char bound[80];
 	unsigned int i;
 	int c, fd, ret;
@@ -578,6 +581,9 @@ static int blk_serve(int argc, char **argv)
 			break;
 		case OPT_EXCL:
 			excl = true;
+			break;
+		case OPT_POLL:
+			poll = true;
 			break;
 		case OPT_COUNT:
 			if (ctl_parse_size(optarg, 1, UINT64_MAX, &s.count)) {
@@ -618,13 +624,16 @@ static int blk_serve(int argc, char **argv)
 	memset(&b, 0, sizeof(b));
 	b.fd = fd;
 	b.flags = (rdonly ? KMSGR_BDEV_F_RDONLY : 0) |
-		  (excl ? KMSGR_BDEV_F_EXCL : 0);
+		  (excl ? KMSGR_BDEV_F_EXCL : 0) |
+		  (poll ? KMSGR_BDEV_F_POLL : 0);
 	ret = kmsgr_bdev_attach(ctl_k, &b);
 	close(fd);
 	if (ret) {
 		error("cannot attach %s: %s", argv[optind],
 		      ret == -ENOTBLK ? "not a block device" :
 		      ret == -EBUSY ? "in use (mounted, or claimed exclusively)" :
+		      ret == -EOPNOTSUPP && poll ?
+		      "no poll queues for --poll (NVMe: the nvme module's poll_queues parameter)" :
 		      kmsgr_strerror(ret));
 		ctl_teardown();
 		return EXIT_FAILURE;
@@ -661,13 +670,15 @@ static int blk_serve(int argc, char **argv)
 		jw_u64("capacity", s.capacity);
 		jw_u64("lbs", s.lbs);
 		jw_u64("max_io", s.max_io);
+		jw_bool("polled", b.attrs & KMSGR_BDEV_A_POLL);
 		jw_string("addr", bound);
 		jw_string("transport", ctl_transport_name(o.transport));
 		jw_close('}');
 	} else {
-		printf("serving %s (%llu bytes, %u-byte blocks%s) on %s transport %s, depth %u\n",
+		printf("serving %s (%llu bytes, %u-byte blocks%s%s) on %s transport %s, depth %u\n",
 		       argv[optind], (unsigned long long)s.capacity, s.lbs,
 		       b.attrs & KMSGR_BDEV_A_RDONLY ? ", read-only" : "",
+		       b.attrs & KMSGR_BDEV_A_POLL ? ", polled" : "",
 		       bound, ctl_transport_name(o.transport), s.depth);
 	}
 	fflush(stdout);
