@@ -792,10 +792,12 @@ int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
 	info->pbs = bdev_physical_block_size(h->bdev);
 	info->capacity = bdev_nr_bytes(h->bdev);
 	info->flags = (h->mode & FMODE_EXCL ? KMSGR_BDEV_F_EXCL : 0) |
-		      (h->mode & FMODE_WRITE ? 0 : KMSGR_BDEV_F_RDONLY);
+		      (h->mode & FMODE_WRITE ? 0 : KMSGR_BDEV_F_RDONLY) |
+		      (h->poll ? KMSGR_BDEV_F_POLL : 0);
 	info->attrs = (h->rdonly ? KMSGR_BDEV_A_RDONLY : 0) |
 		      (bdev_write_cache(h->bdev) ? KMSGR_BDEV_A_WCACHE : 0) |
-		      (bdev_fua(h->bdev) ? KMSGR_BDEV_A_FUA : 0);
+		      (bdev_fua(h->bdev) ? KMSGR_BDEV_A_FUA : 0) |
+		      (h->poll ? KMSGR_BDEV_A_POLL : 0);
 	/* as kmsgr_bdev_submit() tells that ops would fail ENXIO */
 	info->gone = !disk_live(disk) || test_bit(GD_DEAD, &disk->state);
 	info->read_ops = h->read_ops;

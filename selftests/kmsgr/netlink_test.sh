@@ -13,10 +13,10 @@
 #     fails;
 #   - monitor -j sees ACCEPTED and UP, then DOWN and UP again when the
 #     client's TCP connection is killed with ss -K, then CLOSED;
-#   - block devices (KMSGR_NVME, tools/vm/run --nvme): "blk serve --excl"
-#     attaches the namespace; bdev show -j lists it with the kernel's
-#     name, major:minor, block sizes and capacity (blockdev(8)'s), in the
-#     server's instance, exclusive, no op yet; after "blk check" its read
+#   - block devices (KMSGR_NVME, tools/vm/run --nvme): "blk serve --excl
+#     --poll" attaches the namespace; bdev show -j lists it with the
+#     kernel's name, major:minor, block sizes and capacity (blockdev(8)'s),
+#     in the server's instance, exclusive and polled, no op yet; after "blk check" its read
 #     and write bytes and flushes are the server's own counts, ops add
 #     up, none in flight or failed, and instance show has the same
 #     totals; bdev show INSTANCE ID finds it, a wrong handle fails with
@@ -301,8 +301,8 @@ served() {
 }
 
 nvme_tests() {
-	if ! bserve "$NVME" --excl; then
-		tap 1 "blk serve --excl $NVME starts"
+	if ! bserve "$NVME" --excl --poll; then
+		tap 1 "blk serve --excl --poll $NVME starts"
 		return
 	fi
 	bpid=$bsrv
@@ -320,11 +320,12 @@ nvme_tests() {
 		j[0]['major'] == $maj and j[0]['minor'] == $min and
 		j[0]['lbs'] == $lbs and j[0]['pbs'] == $pbs and
 		j[0]['capacity'] == $size and j[0]['exclusive'] and
+		j[0]['polled'] and j[0]['flags'] == 5 and
 		not j[0]['read_only'] and not j[0]['gone'] and
 		j[0]['pid'] == $bpid and j[0]['comm'] == 'kmsgrctl' and
 		j[0]['ops'] == 0 and j[0]['in_flight'] == 0 and
 		j[0]['errors'] == 0"
-	tap $? "bdev show -j: $name ($maj:$min), lbs $lbs, pbs $pbs, $size bytes, exclusive, read-write, in blk serve's instance, no op yet"
+	tap $? "bdev show -j: $name ($maj:$min), lbs $lbs, pbs $pbs, $size bytes, exclusive, polled (flags EXCL|POLL), read-write, in blk serve's instance, no op yet"
 	binst=$(json "$tmp/bdev.json" "j[0]['instance']")
 	bid=$(json "$tmp/bdev.json" "j[0]['id']")
 
@@ -374,7 +375,7 @@ nvme_tests() {
 		j[0]['ops'] == j[0]['read_ops'] + j[0]['write_ops'] + j[0]['flush_ops'] and
 		j[0]['in_flight'] == 0 and j[0]['errors'] == 0"
 	tap $? "bdev show INSTANCE ID after blk check: $rbytes bytes read, $writes writes of $wbytes bytes, $flushes flushes as the server counted them; ops add up, none in flight or failed"
-	grep -q "^bdev $bid instance $binst pid $bpid comm kmsgrctl $name ($maj:$min) lbs $lbs pbs $pbs capacity $size rw exclusive" \
+	grep -q "^bdev $bid instance $binst pid $bpid comm kmsgrctl $name ($maj:$min) lbs $lbs pbs $pbs capacity $size rw exclusive polled" \
 		"$tmp/bdev1.txt" &&
 		grep -q "^    ops [1-9][0-9]* reads [1-9][0-9]* writes [1-9][0-9]* flushes $flushes bytes read $rbytes written $wbytes errors 0 in-flight 0\$" \
 		"$tmp/bdev1.txt"
@@ -417,6 +418,7 @@ nullb_tests() {
 		sed 's/^/# /' "$tmp/nb1.json"
 		json "$tmp/nb1.json" "len(j) == 1 and j[0]['name'] == 'kmsgrnl0' and
 			j[0]['read_only'] and not j[0]['exclusive'] and
+		not j[0]['polled'] and j[0]['flags'] == 2 and
 			j[0]['read_ops'] >= 1 and j[0]['errors'] == j[0]['ops'] and
 			j[0]['read_bytes'] > 0 and j[0]['in_flight'] == 0 and
 			not j[0]['gone']"

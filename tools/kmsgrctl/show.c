@@ -335,6 +335,7 @@ static void print_bdev(const struct kmsgr_bdev_info *b)
 		jw_bool("exclusive", excl);
 		jw_bool("write_cache", b->attrs & KMSGR_BDEV_A_WCACHE);
 		jw_bool("fua", b->attrs & KMSGR_BDEV_A_FUA);
+		jw_bool("polled", b->attrs & KMSGR_BDEV_A_POLL);
 		jw_u64("flags", b->flags);
 		jw_u64("attrs", b->attrs);
 		jw_bool("gone", b->gone);
@@ -351,10 +352,11 @@ static void print_bdev(const struct kmsgr_bdev_info *b)
 	}
 	printf("bdev %u instance %llu pid %u comm %s ", b->id,
 	       (unsigned long long)b->instance, b->pid, b->comm);
-	printf("%s (%u:%u) lbs %u pbs %u capacity %llu %s%s%s%s%s\n",
+	printf("%s (%u:%u) lbs %u pbs %u capacity %llu %s%s%s%s%s%s\n",
 	       b->name, b->major, b->minor, b->lbs, b->pbs,
 	       (unsigned long long)b->capacity, ro ? "ro" : "rw",
 	       excl ? " exclusive" : "",
+	       b->attrs & KMSGR_BDEV_A_POLL ? " polled" : "",
 	       b->attrs & KMSGR_BDEV_A_WCACHE ? " write-cache" : "",
 	       b->attrs & KMSGR_BDEV_A_FUA ? " fua" : "",
 	       b->gone ? " gone" : "");
@@ -530,10 +532,10 @@ static void bdev_usage(FILE *f)
 		"Lists the block devices the instances the caller may see have\n"
 		"attached (\"%s blk serve\" attaches one): the kernel's name and\n"
 		"major:minor, block sizes, capacity, read-only or read-write,\n"
-		"exclusive, write cache and FUA; the ops submitted to it (reads,\n"
-		"writes, flushes), the bytes read and written, the ops that failed,\n"
-		"the ops in flight; \"gone\" once the device went away.  ID is the\n"
-		"handle ATTACH_BDEV gave.\n",
+		"exclusive, polled, write cache and FUA; the ops submitted to it\n"
+		"(reads, writes, flushes), the bytes read and written, the ops that\n"
+		"failed, the ops in flight; \"gone\" once the device went away.  ID\n"
+		"is the handle ATTACH_BDEV gave.\n",
 		progname, progname);
 }
 

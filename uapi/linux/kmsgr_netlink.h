@@ -206,7 +206,9 @@ enum {
 	KMSGR_A_BDEV_LBS,		/* u32: logical block size, bytes */
 	KMSGR_A_BDEV_PBS,		/* u32: physical block size, bytes */
 	KMSGR_A_BDEV_CAPACITY,		/* u64: bytes, now */
-	KMSGR_A_BDEV_FLAGS,		/* u32: KMSGR_BDEV_F_* attached with */
+	KMSGR_A_BDEV_FLAGS,		/* u32: the KMSGR_BDEV_F_ flags it was
+					 * attached with (EXCL, RDONLY, POLL)
+					 */
 	KMSGR_A_BDEV_ATTRS,		/* u32: KMSGR_BDEV_A_*, now */
 	KMSGR_A_BDEV_IN_FLIGHT,		/* u32: ops not completed yet */
 	KMSGR_A_BDEV_OPS,		/* u64: ops submitted */
