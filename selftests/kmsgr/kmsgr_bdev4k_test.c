@@ -49,21 +49,17 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include "kselftest_harness.h"
 #include "kmsgr_selftest.h"
 #include "kmsgr_ring_util.h"
+#include "kmsgr_bdev_util.h"
 
 #define KIB		1024U
 #define MIB		(1024 * KIB)
 #define LBS		4096U		/* the namespace's blocks */
 #define NS_MIN		(16 * MIB)	/* tools/vm/run --nvme: namespace 2 */
-#define OP_MS		10000		/* for one op's CQE */
-#define BOUNCE		MIB		/* O_DIRECT bounce buffer */
 #define POISON		0x5a
 #define GRAIN		512U		/* receive-pool allocation unit */
 
@@ -86,113 +82,19 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* The seed of this test: KMSGR_SEED, else the clock; printed. */
-static uint64_t test_seed(void)
-{
-	uint64_t seed = (uint64_t)kt_env_long("KMSGR_SEED", 0);
-	struct timespec ts;
-
-	if (!seed) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		seed = (uint64_t)ts.tv_sec * 1000003ULL ^ (uint64_t)ts.tv_nsec ^
-		       (uint64_t)getpid() << 40;
-	}
-	fprintf(stderr, "# seed %llu (KMSGR_SEED=%llu repeats it)\n",
-		(unsigned long long)seed, (unsigned long long)seed);
-	return seed;
-}
-
 /* Why the tests cannot run here (SKIP), or NULL. */
 static const char *bdev4k_missing(void)
 {
 	const char *why = kmsgr_missing(1);
 	const char *path = getenv("KMSGR_NVME_4K");
-	struct kmsgr_info info;
-	struct kmsgr *k;
-	int ret;
 
 	if (why)
 		return why;
 	if (!path || !*path)
 		return "KMSGR_NVME_4K not set: no 4Kn device (tools/vm/run --nvme SIZE)";
-	if (kmsgr_open(NULL, &k))
-		return NULL;	/* the test's own open fails, loudly */
-	memset(&info, 0, sizeof(info));
-	ret = kmsgr_info(k, &info);
-	kmsgr_close(k);
-	if (!ret && !(info.features & KMSGR_FEAT_BDEV))
+	if (bdev_unsupported())
 		return "the module has no KMSGR_FEAT_BDEV";
 	return NULL;
-}
-
-/* Index of the first byte where @a and @b differ, or -1. */
-static long long diff_at(const void *a, const void *b, size_t len)
-{
-	const uint8_t *x = a, *y = b;
-	size_t i;
-
-	if (!memcmp(a, b, len))
-		return -1;
-	for (i = 0; x[i] == y[i]; i++)
-		;
-	return (long long)i;
-}
-
-/* Open @path O_RDWR, attach it, close the fd: 0 or -errno. */
-static int attach_path(struct kmsgr *k, const char *path,
-		       struct kmsgr_bdev *b)
-{
-	int fd, ret;
-
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	memset(b, 0, sizeof(*b));
-	b->fd = fd;
-	ret = kmsgr_bdev_attach(k, b);
-	close(fd);
-	return ret;
-}
-
-/* Submit until the kernel took every prepared SQE: 0 or -ETIME. */
-static int submit_all(struct kt_inst *ti)
-{
-	uint64_t end = kt_now_ms() + OP_MS;
-
-	while (kmsgr_sq_pending(ti->k)) {
-		if (kmsgr_submit(ti->k, 0, 0) > 0)
-			continue;
-		if (kt_now_ms() > end)
-			return -ETIME;
-		usleep(1000);
-	}
-	return 0;
-}
-
-/* The next CQE of @ti that is not an event, within @ms: 0 or -ETIME. */
-static int next_cqe(struct kt_inst *ti, struct kmsgr_cqe *out, int ms)
-{
-	uint64_t end = kt_now_ms() + (uint64_t)ms, now;
-	struct kmsgr_cqe *cqe;
-
-	for (;;) {
-		now = kt_now_ms();
-		if (now >= end)
-			return -ETIME;
-		if (kmsgr_wait_cqe(ti->k, &cqe, (end - now) * 1000000ULL))
-			continue;
-		*out = *cqe;
-		kmsgr_cqe_seen(ti->k);
-		if (out->kind != KMSGR_CQE_EVENT)
-			return 0;
-	}
-}
-
-static struct kmsgr_slice slice(uint32_t off, uint32_t len)
-{
-	struct kmsgr_slice s = { .off = off, .len = len };
-
-	return s;
 }
 
 /* The 4Kn namespace (KMSGR_NVME_4K), as both fixtures open it. */
@@ -221,15 +123,8 @@ static void dev4k_open(struct __test_metadata *_metadata,
 	self->path = getenv("KMSGR_NVME_4K");
 	self->rng = test_seed();
 	self->kmsg = kt_kmsg_open();
-	self->dfd = open(self->path, O_RDWR | O_DIRECT | O_CLOEXEC);
-	ASSERT_LE(0, self->dfd) TH_LOG("open %s: %s", self->path,
-				       strerror(errno));
-	ASSERT_EQ(0, fstat(self->dfd, &st));
-	ASSERT_TRUE(S_ISBLK(st.st_mode))
-		TH_LOG("KMSGR_NVME_4K=%s is no block device", self->path);
-	ASSERT_EQ(0, ioctl(self->dfd, BLKGETSIZE64, &self->cap));
-	ASSERT_EQ(0, ioctl(self->dfd, BLKSSZGET, &lbs));
-	ASSERT_EQ(0, ioctl(self->dfd, BLKPBSZGET, &pbs));
+	dev_open(_metadata, "KMSGR_NVME_4K", self->path, &self->dfd, &st,
+		 &self->cap, &lbs, &pbs);
 	ASSERT_EQ(LBS, (unsigned int)lbs)
 		TH_LOG("%s: logical block size %d, not 4096", self->path, lbs);
 	ASSERT_EQ(LBS, pbs)
@@ -238,22 +133,6 @@ static void dev4k_open(struct __test_metadata *_metadata,
 		TH_LOG("%s has %llu bytes; the tests want 16 MiB", self->path,
 		       (unsigned long long)self->cap);
 	ASSERT_EQ(0, posix_memalign((void **)&self->bounce, LBS, BOUNCE));
-}
-
-static void dev4k_close(struct __test_metadata *_metadata,
-			struct dev4k *self)
-{
-	char line[512];
-
-	if (self->dfd >= 0)
-		close(self->dfd);
-	free(self->bounce);
-	if (self->kmsg >= 0) {
-		usleep(100000);
-		EXPECT_EQ(0, kt_kmsg_check(self->kmsg, line, sizeof(line)))
-			TH_LOG("kernel log: %s", line);
-		close(self->kmsg);
-	}
 }
 
 FIXTURE(bdev4k) {
@@ -267,80 +146,22 @@ FIXTURE_SETUP(bdev4k)
 
 FIXTURE_TEARDOWN(bdev4k)
 {
-	dev4k_close(_metadata, &self->d);
-}
-
-/* O_DIRECT read (@wr false) or write of [@off, @off + @len): 0 or -errno. */
-static int dev_io(int dfd, uint8_t *bounce, bool wr, uint64_t off, void *p,
-		  size_t len)
-{
-	uint8_t *b = p;
-	ssize_t got;
-	size_t n;
-
-	while (len) {
-		n = len < BOUNCE ? len : BOUNCE;
-		if (wr) {
-			memcpy(bounce, b, n);
-			got = pwrite(dfd, bounce, n, (off_t)off);
-		} else {
-			got = pread(dfd, bounce, n, (off_t)off);
-		}
-		if (got < 0)
-			return -errno;
-		if ((size_t)got != n)
-			return -EIO;
-		if (!wr)
-			memcpy(b, bounce, n);
-		b += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
-/* The device holds @want at @off (read with O_DIRECT): true. */
-static bool dev_holds(struct __test_metadata *_metadata, int dfd,
-		      uint8_t *bounce, uint64_t off, const void *want,
-		      size_t len, const char *what)
-{
-	uint8_t *got = malloc(len);
-	long long d;
-	int ret;
-
-	ASSERT_NE(NULL, got);
-	ret = dev_io(dfd, bounce, false, off, got, len);
-	EXPECT_EQ(0, ret) TH_LOG("%s: O_DIRECT read of %zu bytes at %llu: %s",
-				 what, len, (unsigned long long)off,
-				 strerror(-ret));
-	d = ret ? -1 : diff_at(got, want, len);
-	EXPECT_EQ(-1, d)
-		TH_LOG("%s: the device differs at %llu (byte %lld of %zu)",
-		       what, (unsigned long long)off + d, d, len);
-	free(got);
-	return !ret && d < 0;
-}
-
-/* Run one op @s on @ti: its CQE's res, or 1 when none came. */
-static int op_res(struct __test_metadata *_metadata, struct kt_inst *ti,
-		  const struct kmsgr_sqe *s, const char *what)
-{
-	struct kmsgr_sqe *sqe = kt_sqe(ti);
-	struct kmsgr_cqe c;
-
-	ASSERT_NE(NULL, sqe) TH_LOG("%s: SQ full", what);
-	*sqe = *s;
-	if (next_cqe(ti, &c, OP_MS)) {
-		TH_LOG("%s: no completion within %d ms", what, OP_MS);
-		return 1;
-	}
-	EXPECT_EQ(KMSGR_CQE_OP, c.kind) TH_LOG("%s: CQE kind", what);
-	EXPECT_EQ(s->user_data, c.user_data) TH_LOG("%s: user_data", what);
-	EXPECT_EQ(s->tid, c.tid) TH_LOG("%s: CQE tid (device offset)", what);
-	return c.res;
+	dev_close(_metadata, self->d.dfd, self->d.bounce, self->d.kmsg);
 }
 
 /* ---- attach ------------------------------------------------------------- */
+
+/* The @op (WRITE, READ) @s with @what must fail with EINVAL. */
+static void expect_einval(struct __test_metadata *_metadata,
+			  struct kt_inst *ti, const struct kmsgr_sqe *s,
+			  const char *op, const char *what)
+{
+	int res = op_res(_metadata, ti, s, what);
+
+	EXPECT_EQ(-EINVAL, res)
+		TH_LOG("%s with %s: %s, expected EINVAL", op, what,
+		       res ? strerror(-res) : "0");
+}
 
 TEST_F(bdev4k, attach_reports_4k)
 {
@@ -368,7 +189,7 @@ TEST_F(bdev4k, attach_reports_4k)
 		SKIP(return, "%s", d->why);
 	ASSERT_EQ(0, kt_inst_open(&ti, "4k", 16, 4 * MIB, KMSGR_POOL_MIN,
 				  d->rng));
-	ASSERT_EQ(0, attach_path(ti.k, d->path, &b));
+	ASSERT_EQ(0, attach_path(ti.k, d->path, O_RDWR, 0, &b));
 	TH_LOG("%s: capacity %llu, lbs %u, pbs %u, max_io %u, attrs %#x",
 	       d->path, (unsigned long long)b.capacity, b.lbs, b.pbs,
 	       b.max_io, b.attrs);
@@ -390,18 +211,12 @@ TEST_F(bdev4k, attach_reports_4k)
 	EXPECT_EQ(0, res) TH_LOG("an aligned WRITE: %s", strerror(-res));
 	memcpy(want + MIB / 2, ti.buf + LBS, 16 * LBS);
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
-		kmsgr_prep_bdev(&s, KMSGR_OP_BDEV_WRITE, b.id, bad[i].dev_off,
-				bad[i].off, bad[i].len, UD(TAG_OP, i + 1));
-		res = op_res(_metadata, &ti, &s, bad[i].what);
-		EXPECT_EQ(-EINVAL, res)
-			TH_LOG("WRITE with %s: %s, expected EINVAL",
-			       bad[i].what, res ? strerror(-res) : "0");
-		kmsgr_prep_bdev(&s, KMSGR_OP_BDEV_READ, b.id, bad[i].dev_off,
-				bad[i].off, bad[i].len, UD(TAG_OP, i + 100));
-		res = op_res(_metadata, &ti, &s, bad[i].what);
-		EXPECT_EQ(-EINVAL, res)
-			TH_LOG("READ with %s: %s, expected EINVAL",
-			       bad[i].what, res ? strerror(-res) : "0");
+		s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, bad[i].dev_off,
+			     bad[i].off, bad[i].len, UD(TAG_OP, i + 1));
+		expect_einval(_metadata, &ti, &s, "WRITE", bad[i].what);
+		s = bdev_sqe(KMSGR_OP_BDEV_READ, b.id, bad[i].dev_off,
+			     bad[i].off, bad[i].len, UD(TAG_OP, i + 100));
+		expect_einval(_metadata, &ti, &s, "READ", bad[i].what);
 	}
 	dev_holds(_metadata, d->dfd, d->bounce, ATT_BASE, want, MIB,
 		  "the aligned WRITE, and nothing of the refused ones");
@@ -809,7 +624,7 @@ FIXTURE_SETUP(recv4k)
 
 FIXTURE_TEARDOWN(recv4k)
 {
-	dev4k_close(_metadata, &self->d);
+	dev_close(_metadata, self->d.dfd, self->d.bounce, self->d.kmsg);
 }
 
 TEST_F_TIMEOUT(recv4k, write_received, 360)
@@ -870,7 +685,7 @@ TEST_F_TIMEOUT(recv4k, write_received, 360)
 				0x22, &x->s_id));
 	ASSERT_EQ(0, kt_wait_pair(&x->lp, &x->s, x->s_id, &x->r, &x->r_id,
 				  20000));
-	ASSERT_EQ(0, attach_path(x->r.k, d->path, &b));
+	ASSERT_EQ(0, attach_path(x->r.k, d->path, O_RDWR, 0, &b));
 	ASSERT_EQ(LBS, b.lbs);
 	x->id = b.id;
 

@@ -106,7 +106,6 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
 #include <sys/ioctl.h>
@@ -117,6 +116,7 @@
 #include "kselftest_harness.h"
 #include "kmsgr_selftest.h"
 #include "kmsgr_ring_util.h"
+#include "kmsgr_bdev_util.h"
 
 #define KIB		1024ULL
 #define MIB		(1024 * KIB)
@@ -126,8 +126,6 @@
 #define POOL_SIZE	MIB		/* ... and its receive pool */
 #define STAGE		(8 * MIB)	/* WRITE sources: [0, STAGE) */
 #define RD_AREA		(8 * MIB)	/* READ targets: after STAGE */
-#define BOUNCE		MIB		/* O_DIRECT bounce buffer */
-#define OP_MS		10000		/* for one op's CQE */
 #define POISON		0x5a		/* READ targets, before */
 #define GRAIN		512U		/* pool allocation unit */
 
@@ -160,179 +158,18 @@
 #define TAG_FORCED	0xb5	/* a RELEASE that must fail */
 #define TAG_FRONT	0xb6	/* a front's RELEASE */
 
-#define NO_CQE		1	/* op_res(): no completion came */
-
 /* ---- helpers ------------------------------------------------------------- */
-
-/* The seed of this test: KMSGR_SEED, else the clock; printed. */
-static uint64_t test_seed(void)
-{
-	uint64_t seed = (uint64_t)kt_env_long("KMSGR_SEED", 0);
-	struct timespec ts;
-
-	if (!seed) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		seed = (uint64_t)ts.tv_sec * 1000003ULL ^ (uint64_t)ts.tv_nsec ^
-		       (uint64_t)getpid() << 40;
-	}
-	fprintf(stderr, "# seed %llu (KMSGR_SEED=%llu repeats it)\n",
-		(unsigned long long)seed, (unsigned long long)seed);
-	return seed;
-}
 
 /* Why a test cannot run here (SKIP), or NULL; no device needed. */
 static const char *bdev_missing(void)
 {
 	const char *why = kmsgr_missing(1);
-	struct kmsgr_info info;
-	struct kmsgr *k;
-	int ret;
 
 	if (why)
 		return why;
-	if (kmsgr_open(NULL, &k))
-		return NULL;	/* the test's own open fails, loudly */
-	memset(&info, 0, sizeof(info));
-	ret = kmsgr_info(k, &info);
-	kmsgr_close(k);
-	if (!ret && !(info.features & KMSGR_FEAT_BDEV))
+	if (bdev_unsupported())
 		return "the module has no KMSGR_FEAT_BDEV (see feature_advertised)";
 	return NULL;
-}
-
-static void fill(void *p, size_t len, uint64_t *rng)
-{
-	uint8_t *b = p;
-	uint64_t w;
-	size_t i;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		w = kt_rand(rng);
-		memcpy(b + i, &w, 8);
-	}
-	for (; i < len; i++)
-		b[i] = (uint8_t)kt_rand(rng);
-}
-
-/* Index of the first byte where @a and @b differ, or -1. */
-static long long diff_at(const void *a, const void *b, size_t len)
-{
-	const uint8_t *x = a, *y = b;
-	size_t i;
-
-	if (!memcmp(a, b, len))
-		return -1;
-	for (i = 0; x[i] == y[i]; i++)
-		;
-	return (long long)i;
-}
-
-/* Index of the first byte of @p that is not @v, or -1. */
-static long long not_byte(const void *p, size_t len, uint8_t v)
-{
-	const uint8_t *b = p;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (b[i] != v)
-			return (long long)i;
-	return -1;
-}
-
-/* ATTACH_BDEV of @fd with @flags, the rest zero. */
-static int attach_fd(struct kmsgr *k, int fd, uint32_t flags,
-		     struct kmsgr_bdev *b)
-{
-	memset(b, 0, sizeof(*b));
-	b->fd = fd;
-	b->flags = flags;
-	return kmsgr_bdev_attach(k, b);
-}
-
-/* Open @path with @oflags, attach it, close the fd: 0 or -errno. */
-static int attach_path(struct kmsgr *k, const char *path, int oflags,
-		       uint32_t flags, struct kmsgr_bdev *b)
-{
-	int fd, ret;
-
-	fd = open(path, oflags | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = attach_fd(k, fd, flags, b);
-	close(fd);
-	return ret;
-}
-
-/* Copy @s into the next SQE of @ti: 0, or -EBUSY when the SQ stays full. */
-static int queue_sqe(struct kt_inst *ti, const struct kmsgr_sqe *s)
-{
-	struct kmsgr_sqe *sqe = kt_sqe(ti);
-
-	if (!sqe)
-		return -EBUSY;
-	*sqe = *s;
-	return 0;
-}
-
-/* Submit until the kernel took every prepared SQE: 0 or -ETIME. */
-static int submit_all(struct kt_inst *ti)
-{
-	uint64_t end = kt_now_ms() + OP_MS;
-	int ret;
-
-	while (kmsgr_sq_pending(ti->k)) {
-		ret = kmsgr_submit(ti->k, 0, 0);
-		if (ret > 0)
-			continue;
-		if (kt_now_ms() > end)
-			return -ETIME;
-		usleep(1000);
-	}
-	return 0;
-}
-
-/* The next CQE of @ti that is not an event, within @ms: 0 or -ETIME. */
-static int next_cqe(struct kt_inst *ti, struct kmsgr_cqe *out, int ms)
-{
-	uint64_t end = kt_now_ms() + (uint64_t)ms, now;
-	struct kmsgr_cqe *cqe;
-
-	for (;;) {
-		now = kt_now_ms();
-		if (now >= end)
-			return -ETIME;
-		if (kmsgr_wait_cqe(ti->k, &cqe, (end - now) * 1000000ULL))
-			continue;
-		*out = *cqe;
-		kmsgr_cqe_seen(ti->k);
-		if (out->kind != KMSGR_CQE_EVENT)
-			return 0;
-	}
-}
-
-/*
- * Run one op @s on @ti and check its CQE: KMSGR_CQE_OP with the SQE's
- * user_data and, for a BDEV op, its session (the handle) and tid (the
- * device offset).
- * Return: its res, or NO_CQE when none came.
- */
-static int op_res(struct __test_metadata *_metadata, struct kt_inst *ti,
-		  const struct kmsgr_sqe *s, const char *what)
-{
-	struct kmsgr_cqe c;
-
-	ASSERT_EQ(0, queue_sqe(ti, s)) TH_LOG("%s: SQ full", what);
-	if (next_cqe(ti, &c, OP_MS)) {
-		TH_LOG("%s: no completion within %d ms", what, OP_MS);
-		return NO_CQE;
-	}
-	EXPECT_EQ(KMSGR_CQE_OP, c.kind) TH_LOG("%s: CQE kind", what);
-	EXPECT_EQ(s->user_data, c.user_data) TH_LOG("%s: user_data", what);
-	if (s->opcode < KMSGR_OP_BDEV_WRITE || s->opcode > KMSGR_OP_BDEV_FLUSH)
-		return c.res;
-	EXPECT_EQ(s->session, c.session) TH_LOG("%s: CQE session", what);
-	EXPECT_EQ(s->tid, c.tid) TH_LOG("%s: CQE tid (device offset)", what);
-	return c.res;
 }
 
 /* One op must complete with @res (0 or -errno). */
@@ -346,24 +183,6 @@ static void expect_op(struct __test_metadata *_metadata, int res,
 		TH_LOG("%s: %s, expected %s", what,
 		       got == NO_CQE ? "no CQE" : got ? strerror(-got) : "0",
 		       res ? strerror(-res) : "0");
-}
-
-/* An op's SQE; a vectored one gets seg[1] and seg[2] set after. */
-static struct kmsgr_sqe bdev_sqe(uint8_t opcode, uint32_t id,
-				 uint64_t dev_off, uint32_t off, uint32_t len,
-				 uint64_t ud)
-{
-	struct kmsgr_sqe s;
-
-	kmsgr_prep_bdev(&s, opcode, id, dev_off, off, len, ud);
-	return s;
-}
-
-static struct kmsgr_slice slice(uint32_t off, uint32_t len)
-{
-	struct kmsgr_slice s = { .off = off, .len = len };
-
-	return s;
 }
 
 /* Value of /sys/dev/block/MAJ:MIN/@rel for @rdev, or "" */
@@ -409,16 +228,9 @@ FIXTURE_SETUP(bdev)
 	}
 	self->rng = test_seed();
 	self->kmsg = kt_kmsg_open();
-	self->dfd = open(self->path, O_RDWR | O_DIRECT | O_CLOEXEC);
-	ASSERT_LE(0, self->dfd) TH_LOG("open %s: %s", self->path,
-				       strerror(errno));
-	ASSERT_EQ(0, fstat(self->dfd, &st));
-	ASSERT_TRUE(S_ISBLK(st.st_mode)) TH_LOG("KMSGR_NVME=%s is no block device",
-						self->path);
+	dev_open(_metadata, "KMSGR_NVME", self->path, &self->dfd, &st,
+		 &self->cap, &lbs, &pbs);
 	self->rdev = st.st_rdev;
-	ASSERT_EQ(0, ioctl(self->dfd, BLKGETSIZE64, &self->cap));
-	ASSERT_EQ(0, ioctl(self->dfd, BLKSSZGET, &lbs));
-	ASSERT_EQ(0, ioctl(self->dfd, BLKPBSZGET, &pbs));
 	self->lbs = (uint32_t)lbs;
 	self->pbs = pbs;
 	ASSERT_LE(NS_MIN, self->cap)
@@ -434,70 +246,9 @@ FIXTURE_SETUP(bdev)
 
 FIXTURE_TEARDOWN(bdev)
 {
-	char line[512];
-
 	if (self->ti.k)
 		kt_inst_close(&self->ti);
-	if (self->dfd >= 0)
-		close(self->dfd);
-	free(self->bounce);
-	if (self->kmsg >= 0) {
-		usleep(100000);
-		EXPECT_EQ(0, kt_kmsg_check(self->kmsg, line, sizeof(line)))
-			TH_LOG("kernel log: %s", line);
-		close(self->kmsg);
-	}
-}
-
-/* O_DIRECT read (@wr false) or write of [@off, @off + @len): 0 or -errno. */
-static int dev_io(FIXTURE_DATA(bdev) *self, bool wr, uint64_t off, void *p,
-		  size_t len)
-{
-	uint8_t *b = p;
-	ssize_t got;
-	size_t n;
-
-	while (len) {
-		n = len < BOUNCE ? len : BOUNCE;
-		if (wr) {
-			memcpy(self->bounce, b, n);
-			got = pwrite(self->dfd, self->bounce, n, (off_t)off);
-		} else {
-			got = pread(self->dfd, self->bounce, n, (off_t)off);
-		}
-		if (got < 0)
-			return -errno;
-		if ((size_t)got != n)
-			return -EIO;
-		if (!wr)
-			memcpy(b, self->bounce, n);
-		b += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
-/* The device holds @want at @off (read with O_DIRECT): true. */
-static bool dev_holds(struct __test_metadata *_metadata,
-		      FIXTURE_DATA(bdev) *self, uint64_t off, const void *want,
-		      size_t len, const char *what)
-{
-	uint8_t *got = malloc(len);
-	long long d;
-	int ret;
-
-	ASSERT_NE(NULL, got);
-	ret = dev_io(self, false, off, got, len);
-	EXPECT_EQ(0, ret) TH_LOG("%s: O_DIRECT read of %zu bytes at %llu: %s",
-				 what, len, (unsigned long long)off,
-				 strerror(-ret));
-	d = ret ? -1 : diff_at(got, want, len);
-	EXPECT_EQ(-1, d)
-		TH_LOG("%s: the device differs at %llu (byte %lld of %zu)",
-		       what, (unsigned long long)off + d, d, len);
-	free(got);
-	return !ret && d < 0;
+	dev_close(_metadata, self->dfd, self->bounce, self->kmsg);
 }
 
 /* ---- the feature, attach and detach ------------------------------------ */
@@ -630,7 +381,8 @@ TEST_F(bdev, attach_reports_device)
 	expect_op(_metadata, 0, &self->ti, &s, "READ after the fd was closed");
 	EXPECT_EQ(-1, diff_at(buf, buf + STAGE, 4 * b.lbs))
 		TH_LOG("READ returned other bytes than the WRITE wrote");
-	dev_holds(_metadata, self, ERR_BASE, buf, 4 * b.lbs, "WRITE");
+	dev_holds(_metadata, self->dfd, self->bounce, ERR_BASE, buf, 4 * b.lbs,
+		  "WRITE");
 
 	/* read-only: O_RDONLY with F_RDONLY, and O_RDWR with F_RDONLY */
 	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDONLY,
@@ -1094,7 +846,8 @@ static void round_trip(struct __test_metadata *_metadata,
 	shadow = malloc(RT_SIZE);
 	ASSERT_NE(NULL, shadow);
 	/* what the range holds now */
-	ASSERT_EQ(0, dev_io(self, false, RT_BASE, shadow, RT_SIZE));
+	ASSERT_EQ(0, dev_io(self->dfd, self->bounce, false, RT_BASE, shadow,
+			    RT_SIZE));
 
 	irq0 = nvme_irqs();
 	while (done < nops) {
@@ -1163,7 +916,7 @@ static void round_trip(struct __test_metadata *_metadata,
 			       done);
 
 	/* the whole range, from user space and through the handle */
-	dev_holds(_metadata, self, RT_BASE, shadow, RT_SIZE,
+	dev_holds(_metadata, self->dfd, self->bounce, RT_BASE, shadow, RT_SIZE,
 		  "after the random ops, O_DIRECT");
 	rt_sweep(_metadata, &self->ti, b.id, lbs, max, RT_BASE, RT_SIZE, shadow,
 		 &self->rng);
@@ -1233,8 +986,9 @@ TEST_F_TIMEOUT(bdev, polled_without_enter, 60)
 	       (unsigned long long)(kt_now_ms() - t0));
 	EXPECT_EQ(16, n);
 	for (i = 0; i < 16; i++)
-		dev_holds(_metadata, self, POLL_BASE + i * 8192ULL,
-			  self->ti.buf + i * 4096, 4096, "polled write");
+		dev_holds(_metadata, self->dfd, self->bounce,
+			  POLL_BASE + i * 8192ULL, self->ti.buf + i * 4096,
+			  4096, "polled write");
 	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
 }
 
@@ -1336,13 +1090,14 @@ TEST_F(bdev, fua_preflush_flush)
 	expect_op(_metadata, 0, &self->ti, &s, "vectored WRITE with FUA");
 	s = bdev_sqe(KMSGR_OP_BDEV_FLUSH, b.id, 0, 0, 0, UD(TAG_OP, 5));
 	expect_op(_metadata, 0, &self->ti, &s, "FLUSH");
-	dev_holds(_metadata, self, ERR_BASE, buf, 3 * len, "FUA, PREFLUSH");
-	dev_holds(_metadata, self, ERR_BASE + 3 * len, buf + 5 * len, lbs,
-		  "vectored FUA, slice 0");
-	dev_holds(_metadata, self, ERR_BASE + 3 * len + lbs, buf + 4 * len,
-		  len - 2 * lbs, "vectored FUA, slice 1");
-	dev_holds(_metadata, self, ERR_BASE + 4 * len - lbs, buf + 6 * len, lbs,
-		  "vectored FUA, slice 2");
+	dev_holds(_metadata, self->dfd, self->bounce, ERR_BASE, buf, 3 * len,
+		  "FUA, PREFLUSH");
+	dev_holds(_metadata, self->dfd, self->bounce, ERR_BASE + 3 * len,
+		  buf + 5 * len, lbs, "vectored FUA, slice 0");
+	dev_holds(_metadata, self->dfd, self->bounce, ERR_BASE + 3 * len + lbs,
+		  buf + 4 * len, len - 2 * lbs, "vectored FUA, slice 1");
+	dev_holds(_metadata, self->dfd, self->bounce, ERR_BASE + 4 * len - lbs,
+		  buf + 6 * len, lbs, "vectored FUA, slice 2");
 
 	/* in flight together: 8 WRITEs with every flag mix, 2 FLUSHes */
 	for (i = 0; i < 8; i++) {
@@ -1374,8 +1129,8 @@ TEST_F(bdev, fua_preflush_flush)
 		EXPECT_EQ(k < 8 ? ERR_BASE + (8 + k) * len : 0, c.tid);
 	}
 	EXPECT_EQ(0x3ff, seen);
-	dev_holds(_metadata, self, ERR_BASE + 8 * len, buf + 8 * len, 8 * len,
-		  "WRITEs in flight with FLUSHes");
+	dev_holds(_metadata, self->dfd, self->bounce, ERR_BASE + 8 * len,
+		  buf + 8 * len, 8 * len, "WRITEs in flight with FLUSHes");
 	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
 }
 
@@ -1400,14 +1155,15 @@ static void guard_set(struct __test_metadata *_metadata,
 	g->want = malloc(len);
 	ASSERT_NE(NULL, g->want);
 	fill(g->want, len, &self->rng);
-	ASSERT_EQ(0, dev_io(self, true, off, g->want, len));
+	ASSERT_EQ(0, dev_io(self->dfd, self->bounce, true, off, g->want, len));
 }
 
 static void guard_check(struct __test_metadata *_metadata,
 			FIXTURE_DATA(bdev) *self, struct guard *g,
 			const char *what)
 {
-	dev_holds(_metadata, self, g->off, g->want, g->len, what);
+	dev_holds(_metadata, self->dfd, self->bounce, g->off, g->want, g->len,
+		  what);
 	free(g->want);
 	g->want = NULL;
 }
@@ -1613,7 +1369,8 @@ TEST_F_TIMEOUT(bdev, error_cqes, 120)
 		     UD(TAG_OP, 51));
 	expect_op(_metadata, 0, &self->ti, &s, "READ of the last block");
 	EXPECT_EQ(-1, diff_at(buf, buf + STAGE, lbs));
-	dev_holds(_metadata, self, cap - lbs, buf, lbs, "the last block");
+	dev_holds(_metadata, self->dfd, self->bounce, cap - lbs, buf, lbs,
+		  "the last block");
 
 	/* and so is exactly max_io, in three slices */
 	if (big) {
@@ -1625,8 +1382,8 @@ TEST_F_TIMEOUT(bdev, error_cqes, 120)
 		s.seg[2] = slice(half, max - half);
 		expect_op(_metadata, 0, &self->ti, &s,
 			  "vectored WRITE of exactly max_io");
-		dev_holds(_metadata, self, ERR_BASE, buf, max,
-			  "a WRITE of max_io bytes");
+		dev_holds(_metadata, self->dfd, self->bounce, ERR_BASE, buf,
+			  max, "a WRITE of max_io bytes");
 	}
 	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, id));
 }
@@ -1834,7 +1591,7 @@ TEST_F_TIMEOUT(bdev, detach_with_ops_in_flight, 180)
 				continue;
 			if (reads && (i & 1))
 				continue;	/* READs: checked below */
-			if (!dev_holds(_metadata, self,
+			if (!dev_holds(_metadata, self->dfd, self->bounce,
 				       DET_BASE + (uint64_t)i * INFLIGHT_LEN,
 				       self->ti.buf + i * INFLIGHT_LEN, len,
 				       "a WRITE done at DETACH"))
@@ -1844,7 +1601,8 @@ TEST_F_TIMEOUT(bdev, detach_with_ops_in_flight, 180)
 		for (i = 1; reads && i < INFLIGHT; i += 2) {
 			at = (uint64_t)i * INFLIGHT_LEN;
 			if (!res[i])
-				dev_holds(_metadata, self, DET_BASE + at,
+				dev_holds(_metadata, self->dfd, self->bounce,
+					  DET_BASE + at,
 					  self->ti.buf + STAGE + at, len,
 					  "a READ done at DETACH");
 		}
@@ -2420,7 +2178,7 @@ static void rx_stream(struct __test_metadata *_metadata,
 	v = rx_pool_drains(x, 2000);
 	EXPECT_EQ(0, v) TH_LOG("receive-pool bytes in use at the end");
 	for (i = 0; i < n; i++)
-		if (!dev_holds(_metadata, self, m[i].dev_off,
+		if (!dev_holds(_metadata, self->dfd, self->bounce, m[i].dev_off,
 			       x->s.buf + m[i].src_off, m[i].len,
 			       "a received message written to the device")) {
 			TH_LOG("message %u: %u bytes at %llu", i, m[i].len,
@@ -2631,7 +2389,8 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 	x.img = malloc(LK_SIZE);
 	ASSERT_NE(NULL, x.img);
 	fill(x.img, LK_SIZE, &self->rng);
-	ASSERT_EQ(0, dev_io(self, true, LK_BASE, x.img, LK_SIZE));
+	ASSERT_EQ(0, dev_io(self->dfd, self->bounce, true, LK_BASE, x.img,
+			    LK_SIZE));
 	ASSERT_EQ(0, kt_inst_open(&x.srv, "lk-srv", 64, LK_FRONT_OFF + MIB,
 				  KMSGR_POOL_MIN, self->rng + 3));
 	ASSERT_EQ(0, kt_inst_open_cq(&x.cli, "lk-cli", 64, 512, MIB,
@@ -2847,8 +2606,8 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 		TH_LOG("a CQE (user_data %#llx, res %d) for a skipped success",
 		       (unsigned long long)c.user_data, c.res);
 	tid++;
-	EXPECT_TRUE(dev_holds(_metadata, self, LK_BASE, x.img, LK_SIZE,
-			      "the linked READs' range"));
+	EXPECT_TRUE(dev_holds(_metadata, self->dfd, self->bounce, LK_BASE,
+			      x.img, LK_SIZE, "the linked READs' range"));
 
 	/*
 	 * The session closed under pairs in flight: every CQE still comes.
