@@ -496,7 +496,9 @@ struct kmsgr_slice {
  * linked SEND refused, ...) leaves them with the application.  After an
  * error CQE, a RELEASE with KMSGR_SQE_F_TOKEN of the slices is always
  * right: it gives them back, or fails with EINVAL when the write had
- * them already (the token keeps it off any later message).  FUA and PREFLUSH
+ * them already (the token keeps it off any later message).  A received
+ * data segment whose length is a multiple of 4096 starts 4096-aligned in
+ * the area, so it can go to a device of 4 KiB blocks.  FUA and PREFLUSH
  * go to the device as REQ_FUA and REQ_PREFLUSH.  FLUSH has no slices and
  * @tid 0.  Each completes with one KMSGR_CQE_OP entry: @session the
  * handle, @tid the offset, @res 0 or -errno: EINVAL (misaligned, a slice
