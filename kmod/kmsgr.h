@@ -99,6 +99,7 @@ extern unsigned int kmsgr_keepalive_timeout;	/* seconds, 0: off */
 extern unsigned int kmsgr_idle_timeout;		/* seconds, 0: off */
 extern unsigned int kmsgr_resume_timeout;	/* seconds */
 extern unsigned int kmsgr_msg_timeout;		/* seconds, 0: off */
+extern unsigned int kmsgr_handshake_timeout;	/* seconds, 0: 10 */
 extern unsigned int kmsgr_rx_spill_max;		/* bytes per session */
 extern bool kmsgr_enter_runs;		/* ENTER waiters run sessions */
 extern unsigned int kmsgr_tx_zerocopy_min;	/* bytes; 0: off */

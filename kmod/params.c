@@ -38,6 +38,7 @@ unsigned int kmsgr_keepalive_timeout = 30;
 unsigned int kmsgr_idle_timeout = 900;
 unsigned int kmsgr_resume_timeout = 60;
 unsigned int kmsgr_msg_timeout = 30;
+unsigned int kmsgr_handshake_timeout = 10;
 #define KMSGR_TIMEOUT_LIMIT	86400U
 /* Lossless receive spill per session (session.c), bytes. */
 unsigned int kmsgr_rx_spill_max = SZ_1M;
@@ -190,6 +191,10 @@ module_param_cb(msg_timeout, &kmsgr_param_secs_ops, &kmsgr_msg_timeout,
 		0644);
 MODULE_PARM_DESC(msg_timeout,
 		 "Seconds an inbound message may hold receive-pool space before it is complete; then the connection is closed (reason TIMEOUT). 0: off; default 30");
+module_param_cb(handshake_timeout, &kmsgr_param_secs_ops,
+		&kmsgr_handshake_timeout, 0644);
+MODULE_PARM_DESC(handshake_timeout,
+		 "Seconds a connection may take from its banner to READY (msgr2 handshake, auth included) before it is closed; bounds half-open connections on listeners (0: 10; default 10)");
 module_param_cb(rx_spill_max, &kmsgr_param_spill_ops, &kmsgr_rx_spill_max,
 		0644);
 MODULE_PARM_DESC(rx_spill_max,

@@ -1715,6 +1715,7 @@ static void kmsgr_sess_cfg_common(struct kmsgr_sess *s)
 	struct msgr2_config *cfg = &s->cfg;
 
 	unsigned int ka = READ_ONCE(kmsgr_keepalive_timeout);
+	unsigned int hs = READ_ONCE(kmsgr_handshake_timeout);
 
 	cfg->features_supported = MSGR2_FEATURES_DEFAULT;
 	/* at least three keepalives per keepalive_timeout */
@@ -1722,6 +1723,8 @@ static void kmsgr_sess_cfg_common(struct kmsgr_sess *s)
 	if (ka)
 		cfg->keepalive_ms = clamp(ka * 1000U / 3, 1000U,
 					  (unsigned int)KMSGR_SESS_KEEPALIVE_MS);
+	/* 0: the engine's default (10 s) */
+	cfg->handshake_timeout_ms = hs * 1000U;
 }
 
 /* ---- CONNECT -------------------------------------------------------------- */

@@ -21,7 +21,9 @@
  *                                 UP, one expecting an OSD is refused
  *  half_open_limit                beyond max_half_open handshakes a listener
  *                                 refuses with a REFUSED event; the
- *                                 handshake deadline closes the silent ones
+ *                                 handshake deadline (handshake_timeout,
+ *                                 4 s here) closes the silent ones, not
+ *                                 at once
  *                                 and a healthy client is served after
  *  ended_sessions_free_slots      300 lossy clients in a row, one after the
  *                                 other, with max_sessions 8 and a listener
@@ -101,6 +103,8 @@
 #define TX_AREA		(1ULL << 20)
 #define RX_POOL		(4ULL << 20)
 #define SETUP_MS	20000
+/* handshake_timeout for the half-open tests, s (the default is 10) */
+#define HS_SECS		4
 #define ENTITY_MON	1
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -535,7 +539,7 @@ TEST_F_TIMEOUT(core, listener_entity_type, 120)
 static void half_open_limit(struct __test_metadata *_metadata,
 			    FIXTURE_DATA(core) *self)
 {
-	unsigned int old, refused;
+	unsigned int old, old_hs, refused;
 	struct kmsgr_listen l;
 	uint32_t cli_id, srv_id;
 	int fd[8], i;
@@ -543,6 +547,7 @@ static void half_open_limit(struct __test_metadata *_metadata,
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, param_set("max_half_open", 4, &old));
+	ASSERT_EQ(0, param_set("handshake_timeout", HS_SECS, &old_hs));
 	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0x7, &l));
 	for (i = 0; i < 8; i++) {
 		fd[i] = raw_connect(l.bound.port);
@@ -570,9 +575,11 @@ static void half_open_limit(struct __test_metadata *_metadata,
 	/* the refused ones are closed at once */
 	for (i = 4; i < 8; i++)
 		EXPECT_TRUE(raw_closed_within(fd[i], 2000));
-	/* the silent four: the handshake deadline (10 s) closes them */
+	/* the silent four: the handshake deadline closes them, not before */
+	EXPECT_FALSE(raw_closed_within(fd[0], 1000))
+		TH_LOG("closed before handshake_timeout (%u s)", HS_SECS);
 	for (i = 0; i < 4; i++)
-		EXPECT_TRUE(raw_closed_within(fd[i], 15000))
+		EXPECT_TRUE(raw_closed_within(fd[i], (HS_SECS + 5) * 1000))
 			TH_LOG("half-open connection %d still open", i);
 	/* and the listener serves a healthy client again */
 	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xc,
@@ -582,6 +589,7 @@ static void half_open_limit(struct __test_metadata *_metadata,
 	for (i = 0; i < 8; i++)
 		close(fd[i]);
 	EXPECT_EQ(0, param_set("max_half_open", old, NULL));
+	EXPECT_EQ(0, param_set("handshake_timeout", old_hs, NULL));
 }
 
 TEST_F_TIMEOUT(core_tcp, half_open_limit, 120)
@@ -942,12 +950,13 @@ static void thousand_half_open(struct __test_metadata *_metadata,
 	struct kmsgr_cqe c;
 	long socks = -1;
 	static int fd[FLOOD_CONNS];
-	unsigned int i, open_left = 0;
+	unsigned int i, open_left = 0, old_hs;
 	uint64_t end;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
+	ASSERT_EQ(0, param_set("handshake_timeout", HS_SECS, &old_hs));
 	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0xf1, &l));
 	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xf2,
 				&cli_id));
@@ -976,11 +985,12 @@ static void thousand_half_open(struct __test_metadata *_metadata,
 	}
 	/* every one closed: refused at once, or by the handshake deadline */
 	for (i = 0; i < FLOOD_CONNS; i++) {
-		if (!raw_closed_within(fd[i], 15000))
+		if (!raw_closed_within(fd[i], (HS_SECS + 5) * 1000))
 			open_left++;
 		close(fd[i]);
 	}
 	EXPECT_EQ(0, open_left);
+	EXPECT_EQ(0, param_set("handshake_timeout", old_hs, NULL));
 	/* a new client is served */
 	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xf3,
 				&cli2_id));
