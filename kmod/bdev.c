@@ -472,15 +472,15 @@ static unsigned int kmsgr_bio_op_pages(const struct kmsgr_bio_op *op)
 }
 
 /*
- * Bios over the area's pages of @op's slices, from device byte @pos: each
- * as large as a bio takes, submitted as it fills.  Nothing here fails
+ * Bios over the @pages area pages of @op's slices, from device byte @pos:
+ * each as large as a bio takes, submitted as it fills.  Nothing here fails
  * (bio_alloc() from its mempool waits instead).  A polled op takes one
  * bio (it was checked to fit).
  */
-static void kmsgr_bio_op_map(struct kmsgr_bio_op *op, u64 pos, blk_opf_t opf)
+static void kmsgr_bio_op_map(struct kmsgr_bio_op *op, u64 pos, blk_opf_t opf,
+			     unsigned int pages)
 {
 	struct kmsgr_instance *inst = op->inst;
-	unsigned int pages = kmsgr_bio_op_pages(op);
 	struct bio *bio = NULL;
 	unsigned int i, pgoff, chunk;
 	u32 left, off;
@@ -576,6 +576,7 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 {
 	struct kmsgr_bdev_h *h;
 	struct kmsgr_bio_op *op;
+	unsigned int pages;
 	blk_opf_t opf;
 	u64 total = 0;
 	int ret;
@@ -651,15 +652,15 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 	 * flush, or a FUA the kernel emulates, goes through the flush
 	 * machinery, which completes by interrupt.
 	 */
+	pages = kmsgr_bio_op_pages(op);
 	if (h->poll && !(opf & REQ_PREFLUSH) &&
-	    (!(opf & REQ_FUA) || bdev_fua(h->bdev)) &&
-	    kmsgr_bio_op_pages(op) <= BIO_MAX_VECS)
+	    (!(opf & REQ_FUA) || bdev_fua(h->bdev)) && pages <= BIO_MAX_VECS)
 		opf |= REQ_POLLED;
 	inst->stats.bdev_ops++;
 	h->ops++;
 	atomic_inc(&h->inflight);
 	atomic_set(&op->bios, 1);	/* ours while the bios are built */
-	kmsgr_bio_op_map(op, sqe->tid, opf);
+	kmsgr_bio_op_map(op, sqe->tid, opf, pages);
 	kmsgr_bio_op_put(op);
 	return 0;
 }
