@@ -85,6 +85,19 @@
  *                            NOP, in a 2-entry CQ: EINVAL (the next NOP
  *                            -ECANCELED, resp. untouched); CLOSE under 8
  *                            pairs in flight: all 16 CQEs come
+ *  linked_polled_tiny_cq     200 polled READ+SEND pairs through a server
+ *                            CQ of 4 entries, 4 pairs queued at a time:
+ *                            each ENTER takes one pair whole (2 SQEs,
+ *                            never an odd number), every message carries
+ *                            the device's bytes, in order
+ *  linked_peer_never_reads   48 pairs of up to 256 KiB to a lossless
+ *                            peer that never reaps its CQ (16 entries,
+ *                            1 MiB pool): under half are acknowledged,
+ *                            DETACH returns at once (no op out), CLOSE
+ *                            ends the other SENDs with an error, 48 SEND
+ *                            CQEs in all; what the peer got is the
+ *                            device's bytes
+ *  linked_polled_peer_never_reads  the same on a polled handle
  *
  * The device: KMSGR_NVME, set by tools/vm/run --nvme SIZE (64 MiB or
  * more; make check boots its guests with --nvme 64M).  Without it, every
@@ -2243,8 +2256,10 @@ TEST_F_TIMEOUT(bdev, write_from_receive_pool, 240)
 #define LK_SIZE		(4 * MIB)
 #define LK_SLOT		(256U << 10)	/* the server's area: one per pair */
 #define LK_SLOTS	8
-#define LK_FRONT_OFF	(LK_SLOTS * LK_SLOT)
 #define LK_ROUNDS	64
+#define LK_TINY_SLOTS	4	/* linked_polled_tiny_cq: queued at once */
+#define LK_TINY_PAIRS	200
+#define LK_STUCK	48	/* lk_never_reads: pairs */
 #define TAG_LK_READ	0xb7
 #define TAG_LK_SEND	0xb8
 #define TAG_LK_NOP	0xb9
@@ -2254,8 +2269,63 @@ struct lk {
 	struct kt_inst srv, cli;
 	struct kt_loop lp;
 	uint32_t srv_id, cli_id, id;
+	unsigned int nslots;	/* the server's area: LK_SLOT each, fronts */
 	uint8_t *img;		/* [LK_BASE, LK_BASE + LK_SIZE) as written */
 };
+
+/* The front of slot @k: 64 bytes each, after the slots. */
+static uint32_t lk_front(const struct lk *x, unsigned int k)
+{
+	return x->nslots * LK_SLOT + k * 64;
+}
+
+/*
+ * A session from the server (SQ @sq, CQ @scq, @nslots slots) to the
+ * client (CQ @ccq, receive pool @cpool), lossless or not by @sflags, and
+ * the device attached to the server with @bflags, its first LK_SIZE
+ * bytes from LK_BASE on random (x->img).
+ */
+static void lk_open(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(bdev) *self, struct lk *x, unsigned int sq,
+		    unsigned int scq, unsigned int nslots, unsigned int ccq,
+		    uint64_t cpool, uint32_t sflags, uint32_t bflags)
+{
+	struct kmsgr_listen l;
+	struct kmsgr_bdev b;
+
+	memset(x, 0, sizeof(*x));
+	x->nslots = nslots;
+	x->img = malloc(LK_SIZE);
+	ASSERT_NE(NULL, x->img);
+	fill(x->img, LK_SIZE, &self->rng);
+	ASSERT_EQ(0, dev_io(self->dfd, self->bounce, true, LK_BASE, x->img,
+			    LK_SIZE));
+	ASSERT_EQ(0, kt_inst_open_cq(&x->srv, "lk-srv", sq, scq,
+				     lk_front(x, nslots) + MIB, KMSGR_POOL_MIN,
+				     self->rng + 3));
+	ASSERT_EQ(0, kt_inst_open_cq(&x->cli, "lk-cli", 64, ccq, MIB, cpool,
+				     self->rng + 4));
+	kt_loop_init(&x->lp);
+	kt_loop_add(&x->lp, &x->cli);
+	kt_loop_add(&x->lp, &x->srv);
+	ASSERT_EQ(0, kt_listen(&x->cli, "127.0.0.1", sflags, 0x31, &l));
+	ASSERT_EQ(0, kt_connect(&x->srv, &l.bound, sflags, KT_PEER_ANY, 0x32,
+				&x->srv_id));
+	ASSERT_EQ(0, kt_wait_pair(&x->lp, &x->srv, x->srv_id, &x->cli,
+				  &x->cli_id, 20000));
+	ASSERT_EQ(0, attach_path(x->srv.k, self->path, O_RDWR, bflags, &b));
+	EXPECT_EQ(!!(bflags & KMSGR_BDEV_F_POLL),
+		  !!(b.attrs & KMSGR_BDEV_A_POLL));
+	x->id = b.id;
+}
+
+static void lk_close(struct __test_metadata *_metadata, struct lk *x)
+{
+	EXPECT_EQ(0, x->lp.stray) TH_LOG("%s", x->lp.stray_why);
+	kt_inst_close(&x->srv);
+	kt_inst_close(&x->cli);
+	free(x->img);
+}
 
 /*
  * Queue a READ (with @rflags | LINK) of [@dev_off, +@len) into slot @k
@@ -2269,7 +2339,7 @@ static struct kmsgr_sqe *lk_queue(struct __test_metadata *_metadata,
 				  uint32_t len, unsigned int k, uint64_t tid)
 {
 	struct kmsgr_slice none = slice(0, 0);
-	uint32_t front = LK_FRONT_OFF + k * 64;
+	uint32_t front = lk_front(x, k);
 	struct kmsgr_sqe *sqe;
 
 	memcpy(x->srv.buf + front, &tid, sizeof(tid));
@@ -2367,8 +2437,6 @@ static void lk_none(struct __test_metadata *_metadata, struct lk *x, int ms)
 TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 {
 	struct kmsgr_info info;
-	struct kmsgr_listen l;
-	struct kmsgr_bdev b;
 	struct kmsgr_sqe *sqe;
 	uint64_t tid = 1, off[LK_SLOTS], t0[LK_SLOTS];
 	uint32_t len[LK_SLOTS];
@@ -2386,26 +2454,7 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 		       (unsigned long long)info.features);
 	ASSERT_EQ(0, strcmp("bdev-link", kmsgr_feature_name(14)));
 
-	memset(&x, 0, sizeof(x));
-	x.img = malloc(LK_SIZE);
-	ASSERT_NE(NULL, x.img);
-	fill(x.img, LK_SIZE, &self->rng);
-	ASSERT_EQ(0, dev_io(self->dfd, self->bounce, true, LK_BASE, x.img,
-			    LK_SIZE));
-	ASSERT_EQ(0, kt_inst_open(&x.srv, "lk-srv", 64, LK_FRONT_OFF + MIB,
-				  KMSGR_POOL_MIN, self->rng + 3));
-	ASSERT_EQ(0, kt_inst_open_cq(&x.cli, "lk-cli", 64, 512, MIB,
-				     4 * MIB, self->rng + 4));
-	kt_loop_init(&x.lp);
-	kt_loop_add(&x.lp, &x.cli);
-	kt_loop_add(&x.lp, &x.srv);
-	ASSERT_EQ(0, kt_listen(&x.cli, "127.0.0.1", 0, 0x31, &l));
-	ASSERT_EQ(0, kt_connect(&x.srv, &l.bound, 0, KT_PEER_ANY, 0x32,
-				&x.srv_id));
-	ASSERT_EQ(0, kt_wait_pair(&x.lp, &x.srv, x.srv_id, &x.cli, &x.cli_id,
-				  20000));
-	ASSERT_EQ(0, attach_path(x.srv.k, self->path, O_RDWR, 0, &b));
-	x.id = b.id;
+	lk_open(_metadata, self, &x, 64, 256, LK_SLOTS, 512, 4 * MIB, 0, 0);
 
 	/*
 	 * LK_ROUNDS rounds of LK_SLOTS pairs in flight, the READs'
@@ -2560,7 +2609,7 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 	 */
 	memcpy(x.srv.buf, x.img, self->lbs);
 	for (k = 0; k < 2; k++, tid++) {
-		memcpy(x.srv.buf + LK_FRONT_OFF, &tid, sizeof(tid));
+		memcpy(x.srv.buf + lk_front(&x, 0), &tid, sizeof(tid));
 		sqe = kmsgr_get_sqe(x.srv.k);
 		ASSERT_NE(NULL, sqe);
 		if (k)
@@ -2574,7 +2623,7 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 		sqe = kmsgr_get_sqe(x.srv.k);
 		ASSERT_NE(NULL, sqe);
 		kmsgr_prep_send(sqe, x.srv_id, 0x4243, tid,
-				slice(LK_FRONT_OFF, 8), slice(0, 0),
+				slice(lk_front(&x, 0), 8), slice(0, 0),
 				slice(0, 0), UD(TAG_LK_SEND, tid));
 		ASSERT_EQ(0, submit_all(&x.srv));
 		if (k)
@@ -2632,10 +2681,177 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 	if (faults)
 		EXPECT_EQ(0, kmsgr_set_faults(0, 200));
 	EXPECT_EQ(0, kmsgr_bdev_detach(x.srv.k, x.id));
-	EXPECT_EQ(0, x.lp.stray) TH_LOG("%s", x.lp.stray_why);
-	kt_inst_close(&x.srv);
-	kt_inst_close(&x.cli);
-	free(x.img);
+	lk_close(_metadata, &x);
+}
+
+/* A random range of the image for a pair: its length and device offset. */
+static uint32_t lk_range(FIXTURE_DATA(bdev) *self, uint64_t *off)
+{
+	uint32_t len = self->lbs * (1 + kt_rand(&self->rng) %
+				    (LK_SLOT / self->lbs));
+
+	*off = LK_BASE + self->lbs * (kt_rand(&self->rng) %
+				      ((LK_SIZE - len) / self->lbs + 1));
+	return len;
+}
+
+/*
+ * Polled READs linked to their SENDs through a server CQ of 4 entries:
+ * at most 2 slots are reserved at once, so one pair is consumed at a
+ * time, whole; the rest wait in the SQ.  The READs end in the waiter's
+ * own poll (or the kernel's poller), which makes the SEND.
+ */
+TEST_F_TIMEOUT(bdev, linked_polled_tiny_cq, 120)
+{
+	uint64_t tid = 1, off[LK_TINY_SLOTS], next = 0, taken, got = 0;
+	unsigned int k, q, sends = 0, odd = 0, busy = 0, most = 0;
+	uint32_t len[LK_TINY_SLOTS];
+	struct kmsgr_cqe c;
+	struct lk x;
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	lk_open(_metadata, self, &x, 2 * LK_TINY_SLOTS, 4, LK_TINY_SLOTS, 512,
+		4 * MIB, 0, KMSGR_BDEV_F_POLL);
+	while (got < LK_TINY_PAIRS) {
+		/* refill the SQ: slots whose message came are free */
+		while (next < LK_TINY_PAIRS && next - got < LK_TINY_SLOTS) {
+			k = next % LK_TINY_SLOTS;
+			len[k] = lk_range(self, &off[k]);
+			lk_queue(_metadata, &x, x.srv_id,
+				 KMSGR_SQE_F_SKIP_SUCCESS, off[k], len[k], k,
+				 tid + next);
+			next++;
+		}
+		ret = kmsgr_submit(x.srv.k, 0, 0);
+		if (ret > 0) {
+			odd += ret % 2;
+			most = ret > (int)most ? (unsigned int)ret : most;
+		} else if (ret == -EBUSY)
+			busy++;
+		else
+			ASSERT_EQ(0, ret) TH_LOG("ENTER: %s", strerror(-ret));
+		/* pairs the kernel took; their SENDs' CQEs (READs skip) */
+		taken = next - kmsgr_sq_pending(x.srv.k) / 2;
+		while (!next_cqe(&x.srv, &c, taken > sends ? 50 : 1)) {
+			ASSERT_EQ(KMSGR_CQE_SEND, c.kind)
+				TH_LOG("user_data %#llx res %d",
+				       (unsigned long long)c.user_data, c.res);
+			EXPECT_EQ(0, c.res);
+			sends++;
+		}
+		/* one at a time, so in order */
+		while (got < sends) {
+			k = got % LK_TINY_SLOTS;
+			lk_recv(_metadata, &x, tid + got, off[k], len[k]);
+			got++;
+		}
+		ASSERT_TRUE(_metadata->passed);
+	}
+	q = kmsgr_sq_pending(x.srv.k);
+	TH_LOG("%u polled READ+SEND pairs through a 4-entry CQ: at most %u SQEs consumed by one ENTER, %u ENTERs found no room (EBUSY), %u consumed an odd number",
+	       sends, most, busy, odd);
+	EXPECT_EQ(0, odd) TH_LOG("a pair was split");
+	EXPECT_EQ(2, most) TH_LOG("2 reservable slots: one pair per ENTER");
+	EXPECT_EQ(0, q);
+	EXPECT_EQ(LK_TINY_PAIRS, sends);
+	EXPECT_EQ(0, kmsgr_bdev_detach(x.srv.k, x.id));
+	lk_close(_metadata, &x);
+}
+
+/*
+ * Linked pairs to a lossless peer that never reads (its CQ is never
+ * reaped): the READs all end and their SENDs queue in the session; the
+ * SENDs past what the peer took stay in flight.  DETACH returns at once
+ * (no op is out), CLOSE ends every SEND, nothing hangs or leaks.  By
+ * interrupt and polled.
+ */
+static void lk_never_reads(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(bdev) *self, uint32_t bflags)
+{
+	uint64_t t0, tid = 1, off[LK_STUCK], ok = 0, failed = 0, cq_t;
+	uint32_t len[LK_STUCK];
+	unsigned int k, recvs = 0;
+	struct kmsgr_cqe c;
+	struct lk x;
+
+	/* client: CQ 16, a 1 MiB pool; it stops reading when they fill */
+	lk_open(_metadata, self, &x, 2 * LK_STUCK, 4 * LK_STUCK, LK_STUCK, 16,
+		MIB, KMSGR_SESS_F_LOSSLESS, bflags);
+	for (k = 0; k < LK_STUCK; k++) {
+		len[k] = lk_range(self, &off[k]);
+		lk_queue(_metadata, &x, x.srv_id, KMSGR_SQE_F_SKIP_SUCCESS,
+			 off[k], len[k], k, tid + k);
+	}
+	ASSERT_EQ(0, submit_all(&x.srv));
+	/* what the peer acknowledges completes; the rest stays out */
+	while (!next_cqe(&x.srv, &c, 2000)) {
+		ASSERT_EQ(KMSGR_CQE_SEND, c.kind)
+			TH_LOG("user_data %#llx res %d",
+			       (unsigned long long)c.user_data, c.res);
+		EXPECT_EQ(0, c.res);
+		ok++;
+	}
+	TH_LOG("%u pairs to a peer that never reads: %llu SENDs acknowledged, the rest in flight",
+	       LK_STUCK, (unsigned long long)ok);
+	EXPECT_GT(LK_STUCK / 2, ok) TH_LOG("the peer was not stuck");
+
+	/* every op is done (its SEND made): DETACH waits for none */
+	t0 = kt_now_ms();
+	EXPECT_EQ(0, kmsgr_bdev_detach(x.srv.k, x.id));
+	EXPECT_GT(2000, kt_now_ms() - t0)
+		TH_LOG("DETACH took %llu ms",
+		       (unsigned long long)(kt_now_ms() - t0));
+
+	/* CLOSE: the SENDs in flight end with an error, none is lost */
+	ASSERT_EQ(0, kmsgr_close_id(x.srv.k, x.srv_id));
+	cq_t = kt_now_ms();
+	while (ok + failed < LK_STUCK && !next_cqe(&x.srv, &c, OP_MS)) {
+		ASSERT_EQ(KMSGR_CQE_SEND, c.kind);
+		if (c.res)
+			failed++;
+		else
+			ok++;
+	}
+	TH_LOG("after CLOSE (%llu ms): %llu acknowledged, %llu failed",
+	       (unsigned long long)(kt_now_ms() - cq_t),
+	       (unsigned long long)ok, (unsigned long long)failed);
+	EXPECT_EQ(LK_STUCK, ok + failed);
+
+	/* the client reads at last: what came is the device's bytes */
+	while (!next_cqe(&x.cli, &c, 500)) {
+		if (c.kind != KMSGR_CQE_RECV)
+			continue;
+		for (k = 0; k < LK_STUCK && tid + k != c.tid; k++)
+			;
+		ASSERT_GT(LK_STUCK, k) TH_LOG("tid %llu",
+					      (unsigned long long)c.tid);
+		ASSERT_EQ(len[k], c.seg[2].len);
+		EXPECT_EQ(-1, diff_at(x.cli.buf + c.seg[2].off,
+				      x.img + (off[k] - LK_BASE), len[k]))
+			TH_LOG("message %llu: not the device's bytes",
+			       (unsigned long long)c.tid);
+		EXPECT_EQ(0, kt_release(&x.cli, &c));
+		recvs++;
+	}
+	TH_LOG("the client got %u messages", recvs);
+	EXPECT_LE(ok, recvs);
+	lk_close(_metadata, &x);
+}
+
+TEST_F_TIMEOUT(bdev, linked_peer_never_reads, 120)
+{
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	lk_never_reads(_metadata, self, 0);
+}
+
+TEST_F_TIMEOUT(bdev, linked_polled_peer_never_reads, 120)
+{
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	lk_never_reads(_metadata, self, KMSGR_BDEV_F_POLL);
 }
 
 TEST_HARNESS_MAIN
