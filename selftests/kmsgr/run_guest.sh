@@ -461,6 +461,27 @@ stopped() {
 	done
 }
 
+# listening FILE PID...: wait until each kmsgrctl listener PID has said
+# "listening on" (its socket is bound; stdout is line-buffered) in FILE,
+# the FILE of the next PID after it, and so on: polled every 0.1 s, for
+# up to 10 s each (a fixed "sleep 1" was there).  A listener that died or
+# never said it fails, like the client that follows would.
+listening() {
+	while [ $# -ge 2 ]; do
+		i=0
+		until grep -q '^listening on' "$1" 2>/dev/null; do
+			i=$((i + 1))
+			if ! kill -0 "$2" 2>/dev/null || [ "$i" -gt 100 ]; then
+				echo "listener $2 is not listening:"
+				cat "$1"
+				return 1
+			fi
+			sleep 0.1
+		done
+		shift 2
+	done
+}
+
 # kmsgrctl's echo listener under sustained load: KMSGR_ECHO_MSGS (20000)
 # messages from one client, every echo verified, both processes exit 0
 # (the listener used to die of an EBUSY from kmsgr_wait_cqe()).
@@ -469,7 +490,7 @@ echo_listener_test() {
 	"$KMSGRCTL" session listen --echo --time 600 127.0.0.1:3312 \
 		>"$tmp/echo-l" 2>&1 &
 	lpid=$!
-	sleep 1
+	listening "$tmp/echo-l" "$lpid"
 	timeout 300 "$KMSGRCTL" session connect --send "$msgs" --size 100 \
 		--verify-echo --timeout 60 127.0.0.1:3312 >"$tmp/echo-c" 2>&1
 	crc=$?
@@ -507,7 +528,7 @@ bench_test() {
 		--keyring "$tmp/bench.keyring" 127.0.0.1:3315 \
 		>"$tmp/bench-lcx" 2>&1 &
 	cxpid=$!
-	sleep 1
+	listening "$tmp/bench-l" "$lpid" "$tmp/bench-lcx" "$cxpid"
 	timeout 120 "$KMSGRCTL" bench --pattern pingpong --count 300 \
 		--warmup 20 127.0.0.1:3313 >"$tmp/bench-p" 2>&1
 	prc=$?
@@ -610,7 +631,7 @@ load_test() {
 	"$KMSGRCTL" session listen --transport "$xprt" --echo --lossless \
 		--time 1200 "$@" "$lip:3321" >"$tmp/load-lossless" 2>&1 &
 	l2=$!
-	sleep 1
+	listening "$tmp/load-lossy" "$l1" "$tmp/load-lossless" "$l2"
 	pids=""
 	k=0
 	for port in ${LOAD_PORTS:-3320 3321}; do
@@ -704,7 +725,7 @@ ceph_client_test() {
 		"$KMSGRCTL" session listen --as "$as" --count 1 --time 40 \
 			127.0.0.1:3313 >"$tmp/cc-l-$as" 2>&1 &
 		lpid=$!
-		sleep 1
+		listening "$tmp/cc-l-$as" "$lpid"
 		rm -f "$tmp/cc-$as.log"
 		ceph_cli "$([ "$as" = mon ] && echo 1 || echo 0)" "$lpid" \
 			timeout 30 ceph --conf /dev/null -m v2:127.0.0.1:3313 \
@@ -739,7 +760,7 @@ rdma_cli_test() {
 		--time 300 --keyring "$tmp/rdma.keyring" "$ip:3320" \
 		>"$tmp/rdma-l" 2>&1 &
 	lpid=$!
-	sleep 1
+	listening "$tmp/rdma-l" "$lpid"
 	pulled0=$(cat /sys/module/kmsgr_rdma/parameters/pulled_bytes)
 	timeout 120 "$KMSGRCTL" -j bench --transport rdma --lossless \
 		--keyring "$tmp/rdma.keyring" --size 1048576 --depth 4 \
@@ -782,7 +803,7 @@ ceph_cephx_client_test() {
 			--keyring "$tmp/cx.keyring" 127.0.0.1:3314 \
 			>"$tmp/cx-l-$run" 2>&1 &
 		lpid=$!
-		sleep 1
+		listening "$tmp/cx-l-$run" "$lpid"
 		rm -f "$tmp/cx-$run.log"
 		ceph_cli "$([ "$run" = bad ] && echo 0 || echo 1)" "$lpid" \
 			timeout 30 ceph --conf /dev/null -m v2:127.0.0.1:3314 \
