@@ -271,11 +271,11 @@ klog_since() {
 stream() {
 	k=$(dmesg | wc -l)
 	hw_counters >"$tmp/hw"
-	t0=$(cat "$PARAMS/read_timeouts")
+	rto0=$(cat "$PARAMS/read_timeouts")
 	"$PAIR_STREAM" stream "$@"
 	src=$?
 	hw_delta "$tmp/hw"
-	echo "RDMA READs given up (read_timeout): $(($(cat "$PARAMS/read_timeouts") - t0))"
+	echo "RDMA READs given up (read_timeout): $(($(cat "$PARAMS/read_timeouts") - rto0))"
 	klog_since "$k"
 	return "$src"
 }
