@@ -427,10 +427,13 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		    READ_ONCE(w.woken_for_room) ||
 		    (w.room && kmsgr_cq_can_reserve(inst)))
 			break;
-		if (runner && kmsgr_sess_rx_pending(inst)) {
+		if (runner && kmsgr_sess_rx_pending(inst) &&
+		    !signal_pending(current)) {
 			/* run the kicked sessions here, then look again */
 			__set_current_state(TASK_RUNNING);
 			kmsgr_sess_rx_run(inst);
+			/* sessions kicked again and again must not hog the CPU */
+			cond_resched();
 			continue;
 		}
 		if (expired) {
