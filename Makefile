@@ -379,7 +379,7 @@ lint: ksrc module
 		--ignore PARENTHESIS_ALIGNMENT,OPEN_ENDED_LINE -f kmod/trace/*.h
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 KMSGR_FAULT=y modules
 	tools/check-layers
-	shellcheck -S warning .ci/run tools/deps tools/kver tools/testsum tools/check-layers \
+	shellcheck -S warning .ci/run tools/bench-common.sh tools/deps tools/kver tools/testsum tools/check-layers \
 		tools/test-install tools/test-deb packaging/bash-completion/kmsgrctl \
 		tools/demo tools/bench-tcp tools/bench-rdma tools/bench-rados tools/bench-blk tools/bench-blk-profile tools/bench-profile tools/vm/run tools/vm/init \
 		tools/vm/guest tools/vm/mkinitrd tools/vm/mkvmlinux \

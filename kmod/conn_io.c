@@ -73,17 +73,31 @@ void kmsgr_conn_free(struct kmsgr_conn *kc)
  */
 int kmsgr_conn_flush(struct kmsgr_conn *kc, const struct kmsgr_xprt_zc *zc)
 {
+	const struct kmsgr_xprt_ops *ops = kc->xprt->ops;
 	struct msgr2_iov iov[KMSGR_XPRT_MAX_IOV];
+	bool more, held = false;
 	ssize_t sent;
 	int i, n, ret;
 
 	for (i = 0; i < KMSGR_CONN_TX_ROUNDS; i++) {
 		n = msgr2_tx_iov(kc->mc, iov, ARRAY_SIZE(iov));
-		if (n <= 0)
-			return n;
-		sent = kc->xprt->ops->send(kc->xprt, iov, n, zc);
-		if (sent == -EAGAIN)
-			return 1;
+		if (n <= 0) {
+			ret = n;
+			goto out;
+		}
+		/*
+		 * Frames queued behind these: let the transport fill whole
+		 * segments with them (one packet for many small messages,
+		 * not one each).  The last round never holds back.
+		 */
+		more = i + 1 < KMSGR_CONN_TX_ROUNDS &&
+		       (msgr2_tx_more(kc->mc, n) ||
+			kmsgr_fault_set(KMSGR_FAULT_TX_MORE));
+		sent = ops->send(kc->xprt, iov, n, zc, more);
+		if (sent == -EAGAIN) {
+			ret = 1;
+			goto out;
+		}
 		if (sent < 0) {
 			/*
 			 * The connection is gone: the transport's errno, as
@@ -94,11 +108,17 @@ int kmsgr_conn_flush(struct kmsgr_conn *kc, const struct kmsgr_xprt_zc *zc)
 				return (int)sent;
 			return ret < 0 ? ret : (int)sent;
 		}
+		held = more;
 		ret = msgr2_tx_done(kc->mc, sent);
 		if (ret < 0)
 			return ret;
 	}
 	return 2;
+out:
+	/* what was announced did not come (or does not fit now) */
+	if (held && ops->push)
+		ops->push(kc->xprt);
+	return ret;
 }
 
 /*

@@ -107,7 +107,8 @@ extern unsigned int kmsgr_tx_zerocopy_min;	/* bytes; 0: off */
 /*
  * Fault-injection points (params.c; a module built with KMSGR_FAULT=y):
  * kmsgr_fault() waits there when the point's bit is set in the module
- * parameter fault_points, widening a race window for the tests.
+ * parameter fault_points, widening a race window for the tests;
+ * kmsgr_fault_set() tells the points that change behaviour instead.
  */
 enum kmsgr_fault_point {
 	KMSGR_FAULT_KICK_WAKE,		/* kick queued a session for ENTER
@@ -128,13 +129,24 @@ enum kmsgr_fault_point {
 	KMSGR_FAULT_BDEV_LINK,		/* a BDEV op is done, before its
 					 * linked SEND is made
 					 */
+	KMSGR_FAULT_TX_MORE,		/* not a delay: every send() of a
+					 * flush announces more, so that each
+					 * flush ends by the transport's push()
+					 */
 };
 
 #ifdef KMSGR_FAULT
 void kmsgr_fault(unsigned int point, bool atomic);
+/* whether @point's bit is set (the points that change behaviour) */
+bool kmsgr_fault_set(unsigned int point);
 #else
 static inline void kmsgr_fault(unsigned int point, bool atomic)
 {
+}
+
+static inline bool kmsgr_fault_set(unsigned int point)
+{
+	return false;
 }
 #endif
 

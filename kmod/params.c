@@ -219,10 +219,15 @@ static unsigned int kmsgr_fault_delay_us = 200;
 
 module_param_named(fault_points, kmsgr_fault_points, uint, 0644);
 MODULE_PARM_DESC(fault_points,
-		 "Test builds only: bit mask of KMSGR_FAULT_* points that delay (0: none)");
+		 "Test builds only: bit mask of KMSGR_FAULT_* points that delay, or that change behaviour (KMSGR_FAULT_TX_MORE) (0: none)");
 module_param_named(fault_delay_us, kmsgr_fault_delay_us, uint, 0644);
 MODULE_PARM_DESC(fault_delay_us,
 		 "Test builds only: microseconds each fault point waits (up to 10000; default 200)");
+
+bool kmsgr_fault_set(unsigned int point)
+{
+	return READ_ONCE(kmsgr_fault_points) & BIT(point);
+}
 
 void kmsgr_fault(unsigned int point, bool atomic)
 {

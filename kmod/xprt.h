@@ -119,11 +119,19 @@ struct kmsgr_xprt_ops {
 	 * @zc) may be sent by reference to their pages instead of by copy;
 	 * the caller keeps those bytes unchanged until the peer has
 	 * acknowledged them at its level (see struct kmsgr_xprt_zc).
+	 * @more: the caller sends more right after this (the next frame is
+	 * queued), so a partial segment may be held back for it (MSG_MORE);
+	 * a burst of sends ends with one without @more, or with push().
 	 * Returns the bytes taken (possibly fewer than offered), -EAGAIN or
 	 * -errno.
 	 */
 	ssize_t (*send)(struct kmsgr_xprt *x, const struct msgr2_iov *iov,
-			int n, const struct kmsgr_xprt_zc *zc);
+			int n, const struct kmsgr_xprt_zc *zc, bool more);
+	/*
+	 * Optional: send now what send() calls with @more held back (the
+	 * burst ended without the send it announced).
+	 */
+	void (*push)(struct kmsgr_xprt *x);
 	/* Local (@peer false) or peer address. */
 	int (*getname)(struct kmsgr_xprt *x, struct sockaddr_storage *ss,
 		       bool peer);

@@ -2176,7 +2176,7 @@ busy:
  */
 static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 			       const struct msgr2_iov *iov, int n,
-			       const struct kmsgr_xprt_zc *zc)
+			       const struct kmsgr_xprt_zc *zc, bool more)
 {
 	struct kmsgr_rdma_conn *c = to_conn(x);
 	size_t done = 0, off = 0, room, k;

@@ -326,7 +326,7 @@ static ssize_t kmsgr_tcp_send_pages(struct kmsgr_tcp *t,
 
 static ssize_t kmsgr_tcp_send(struct kmsgr_xprt *x,
 			      const struct msgr2_iov *iov, int n,
-			      const struct kmsgr_xprt_zc *zc)
+			      const struct kmsgr_xprt_zc *zc, bool more)
 {
 	struct kmsgr_tcp *t = to_tcp(x);
 	ssize_t done = 0, ret;
@@ -339,13 +339,15 @@ static ssize_t kmsgr_tcp_send(struct kmsgr_xprt *x,
 	while (i < n) {
 		if (kmsgr_tcp_zc(zc, &iov[i])) {
 			want = iov[i].len;
-			ret = kmsgr_tcp_send_pages(t, &iov[i], i + 1 < n);
+			ret = kmsgr_tcp_send_pages(t, &iov[i],
+						   more || i + 1 < n);
 			j = i + 1;
 		} else {
 			want = 0;
 			for (j = i; j < n && !kmsgr_tcp_zc(zc, &iov[j]); j++)
 				want += iov[j].len;
-			ret = kmsgr_tcp_send_copy(t, &iov[i], j - i, j < n);
+			ret = kmsgr_tcp_send_copy(t, &iov[i], j - i,
+						  more || j < n);
 		}
 		if (ret < 0)
 			return done ? done : ret;
@@ -355,6 +357,12 @@ static ssize_t kmsgr_tcp_send(struct kmsgr_xprt *x,
 		i = j;
 	}
 	return done;
+}
+
+/* send what MSG_MORE held back (TCP_NODELAY is on: this pushes it) */
+static void kmsgr_tcp_push(struct kmsgr_xprt *x)
+{
+	tcp_sock_set_cork(to_tcp(x)->sock->sk, false);
 }
 
 static int kmsgr_tcp_getname(struct kmsgr_xprt *x,
@@ -426,6 +434,7 @@ static const struct kmsgr_xprt_ops kmsgr_tcp_ops = {
 	.state		= kmsgr_tcp_state,
 	.recv		= kmsgr_tcp_recv,
 	.send		= kmsgr_tcp_send,
+	.push		= kmsgr_tcp_push,
 	.getname	= kmsgr_tcp_getname,
 	.close		= kmsgr_tcp_close,
 };

@@ -523,6 +523,21 @@ int msgr2_tx_iov(struct msgr2_conn *c, struct msgr2_iov *iov, int max)
 	return n;
 }
 
+bool msgr2_tx_more(const struct msgr2_conn *c, int n)
+{
+	const struct msgr2_session *s = c->s;
+	int have = (c->a_head < c->a_tail) + (int)(c->tx_vn - c->tx_vi);
+
+	if (m2_failed(c))
+		return false;
+	if (n < have)
+		return true;	/* pieces that did not fit in the caller's max */
+	if (c->state != M2_S_READY)
+		return false;
+	return s->out_head || c->ka_pending || c->ka_ack_pending ||
+	       (!s->lossy && s->in_seq > c->in_seq_told);
+}
+
 int msgr2_tx_done(struct msgr2_conn *c, size_t n)
 {
 	struct msgr2_iov *v;

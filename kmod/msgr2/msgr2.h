@@ -454,6 +454,13 @@ int msgr2_rx_feed(struct msgr2_conn *c, const void *data, size_t len,
 int msgr2_rx_eof(struct msgr2_conn *c);
 
 int msgr2_tx_iov(struct msgr2_conn *c, struct msgr2_iov *iov, int max);
+/*
+ * After msgr2_tx_iov() returned @n pieces: true when more is queued behind
+ * them (pieces beyond its max, another message, a control frame), so that
+ * the transport may hold a partial segment back for what follows
+ * (MSG_MORE).  A hint: the next msgr2_tx_iov() may still return 0.
+ */
+bool msgr2_tx_more(const struct msgr2_conn *c, int n);
 int msgr2_tx_done(struct msgr2_conn *c, size_t n);
 
 /* handshake timeout, keepalive generation; @now_ms from any monotonic clock */

@@ -1841,6 +1841,52 @@ TEST(rx_buffers_given_back)
 	script_free(sc);
 }
 
+/*
+ * msgr2_tx_more(): true while frames are queued behind the pieces
+ * msgr2_tx_iov() returned (another message, or pieces beyond its max),
+ * false for the last frame and when nothing is queued; the transport holds
+ * partial segments back on it (MSG_MORE), so a wrong true would stall a
+ * message and a wrong false would cost a packet per message.
+ */
+TEST(tx_more_hint)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	struct msgr2_iov iov[8];
+	size_t len;
+	int i, k;
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	EXPECT_FALSE(msgr2_tx_more(p->cl.c, 0));
+
+	ASSERT_EQ(0, pair_send(&p->cl, 42, pat(), 20, NULL, 0, pat(), 64));
+	ASSERT_EQ(0, pair_send(&p->cl, 43, pat(), 20, NULL, 0, NULL, 0));
+	/* the first message, with the second behind it */
+	k = msgr2_tx_iov(p->cl.c, iov, 8);
+	ASSERT_GT(k, 0);
+	EXPECT_TRUE(msgr2_tx_more(p->cl.c, k));
+	/* only part of the first message's pieces offered */
+	ASSERT_GT(k, 1);
+	EXPECT_TRUE(msgr2_tx_more(p->cl.c, 1));
+	ASSERT_EQ(1, msgr2_tx_iov(p->cl.c, iov, 1));
+	EXPECT_TRUE(msgr2_tx_more(p->cl.c, 1));
+	ASSERT_EQ(k, msgr2_tx_iov(p->cl.c, iov, 8));
+	for (len = 0, i = 0; i < k; i++)
+		len += iov[i].len;
+	ASSERT_EQ(0, msgr2_tx_done(p->cl.c, len));
+	/* the second, the last queued */
+	k = msgr2_tx_iov(p->cl.c, iov, 8);
+	ASSERT_GT(k, 0);
+	EXPECT_FALSE(msgr2_tx_more(p->cl.c, k));
+	for (len = 0, i = 0; i < k; i++)
+		len += iov[i].len;
+	ASSERT_EQ(0, msgr2_tx_done(p->cl.c, len));
+	EXPECT_EQ(0, msgr2_tx_iov(p->cl.c, iov, 8));
+	EXPECT_FALSE(msgr2_tx_more(p->cl.c, 0));
+	pair_free(p);
+}
+
 TEST(reason_strings)
 {
 	int r;
