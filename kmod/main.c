@@ -284,9 +284,12 @@ static int __init kmsgr_init(void)
 	BUILD_BUG_ON(sizeof(struct kmsgr_enter) != 40);
 	BUILD_BUG_ON(sizeof(struct kmsgr_close) != 24);
 
-	ret = kmsgr_sess_init();
+	ret = msgr2_port_init();
 	if (ret)
 		return ret;
+	ret = kmsgr_sess_init();
+	if (ret)
+		goto out_port;
 	ret = kmsgr_xprt_register(&kmsgr_xprt_tcp);
 	if (ret)
 		goto out_sess_exit;
@@ -317,6 +320,8 @@ out_xprt:
 	kmsgr_xprt_unregister(&kmsgr_xprt_tcp);
 out_sess_exit:
 	kmsgr_sess_exit();
+out_port:
+	msgr2_port_exit();
 	return ret;
 }
 
@@ -326,6 +331,7 @@ static void __exit kmsgr_exit(void)
 	kmsgr_nl_exit();
 	kmsgr_xprt_unregister(&kmsgr_xprt_tcp);
 	kmsgr_sess_exit();
+	msgr2_port_exit();
 	/* Each open file holds a module reference: nothing can be left. */
 	WARN_ON_ONCE(atomic_read(&kmsgr_instances));
 	pr_debug("unloaded\n");

@@ -67,6 +67,12 @@ struct msgr2_iov {
  */
 u32 msgr2_crc32c(u32 seed, const void *buf, size_t len);
 
+#ifdef __KERNEL__
+/* Module load and unload (the kernel port): choose the crc32c in use. */
+int msgr2_port_init(void);
+void msgr2_port_exit(void);
+#endif
+
 /* HMAC-SHA256 of the concatenation of @n pieces. Returns 0 or -errno. */
 int msgr2_hmac_sha256(const u8 *key, size_t key_len,
 		      const struct msgr2_iov *iov, int n, u8 out[32]);

@@ -2,7 +2,9 @@
 /*
  * kmsgr msgr2 engine - the kernel port.
  *
- *   crc32c         crc32c() (the kernel's, no inversion: Ceph's convention)
+ *   crc32c         the "crc32c" shash, no inversion (Ceph's convention):
+ *                  of the kernel's implementations the one that measured
+ *                  fastest at load (msgr2_port_init()), else crc32c()
  *   AES-128-GCM    "gcm(aes)" AEAD, asynchronous implementations allowed
  *                  (AES-NI/PCLMUL and offload drivers), waited for with
  *                  crypto_wait_req(); one transform, one preallocated
@@ -21,8 +23,11 @@
  * vmalloc memory - never on the stack (-EINVAL, with a warning).  The nonce
  * and tag may be anywhere: they are copied into the msgr2_gcm object.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/crc32c.h>
 #include <linux/kernel.h>
+#include <linux/ktime.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -35,6 +40,7 @@
 #include <crypto/aead.h>
 #include <crypto/aes.h>
 #include <crypto/algapi.h>
+#include <crypto/hash.h>
 #include <crypto/sha2.h>
 
 #include "port.h"
@@ -57,6 +63,35 @@ MODULE_PARM_DESC(fault_no_crc,
 #define fault_no_crc false
 #endif
 
+/*
+ * Which crc32c: the crypto API's choice (highest priority: on x86 the
+ * crc32/PCLMUL instructions) is the fastest on real CPUs, but where those
+ * instructions are emulated (QEMU's TCG) the generic table code runs
+ * about five times faster.  So, as the kernel picks its RAID-6 and XOR
+ * routines, kmsgr times the candidates once at load and keeps the faster
+ * one; crc32c_driver names it, or names the one to use without timing.
+ * The state of a crc32c shash is the bare crc register (4 bytes, no
+ * inversion), set and read with import and export.
+ */
+static char crc32c_driver[CRYPTO_MAX_ALG_NAME];
+module_param_string(crc32c_driver, crc32c_driver, sizeof(crc32c_driver), 0444);
+MODULE_PARM_DESC(crc32c_driver,
+		 "crc32c implementation (crypto driver name, e.g. crc32c-intel or crc32c-generic); empty at load: the fastest measured; reads back the one in use");
+
+static struct crypto_shash *m2_crc_tfm;
+
+static u32 m2_crc_run(struct crypto_shash *tfm, u32 seed, const u8 *p,
+		      unsigned int len)
+{
+	SHASH_DESC_ON_STACK(desc, tfm);
+
+	desc->tfm = tfm;
+	crypto_shash_import(desc, &seed);
+	crypto_shash_update(desc, p, len);
+	crypto_shash_export(desc, &seed);
+	return seed;
+}
+
 u32 msgr2_crc32c(u32 seed, const void *buf, size_t len)
 {
 	const u8 *p = buf;
@@ -65,14 +100,109 @@ u32 msgr2_crc32c(u32 seed, const void *buf, size_t len)
 	if (fault_no_crc)	/* what no bytes leave: as crc32c() does */
 		return len ? 0 : seed;
 
-	/* crc32c() takes an unsigned int length */
+	/* both take an unsigned int length */
 	while (len) {
 		chunk = min_t(size_t, len, SZ_1G);
-		seed = crc32c(seed, p, chunk);
+		seed = m2_crc_tfm ? m2_crc_run(m2_crc_tfm, seed, p, chunk) :
+				    crc32c(seed, p, chunk);
 		p += chunk;
 		len -= chunk;
 	}
 	return seed;
+}
+
+#define M2_CRC_PROBE_LEN	SZ_16K
+#define M2_CRC_PROBE_ROUNDS	3
+
+/* @name's transform when it is a usable crc32c, else NULL */
+static struct crypto_shash *m2_crc_alloc(const char *name)
+{
+	struct crypto_shash *tfm = crypto_alloc_shash(name, 0, 0);
+
+	if (IS_ERR(tfm))
+		return NULL;
+	/* the check value: crc32c("123456789") from ~0, inverted */
+	if (crypto_shash_descsize(tfm) != sizeof(u32) ||
+	    ~m2_crc_run(tfm, ~0U, (const u8 *)"123456789", 9) != 0xe3069283) {
+		crypto_free_shash(tfm);
+		return NULL;
+	}
+	return tfm;
+}
+
+/* Nanoseconds for @len bytes with @tfm: the best of a few rounds. */
+static u64 m2_crc_time(struct crypto_shash *tfm, const u8 *buf, size_t len)
+{
+	u64 best = U64_MAX, t;
+	int i;
+
+	for (i = 0; i < M2_CRC_PROBE_ROUNDS; i++) {
+		t = ktime_get_ns();
+		m2_crc_run(tfm, 0, buf, len);
+		best = min(best, ktime_get_ns() - t);
+	}
+	return best;
+}
+
+/* Keep the faster of @best and @alt (timed on random bytes); free the other. */
+static struct crypto_shash *m2_crc_faster(struct crypto_shash *best,
+					  struct crypto_shash *alt)
+{
+	u8 *buf = kmalloc(M2_CRC_PROBE_LEN, GFP_KERNEL);
+	u64 t_best, t_alt;
+
+	if (buf) {
+		get_random_bytes(buf, M2_CRC_PROBE_LEN);
+		t_best = m2_crc_time(best, buf, M2_CRC_PROBE_LEN) ?: 1;
+		t_alt = m2_crc_time(alt, buf, M2_CRC_PROBE_LEN) ?: 1;
+		kfree(buf);
+		pr_info("crc32c: %s %llu MB/s, %s %llu MB/s\n",
+			crypto_shash_driver_name(best),
+			div64_u64(M2_CRC_PROBE_LEN * 1000ULL, t_best),
+			crypto_shash_driver_name(alt),
+			div64_u64(M2_CRC_PROBE_LEN * 1000ULL, t_alt));
+		if (t_alt < t_best)
+			swap(best, alt);
+	}
+	crypto_free_shash(alt);
+	return best;
+}
+
+int msgr2_port_init(void)
+{
+	struct crypto_shash *best, *alt;
+
+	if (crc32c_driver[0]) {
+		m2_crc_tfm = m2_crc_alloc(crc32c_driver);
+		if (!m2_crc_tfm) {
+			pr_err("crc32c_driver=%s: no such crc32c implementation\n",
+			       crc32c_driver);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	best = m2_crc_alloc("crc32c");	/* the crypto API's choice */
+	alt = m2_crc_alloc("crc32c-generic");
+	if (!best)
+		swap(best, alt);
+	if (alt && !strcmp(crypto_shash_driver_name(best),
+			   crypto_shash_driver_name(alt))) {
+		crypto_free_shash(alt);
+		alt = NULL;
+	}
+	if (alt)
+		best = m2_crc_faster(best, alt);
+	/* none: crc32c() of libcrc32c */
+	m2_crc_tfm = best;
+	strscpy(crc32c_driver, best ? crypto_shash_driver_name(best) :
+		"crc32c (libcrc32c)", sizeof(crc32c_driver));
+	return 0;
+}
+
+void msgr2_port_exit(void)
+{
+	crypto_free_shash(m2_crc_tfm);
+	m2_crc_tfm = NULL;
 }
 
 static void msgr2_sha256_update(struct sha256_state *st, const u8 *p,

@@ -505,6 +505,36 @@ echo_listener_test() {
 		grep -q "$msgs echoes, 0 bad" "$tmp/echo-c"
 }
 
+# crc32c_driver: each crc32c implementation of the kernel (/proc/crypto),
+# forced at load, reads back and carries a command to the real ceph-mon
+# (which checks every frame's crc32c); a name that is none is refused;
+# left empty, the module times them, says so and keeps one of them.
+crc32c_driver_test() {
+	[ -n "${KMSGR_CEPH_NONE:-}" ] || { echo "the Ceph cluster did not start"; return 1; }
+	drivers=$(awk '$1 == "name" { n = $3 } $1 == "driver" && n == "crc32c" { print $3 }' /proc/crypto | sort -u)
+	[ -n "$drivers" ] || { echo "no crc32c in /proc/crypto"; return 1; }
+	for d in $drivers; do
+		insmod "$KO" crc32c_driver="$d" || return 1
+		got=$(cat "$SYSMOD/parameters/crc32c_driver")
+		"$KMSGRCTL" mon version -c "$KMSGR_CEPH_NONE/ceph.conf" osdmap
+		mrc=$?
+		rmmod kmsgr || return 1
+		[ "$got" = "$d" ] || { echo "crc32c_driver=$d reads back \"$got\""; return 1; }
+		[ "$mrc" = 0 ] || { echo "crc32c_driver=$d: kmsgrctl mon version failed"; return 1; }
+		echo "crc32c_driver=$d: the mon answered"
+	done
+	if insmod "$KO" crc32c_driver=no-such-crc 2>/dev/null; then
+		rmmod kmsgr
+		echo "crc32c_driver=no-such-crc was accepted"
+		return 1
+	fi
+	insmod "$KO" || return 1
+	got=$(cat "$SYSMOD/parameters/crc32c_driver")
+	rmmod kmsgr || return 1
+	echo "auto: $got; $(dmesg | grep 'kmsgr: crc32c: ' | tail -n 1)"
+	echo "$drivers" | grep -qx "$got"
+}
+
 # Two keyrings with a fresh client.admin key each: $tmp/NAME.keyring and
 # $tmp/NAME-other.keyring (a key the listener does not know).
 keyrings() {
@@ -1239,6 +1269,7 @@ echo "# rdma load: $(($(date +%s) - t0)) s"
 check "rmmod kmsgr_rdma after the tests (no buffer left mapped)" rdma_unload
 check "rmmod kmsgr after the tests" rmmod kmsgr
 check "$DEV is gone after rmmod" test ! -e "$DEV"
+check "crc32c_driver: each crc32c implementation, forced, reads back and talks to the real ceph-mon; a bad name is refused; left empty, one of them is kept" crc32c_driver_test
 
 # --- leak phase: bad input and kill -9, then unload --------------------------------
 mark "leaks"
