@@ -391,6 +391,21 @@ static bool kmsgr_cq_spin(u64 timeout_ns, ktime_t *end)
 }
 
 /*
+ * A waiter that runs sessions instead of sleeping: true once @timeout_ns
+ * (rounded up to ticks, counted from the first call) have passed.
+ */
+static bool kmsgr_cq_run_expired(u64 timeout_ns, unsigned long *run_j)
+{
+	if (!*run_j) {
+		*run_j = jiffies + 1 +
+			 min_t(u64, nsecs_to_jiffies64(timeout_ns),
+			       MAX_JIFFY_OFFSET);
+		return false;
+	}
+	return time_after(jiffies, *run_j);
+}
+
+/*
  * Wait until @want CQEs are ready, or with @room until a reserved slot is
  * given back (SQEs were left for want of one); 0, -ETIME or -EINTR.
  * While polled block I/O is out (KMSGR_BDEV_F_POLL) it polls the devices
@@ -405,7 +420,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		.room = room,
 	};
 	bool expired = false, runner, spin;
-	unsigned long end_j = 0;
+	unsigned long end_j = 0, run_j = 0;
 	ktime_t end = 0;
 	int ret = 0;
 
@@ -427,13 +442,17 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		    READ_ONCE(w.woken_for_room) ||
 		    (w.room && kmsgr_cq_can_reserve(inst)))
 			break;
-		if (runner && kmsgr_sess_rx_pending(inst) &&
-		    !signal_pending(current)) {
+		if (runner && !expired && !signal_pending(current) &&
+		    (kmsgr_sess_rx_pending(inst) ||
+		     kmsgr_fault_set(KMSGR_FAULT_RUN_SPIN))) {
 			/* run the kicked sessions here, then look again */
 			__set_current_state(TASK_RUNNING);
 			kmsgr_sess_rx_run(inst);
 			/* sessions kicked again and again must not hog the CPU */
 			cond_resched();
+			/* ... nor outlast the timeout (in ticks: no clock read) */
+			if (timeout_ns && kmsgr_cq_run_expired(timeout_ns, &run_j))
+				expired = true;	/* one last look */
 			continue;
 		}
 		if (expired) {

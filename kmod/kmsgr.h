@@ -133,6 +133,10 @@ enum kmsgr_fault_point {
 					 * flush announces more, so that each
 					 * flush ends by the transport's push()
 					 */
+	KMSGR_FAULT_RUN_SPIN,		/* not a delay: an ENTER waiter that
+					 * runs sessions always finds one
+					 * kicked (it must still time out)
+					 */
 };
 
 #ifdef KMSGR_FAULT

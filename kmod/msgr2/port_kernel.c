@@ -168,7 +168,7 @@ static struct crypto_shash *m2_crc_faster(struct crypto_shash *best,
 	return best;
 }
 
-int msgr2_port_init(void)
+static int m2_crc_pick(void)
 {
 	struct crypto_shash *best, *alt;
 
@@ -197,12 +197,6 @@ int msgr2_port_init(void)
 	strscpy(crc32c_driver, best ? crypto_shash_driver_name(best) :
 		"crc32c (libcrc32c)", sizeof(crc32c_driver));
 	return 0;
-}
-
-void msgr2_port_exit(void)
-{
-	crypto_free_shash(m2_crc_tfm);
-	m2_crc_tfm = NULL;
 }
 
 static void msgr2_sha256_update(struct sha256_state *st, const u8 *p,
@@ -286,7 +280,21 @@ struct msgr2_gcm {
 	struct scatterlist sg[MSGR2_GCM_SG_INLINE];
 };
 
-int msgr2_gcm_alloc(struct msgr2_gcm **gcm, const u8 key[16])
+/*
+ * Which AES-GCM: as for crc32c, the crypto API's choice ("gcm(aes)": on
+ * x86 AES-NI and PCLMUL) and the generic code are timed once at load and
+ * the faster is kept (gcm_driver names it; set at load, it is used as
+ * given).  Asynchronous implementations are allowed and waited for.
+ */
+#define M2_GCM_GENERIC	"gcm_base(ctr(aes-generic),ghash-generic)"
+
+static char gcm_driver[CRYPTO_MAX_ALG_NAME];
+module_param_string(gcm_driver, gcm_driver, sizeof(gcm_driver), 0444);
+MODULE_PARM_DESC(gcm_driver,
+		 "AES-GCM implementation of secure mode (a crypto algorithm or driver name); empty at load: the faster of gcm(aes) and the generic code, measured; reads back the driver in use");
+
+static int m2_gcm_alloc(struct msgr2_gcm **gcm, const u8 key[16],
+			const char *name)
 {
 	struct msgr2_gcm *g;
 	int ret;
@@ -295,8 +303,7 @@ int msgr2_gcm_alloc(struct msgr2_gcm **gcm, const u8 key[16])
 	g = kzalloc(sizeof(*g), GFP_KERNEL_ACCOUNT);
 	if (!g)
 		return -ENOMEM;
-	/* any implementation: an asynchronous one is waited for */
-	g->tfm = crypto_alloc_aead("gcm(aes)", 0, 0);
+	g->tfm = crypto_alloc_aead(name, 0, 0);
 	if (IS_ERR(g->tfm)) {
 		ret = PTR_ERR(g->tfm);
 		g->tfm = NULL;
@@ -323,6 +330,11 @@ int msgr2_gcm_alloc(struct msgr2_gcm **gcm, const u8 key[16])
 err:
 	msgr2_gcm_free(g);
 	return ret;
+}
+
+int msgr2_gcm_alloc(struct msgr2_gcm **gcm, const u8 key[16])
+{
+	return m2_gcm_alloc(gcm, key, gcm_driver[0] ? gcm_driver : "gcm(aes)");
 }
 
 void msgr2_gcm_free(struct msgr2_gcm *gcm)
@@ -503,6 +515,77 @@ int msgr2_gcm_open(struct msgr2_gcm *gcm, const u8 nonce[12],
 	return msgr2_gcm_run(gcm, false);	/* -EBADMSG: bad tag */
 }
 
+/*
+ * Nanoseconds to seal @len bytes of @buf in place with @name (the best of
+ * a few rounds), or U64_MAX when it is not there; *@driver: its driver.
+ */
+static u64 m2_gcm_time(const char *name, u8 *buf, size_t len,
+		       char driver[CRYPTO_MAX_ALG_NAME])
+{
+	struct msgr2_iov iov = { .base = buf, .len = len };
+	u8 key[16], nonce[12] = { 0 }, tag[16];
+	u64 best = U64_MAX, t;
+	struct msgr2_gcm *g;
+	int i;
+
+	get_random_bytes(key, sizeof(key));
+	if (m2_gcm_alloc(&g, key, name))
+		return U64_MAX;
+	strscpy(driver, crypto_aead_driver_name(g->tfm), CRYPTO_MAX_ALG_NAME);
+	for (i = 0; i < M2_CRC_PROBE_ROUNDS; i++) {
+		t = ktime_get_ns();
+		if (msgr2_gcm_seal(g, nonce, &iov, 1, buf, tag)) {
+			best = U64_MAX;
+			break;
+		}
+		best = min(best, ktime_get_ns() - t);
+	}
+	msgr2_gcm_free(g);
+	memzero_explicit(key, sizeof(key));
+	return best;
+}
+
+static int m2_gcm_pick(void)
+{
+	char d_api[CRYPTO_MAX_ALG_NAME], d_gen[CRYPTO_MAX_ALG_NAME];
+	u64 t_api, t_gen;
+	u8 *buf;
+
+	if (gcm_driver[0]) {	/* set at load: only whether it works */
+		buf = kmalloc(M2_CRC_PROBE_LEN, GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
+		t_api = m2_gcm_time(gcm_driver, buf, M2_CRC_PROBE_LEN, d_api);
+		kfree(buf);
+		if (t_api == U64_MAX) {
+			pr_err("gcm_driver=%s: no such AES-GCM implementation\n",
+			       gcm_driver);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	buf = kmalloc(M2_CRC_PROBE_LEN, GFP_KERNEL);
+	if (!buf)
+		return 0;	/* the crypto API's choice, untimed */
+	get_random_bytes(buf, M2_CRC_PROBE_LEN);
+	t_api = m2_gcm_time("gcm(aes)", buf, M2_CRC_PROBE_LEN, d_api);
+	t_gen = m2_gcm_time(M2_GCM_GENERIC, buf, M2_CRC_PROBE_LEN, d_gen);
+	kfree(buf);
+	if (t_api == U64_MAX)
+		return 0;	/* secure mode fails at its first connection */
+	if (t_gen != U64_MAX && strcmp(d_api, d_gen)) {
+		pr_info("gcm(aes): %s %llu MB/s, %s %llu MB/s\n", d_api,
+			div64_u64(M2_CRC_PROBE_LEN * 1000ULL, t_api ?: 1),
+			d_gen, div64_u64(M2_CRC_PROBE_LEN * 1000ULL, t_gen ?: 1));
+		if (t_gen < t_api) {
+			strscpy(gcm_driver, d_gen, sizeof(gcm_driver));
+			return 0;
+		}
+	}
+	strscpy(gcm_driver, d_api, sizeof(gcm_driver));
+	return 0;
+}
+
 /* ---- AES-128-CBC without padding ---------------------------------------- */
 
 int msgr2_aes_cbc(const u8 key[16], const u8 iv[16], bool encrypt,
@@ -559,4 +642,23 @@ void *msgr2_zalloc(size_t len)
 void msgr2_free(void *p)
 {
 	kvfree(p);
+}
+
+/* ---- load and unload ----------------------------------------------------- */
+
+int msgr2_port_init(void)
+{
+	int ret = m2_crc_pick();
+
+	if (!ret)
+		ret = m2_gcm_pick();
+	if (ret)
+		msgr2_port_exit();
+	return ret;
+}
+
+void msgr2_port_exit(void)
+{
+	crypto_free_shash(m2_crc_tfm);
+	m2_crc_tfm = NULL;
 }

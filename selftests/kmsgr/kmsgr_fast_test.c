@@ -43,11 +43,14 @@
  *                        reaped once and gone
  *
  *  small_sends_coalesce  (TCP) 256 SENDs of 4 KiB in one ENTER leave in
- *                        fewer than 64 TCP segments (the guest's OutSegs,
+ *                        fewer than 128 TCP segments (the guest's OutSegs,
  *                        acks included): the flush's MSG_MORE hint
  *  tx_more_push          (KMSGR_FAULT=y) every send announces more, so
  *                        each message reaches the wire only by the
  *                        transport's push(): 300 round trips in order
+ *  runner_times_out      (KMSGR_FAULT=y) an ENTER waiter that finds a
+ *                        session always kicked still returns -ETIME when
+ *                        its 50 ms are over
  *
  * The fallback of inline submission (the socket takes part of a SEND, the
  * session's work writes the rest on write space) is forced by
@@ -57,7 +60,8 @@
  * on KMSGR_VM_IP with kmsgr_rdma.ko loaded, SKIP without them):
  * skip_success, enter_wakes_for_room, threshold_wake, busy_poll_pingpong,
  * inline_cq_helpers, runner_faults, reap_faults, tx_more_push.  TCP
- * only: small_sends_coalesce; submit_no_enter opens no session.
+ * only: small_sends_coalesce; submit_no_enter and runner_times_out open
+ * no session.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -673,6 +677,7 @@ TEST_F(fast, inline_cq_helpers)
 #define FAULT_HANDOFF	(1U << 2)
 #define FAULT_REAP	(1U << 3)
 #define FAULT_TX_MORE	(1U << 6)
+#define FAULT_RUN_SPIN	(1U << 7)
 #define FAULT_TRIPS	300
 
 /* Child: send 1 KiB messages from @ti's session @id until it is closed. */
@@ -1027,8 +1032,8 @@ static long long tcp_out_segs(void)
  * frames follow (MSG_MORE) for all but the last, so TCP fills whole
  * segments with them (64 KiB on loopback) instead of sending one per
  * message.  Counted from the guest's Tcp OutSegs, both directions (acks
- * included): without the hint there were more segments than messages;
- * with it about 40.  Every message arrives.
+ * included): without the hint there were more segments than messages
+ * (289); with it 48 to 57, 64 under slub_debug.  Every message arrives.
  */
 TEST(small_sends_coalesce)
 {
@@ -1066,7 +1071,7 @@ TEST(small_sends_coalesce)
 	EXPECT_EQ(BURST_MSGS, b_other);
 	EXPECT_EQ(KMSGR_CQE_SEND, b_last.kind);
 	EXPECT_EQ(0, b_last.res);
-	EXPECT_GT(BURST_MSGS / 4, segs);
+	EXPECT_GT(BURST_MSGS / 2, segs);
 	TH_LOG("%u messages of %u bytes: %lld TCP segments", BURST_MSGS,
 	       BURST_LEN, segs);
 	kt_inst_close(&b);
@@ -1095,6 +1100,38 @@ TEST_F(fast, tx_more_push)
 	EXPECT_GT(60000, ms);
 	TH_LOG("%u round trips with every send held back: %llu ms",
 	       FAULT_TRIPS, (unsigned long long)ms);
+}
+
+/*
+ * (KMSGR_FAULT=y) An ENTER waiting for one CQE with a 50 ms timeout runs
+ * kicked sessions instead of sleeping; with a session always kicked (fault
+ * point) it must still give up with -ETIME when the time is over, not
+ * spin until a signal.
+ */
+TEST(runner_times_out)
+{
+	struct kt_inst a;
+	const char *why;
+	uint64_t t0, ms;
+	int ret;
+
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	ASSERT_EQ(0, kt_inst_open(&a, "a", 64, TX_AREA, RX_POOL, 1));
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_RUN_SPIN, 200));
+	t0 = kt_now_ms();
+	ret = kmsgr_submit(a.k, 1, 50000000ULL);
+	ms = kt_now_ms() - t0;
+	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
+	EXPECT_EQ(-ETIME, ret);
+	EXPECT_LE(50, ms);
+	EXPECT_GT(2000, ms);
+	TH_LOG("a 50 ms wait that found a session always kicked: %d after %llu ms",
+	       ret, (unsigned long long)ms);
+	kt_inst_close(&a);
 }
 
 TEST_HARNESS_MAIN
