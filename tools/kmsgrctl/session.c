@@ -30,7 +30,7 @@ static void session_usage(FILE *f)
 		"       %s session listen [--transport tcp|rdma] [--echo] [--lossless]\n"
 		"                  [--as TYPE] [--count N] [--time S] [--pool-size BYTES]\n"
 		"                  [--sq N] [--keyring FILE | --logon-key] [--name client.ID]\n"
-		"                  [--secure]\n"
+		"                  [--secure] [--busy-poll USEC]\n"
 		"                  ADDR:PORT\n"
 		"       %s session connect [--transport tcp|rdma] [--lossless] [--secure]\n"
 		"                  [--name client.ID] [--keyring FILE | --key-desc DESC]\n"
@@ -55,6 +55,8 @@ static void session_usage(FILE *f)
 		"  (--secure: secure only); without it, auth none in crc mode.\n"
 		"  --logon-key: the same, the key read by the kernel from the logon\n"
 		"  key \"kmsgr:client.ID\" of the caller's keyrings (kmsgrctl key add).\n"
+		"  --busy-poll: spin on the completion ring for up to USEC (0 to\n"
+		"  10000) before sleeping, as kmsgrctl bench --busy-poll.\n"
 		"connect: open a session, report UP, optionally send N messages whose\n"
 		"  data segment has BYTES bytes (default 4096; up to %d in flight) and\n"
 		"  wait for their completions; --verify-echo also waits for N echoes\n"
@@ -75,7 +77,7 @@ enum {
 	OPT_TRANSPORT = 256, OPT_ECHO, OPT_LOSSLESS, OPT_COUNT, OPT_TIME,
 	OPT_POOL, OPT_SECURE, OPT_NAME, OPT_KEYRING, OPT_PEER, OPT_SEND,
 	OPT_SIZE, OPT_VERIFY, OPT_TIMEOUT, OPT_AS, OPT_SQ, OPT_HELP, OPT_HOLD,
-	OPT_KEY_DESC, OPT_LOGON,
+	OPT_KEY_DESC, OPT_LOGON, OPT_BUSY_POLL,
 };
 
 /* ---- listen ------------------------------------------------------------- */
@@ -254,10 +256,12 @@ static int session_listen(int argc, char **argv)
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "secure", no_argument, NULL, OPT_SECURE },
 		{ "logon-key", no_argument, NULL, OPT_LOGON },
+		{ "busy-poll", required_argument, NULL, OPT_BUSY_POLL },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *keyring = NULL, *name = "client.admin";
+	__u64 busy_poll = 0;
 	bool logon = false;
 	struct kmsgr_listen_key lk;
 	struct listen_state st = { 0 };
@@ -331,6 +335,14 @@ static int session_listen(int argc, char **argv)
 		case OPT_LOGON:
 			logon = true;
 			break;
+		case OPT_BUSY_POLL:
+			if (ctl_parse_size(optarg, 0, KMSGR_BUSY_POLL_MAX_US,
+					   &busy_poll)) {
+				error("bad --busy-poll \"%s\" (0 to %u microseconds)",
+				      optarg, KMSGR_BUSY_POLL_MAX_US);
+				return EXIT_USAGE;
+			}
+			break;
 		case OPT_HELP:
 		case 'h':
 			session_usage(stdout);
@@ -384,6 +396,13 @@ static int session_listen(int argc, char **argv)
 	ctl_catch_signals();
 	if (ctl_setup((__u32)sq, 4096, pool))
 		return EXIT_FAILURE;
+	ret = kmsgr_set_busy_poll(ctl_k, (__u32)busy_poll);
+	if (ret) {
+		error("cannot set busy-poll to %llu us: %s",
+		      (unsigned long long)busy_poll, kmsgr_strerror(ret));
+		ctl_teardown();
+		return EXIT_FAILURE;
+	}
 	ret = kmsgr_listen(ctl_k, &l);
 	if (keyring)
 		explicit_bzero(&lk, sizeof(lk));
