@@ -914,13 +914,8 @@ int cmd_bench(int argc, char **argv)
 			b.conn.keyring = optarg;
 			break;
 		case OPT_BUSY_POLL:
-			if (ctl_parse_size(optarg, 0, KMSGR_BUSY_POLL_MAX_US,
-					   &v)) {
-				error("bad --busy-poll \"%s\" (0 to %u microseconds)",
-				      optarg, KMSGR_BUSY_POLL_MAX_US);
+			if (ctl_parse_busy_poll(optarg, &b.busy_poll_us))
 				return EXIT_USAGE;
-			}
-			b.busy_poll_us = (__u32)v;
 			break;
 		case OPT_HELP:
 		case 'h':

@@ -139,6 +139,19 @@ int ctl_parse_secs(const char *s, __u64 *ns)
 	return 0;
 }
 
+int ctl_parse_busy_poll(const char *s, __u32 *usec)
+{
+	__u64 v;
+
+	if (ctl_parse_size(s, 0, KMSGR_BUSY_POLL_MAX_US, &v)) {
+		error("bad --busy-poll \"%s\" (0 to %u microseconds)", s,
+		      KMSGR_BUSY_POLL_MAX_US);
+		return -EINVAL;
+	}
+	*usec = (__u32)v;
+	return 0;
+}
+
 int ctl_parse_transport(const char *s, __u32 *xprt)
 {
 	if (!strcmp(s, "tcp")) {

@@ -57,6 +57,8 @@ int ctl_cmp_u64(const void *a, const void *b);
 int ctl_parse_size(const char *s, __u64 min, __u64 max, __u64 *val);
 /* seconds, decimals allowed ("0.5"), as nanoseconds */
 int ctl_parse_secs(const char *s, __u64 *ns);
+/* --busy-poll USEC (0 to KMSGR_BUSY_POLL_MAX_US); reports a bad value */
+int ctl_parse_busy_poll(const char *s, __u32 *usec);
 int ctl_parse_transport(const char *s, __u32 *xprt);
 const char *ctl_transport_name(__u32 xprt);
 int ctl_parse_peer_type(const char *s, __u8 *type);

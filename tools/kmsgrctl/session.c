@@ -261,7 +261,7 @@ static int session_listen(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *keyring = NULL, *name = "client.admin";
-	__u64 busy_poll = 0;
+	__u32 busy_poll = 0;
 	bool logon = false;
 	struct kmsgr_listen_key lk;
 	struct listen_state st = { 0 };
@@ -336,12 +336,8 @@ static int session_listen(int argc, char **argv)
 			logon = true;
 			break;
 		case OPT_BUSY_POLL:
-			if (ctl_parse_size(optarg, 0, KMSGR_BUSY_POLL_MAX_US,
-					   &busy_poll)) {
-				error("bad --busy-poll \"%s\" (0 to %u microseconds)",
-				      optarg, KMSGR_BUSY_POLL_MAX_US);
+			if (ctl_parse_busy_poll(optarg, &busy_poll))
 				return EXIT_USAGE;
-			}
 			break;
 		case OPT_HELP:
 		case 'h':
@@ -396,10 +392,10 @@ static int session_listen(int argc, char **argv)
 	ctl_catch_signals();
 	if (ctl_setup((__u32)sq, 4096, pool))
 		return EXIT_FAILURE;
-	ret = kmsgr_set_busy_poll(ctl_k, (__u32)busy_poll);
+	ret = kmsgr_set_busy_poll(ctl_k, busy_poll);
 	if (ret) {
-		error("cannot set busy-poll to %llu us: %s",
-		      (unsigned long long)busy_poll, kmsgr_strerror(ret));
+		error("cannot set busy-poll to %u us: %s", busy_poll,
+		      kmsgr_strerror(ret));
 		ctl_teardown();
 		return EXIT_FAILURE;
 	}
