@@ -111,8 +111,9 @@ u32 msgr2_crc32c(u32 seed, const void *buf, size_t len)
 	return seed;
 }
 
-#define M2_CRC_PROBE_LEN	SZ_16K
-#define M2_CRC_PROBE_ROUNDS	3
+/* what the implementations are timed on at load (crc32c and AES-GCM) */
+#define M2_PROBE_LEN	SZ_16K
+#define M2_PROBE_ROUNDS	3
 
 /* @name's transform when it is a usable crc32c, else NULL */
 static struct crypto_shash *m2_crc_alloc(const char *name)
@@ -136,7 +137,7 @@ static u64 m2_crc_time(struct crypto_shash *tfm, const u8 *buf, size_t len)
 	u64 best = U64_MAX, t;
 	int i;
 
-	for (i = 0; i < M2_CRC_PROBE_ROUNDS; i++) {
+	for (i = 0; i < M2_PROBE_ROUNDS; i++) {
 		t = ktime_get_ns();
 		m2_crc_run(tfm, 0, buf, len);
 		best = min(best, ktime_get_ns() - t);
@@ -148,19 +149,19 @@ static u64 m2_crc_time(struct crypto_shash *tfm, const u8 *buf, size_t len)
 static struct crypto_shash *m2_crc_faster(struct crypto_shash *best,
 					  struct crypto_shash *alt)
 {
-	u8 *buf = kmalloc(M2_CRC_PROBE_LEN, GFP_KERNEL);
+	u8 *buf = kmalloc(M2_PROBE_LEN, GFP_KERNEL);
 	u64 t_best, t_alt;
 
 	if (buf) {
-		get_random_bytes(buf, M2_CRC_PROBE_LEN);
-		t_best = m2_crc_time(best, buf, M2_CRC_PROBE_LEN) ?: 1;
-		t_alt = m2_crc_time(alt, buf, M2_CRC_PROBE_LEN) ?: 1;
+		get_random_bytes(buf, M2_PROBE_LEN);
+		t_best = m2_crc_time(best, buf, M2_PROBE_LEN) ?: 1;
+		t_alt = m2_crc_time(alt, buf, M2_PROBE_LEN) ?: 1;
 		kfree(buf);
 		pr_info("crc32c: %s %llu MB/s, %s %llu MB/s\n",
 			crypto_shash_driver_name(best),
-			div64_u64(M2_CRC_PROBE_LEN * 1000ULL, t_best),
+			div64_u64(M2_PROBE_LEN * 1000ULL, t_best),
 			crypto_shash_driver_name(alt),
-			div64_u64(M2_CRC_PROBE_LEN * 1000ULL, t_alt));
+			div64_u64(M2_PROBE_LEN * 1000ULL, t_alt));
 		if (t_alt < t_best)
 			swap(best, alt);
 	}
@@ -532,7 +533,7 @@ static u64 m2_gcm_time(const char *name, u8 *buf, size_t len,
 	if (m2_gcm_alloc(&g, key, name))
 		return U64_MAX;
 	strscpy(driver, crypto_aead_driver_name(g->tfm), CRYPTO_MAX_ALG_NAME);
-	for (i = 0; i < M2_CRC_PROBE_ROUNDS; i++) {
+	for (i = 0; i < M2_PROBE_ROUNDS; i++) {
 		t = ktime_get_ns();
 		if (msgr2_gcm_seal(g, nonce, &iov, 1, buf, tag)) {
 			best = U64_MAX;
@@ -548,35 +549,31 @@ static u64 m2_gcm_time(const char *name, u8 *buf, size_t len,
 static int m2_gcm_pick(void)
 {
 	char d_api[CRYPTO_MAX_ALG_NAME], d_gen[CRYPTO_MAX_ALG_NAME];
-	u64 t_api, t_gen;
+	bool forced = gcm_driver[0];
+	u64 t_api, t_gen = U64_MAX;
 	u8 *buf;
 
-	if (gcm_driver[0]) {	/* set at load: only whether it works */
-		buf = kmalloc(M2_CRC_PROBE_LEN, GFP_KERNEL);
-		if (!buf)
-			return -ENOMEM;
-		t_api = m2_gcm_time(gcm_driver, buf, M2_CRC_PROBE_LEN, d_api);
-		kfree(buf);
-		if (t_api == U64_MAX) {
-			pr_err("gcm_driver=%s: no such AES-GCM implementation\n",
-			       gcm_driver);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	buf = kmalloc(M2_CRC_PROBE_LEN, GFP_KERNEL);
+	buf = kmalloc(M2_PROBE_LEN, GFP_KERNEL);
 	if (!buf)
-		return 0;	/* the crypto API's choice, untimed */
-	get_random_bytes(buf, M2_CRC_PROBE_LEN);
-	t_api = m2_gcm_time("gcm(aes)", buf, M2_CRC_PROBE_LEN, d_api);
-	t_gen = m2_gcm_time(M2_GCM_GENERIC, buf, M2_CRC_PROBE_LEN, d_gen);
+		return forced ? -ENOMEM : 0;	/* else gcm(aes), untimed */
+	get_random_bytes(buf, M2_PROBE_LEN);
+	/* set at load: only whether it seals */
+	t_api = m2_gcm_time(forced ? gcm_driver : "gcm(aes)", buf,
+			    M2_PROBE_LEN, d_api);
+	if (!forced)
+		t_gen = m2_gcm_time(M2_GCM_GENERIC, buf, M2_PROBE_LEN, d_gen);
 	kfree(buf);
-	if (t_api == U64_MAX)
-		return 0;	/* secure mode fails at its first connection */
+	if (forced && t_api == U64_MAX) {
+		pr_err("gcm_driver=%s: no such AES-GCM implementation\n",
+		       gcm_driver);
+		return -EINVAL;
+	}
+	if (forced || t_api == U64_MAX)
+		return 0;	/* none: secure mode fails at its connection */
 	if (t_gen != U64_MAX && strcmp(d_api, d_gen)) {
 		pr_info("gcm(aes): %s %llu MB/s, %s %llu MB/s\n", d_api,
-			div64_u64(M2_CRC_PROBE_LEN * 1000ULL, t_api ?: 1),
-			d_gen, div64_u64(M2_CRC_PROBE_LEN * 1000ULL, t_gen ?: 1));
+			div64_u64(M2_PROBE_LEN * 1000ULL, t_api ?: 1),
+			d_gen, div64_u64(M2_PROBE_LEN * 1000ULL, t_gen ?: 1));
 		if (t_gen < t_api) {
 			strscpy(gcm_driver, d_gen, sizeof(gcm_driver));
 			return 0;
