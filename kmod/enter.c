@@ -23,6 +23,7 @@
 #include <linux/minmax.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -391,6 +392,25 @@ static bool kmsgr_cq_spin(u64 timeout_ns, ktime_t *end)
 }
 
 /*
+ * Busy-poll (kmsgr_enter.busy_poll_us): spin rather than sleep until @ns
+ * after the first call; false once that has passed.  local_clock(), as
+ * the network stack's busy polling uses: no exit to an emulated HPET per
+ * look, and this CPU's own clock is all a spin needs.
+ */
+static bool kmsgr_cq_busy(u64 ns, u64 *end)
+{
+	u64 now = local_clock();
+
+	if (!*end)
+		*end = now + ns;
+	else if (now >= *end)
+		return false;
+	cond_resched();
+	cpu_relax();
+	return true;
+}
+
+/*
  * A waiter that runs sessions instead of sleeping: true once @timeout_ns
  * (rounded up to ticks, counted from the first call) have passed.
  */
@@ -410,20 +430,30 @@ static bool kmsgr_cq_run_expired(u64 timeout_ns, unsigned long *run_j)
  * given back (SQEs were left for want of one); 0, -ETIME or -EINTR.
  * While polled block I/O is out (KMSGR_BDEV_F_POLL) it polls the devices
  * and spins rather than sleeps: nothing else would complete that I/O.
+ * With @busy_ns it spins that long first, its time taken from @timeout_ns;
+ * a runner spinning is still a registered runner, so the sessions kicked
+ * meanwhile are queued for it and it runs them at its next look.
  */
 static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
-			 u64 timeout_ns, bool room)
+			 u64 timeout_ns, u64 busy_ns, bool room)
 {
 	struct kmsgr_cq_waiter w = {
 		.inst = inst,
 		.want = min(want, inst->cq_entries),
 		.room = room,
 	};
-	bool expired = false, runner, spin;
+	bool expired = false, busy_all = false, runner, spin;
 	unsigned long end_j = 0, run_j = 0;
+	u64 busy_end = 0;
 	ktime_t end = 0;
 	int ret = 0;
 
+	if (timeout_ns && busy_ns >= timeout_ns) {
+		busy_ns = timeout_ns;
+		busy_all = true;	/* the spin is the whole wait */
+	} else if (timeout_ns) {
+		timeout_ns -= busy_ns;	/* what is left once the spin ends */
+	}
 	init_wait(&w.wqe);
 	w.wqe.func = kmsgr_cq_wake_fn;
 	/*
@@ -463,6 +493,16 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 			/* a restart would start the timeout anew */
 			ret = -EINTR;
 			break;
+		}
+		if (busy_ns) {
+			__set_current_state(TASK_RUNNING);
+			if (kmsgr_cq_busy(busy_ns, &busy_end))
+				continue;
+			busy_ns = 0;
+			if (busy_all) {
+				expired = true;	/* one last look */
+				continue;
+			}
 		}
 		if (spin) {
 			__set_current_state(TASK_RUNNING);
@@ -519,8 +559,9 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 
 	if (copy_from_user(&e, uarg, sizeof(e)))
 		return -EFAULT;
-	if (e.flags & ~KMSGR_ENTER_F_GETEVENTS ||
-	    memchr_inv(e.reserved, 0, sizeof(e.reserved)))
+	if (e.flags & ~KMSGR_ENTER_F_GETEVENTS || e.reserved32 || e.reserved ||
+	    e.busy_poll_us > KMSGR_BUSY_POLL_MAX_US ||
+	    (e.busy_poll_us && !(e.flags & KMSGR_ENTER_F_GETEVENTS)))
 		return -EINVAL;
 	if (!kmsgr_inst_ready(inst))
 		return -EINVAL;
@@ -541,6 +582,7 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 	 */
 	if (e.flags & KMSGR_ENTER_F_GETEVENTS && e.min_complete)
 		ret = kmsgr_cq_wait(inst, e.min_complete, e.timeout_ns,
+				    (u64)e.busy_poll_us * NSEC_PER_USEC,
 				    cq_full && done < e.to_submit);
 	else if (!done && cq_full)
 		ret = -EBUSY;

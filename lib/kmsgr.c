@@ -85,6 +85,7 @@ static const char *const kmsgr_feature_names[] = {
 	[13] = "bdev",		/* KMSGR_FEAT_BDEV */
 	[14] = "bdev-link",	/* KMSGR_FEAT_BDEV_LINK */
 	[15] = "bdev-poll",	/* KMSGR_FEAT_BDEV_POLL */
+	[16] = "busy-poll",	/* KMSGR_FEAT_BUSY_POLL */
 };
 
 /* ioctl() returning 0 or a negative errno. */
@@ -471,7 +472,8 @@ int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns)
 	if (!kmsgr_sq_pending(k) && kmsgr_cq_ready(k) >= want)
 		return 0;
 
-	if (k->busy_poll_ns) {
+	/* a module that spins itself runs the sessions while it spins */
+	if (k->busy_poll_ns && !(k->features & KMSGR_FEAT_BUSY_POLL)) {
 		ret = kmsgr_submit_nowait(k);
 		if (ret < 0)
 			return ret;
@@ -493,6 +495,8 @@ int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns)
 	enter.min_complete = wait_nr;
 	enter.flags = KMSGR_ENTER_F_GETEVENTS;
 	enter.timeout_ns = timeout_ns;
+	if (k->features & KMSGR_FEAT_BUSY_POLL)
+		enter.busy_poll_us = (__u32)(k->busy_poll_ns / 1000);
 	ret = kmsgr_ioctl(k->fd, KMSGR_IOC_ENTER, &enter);
 	if (ret == -ETIMEDOUT)
 		ret = -ETIME;

@@ -509,21 +509,22 @@ void kmsgr_cqe_seen(struct kmsgr *k)
 	kmsgr_cq_advance(k, 1);
 }
 
-/* Upper bound of kmsgr_set_busy_poll(), microseconds. */
-#define KMSGR_BUSY_POLL_MAX_US	10000U
-
 /**
  * kmsgr_set_busy_poll() - spin for completions before sleeping
  * @k:    handle from kmsgr_open()
  * @usec: how long to spin, microseconds; 0 turns it off (the default)
  *
  * With busy-poll on, a kmsgr_submit() with @wait_nr > 0, and so every
- * kmsgr_wait_cqe() that finds nothing ready, first submits the pending
- * SQEs without waiting, then watches the CQ tail from user space (with
- * a CPU relax hint between looks) for up to @usec, and only then enters
- * the kernel to sleep for what is still missing.  A reply that comes
- * within @usec is then reaped without a sleep and a wake-up (two context
- * switches, and the scheduler's latency).  The price is a CPU kept busy
+ * kmsgr_wait_cqe() that finds nothing ready, spins for up to @usec before
+ * it sleeps for what is still missing.  A module with
+ * KMSGR_FEAT_BUSY_POLL spins in the kernel (kmsgr_enter.busy_poll_us):
+ * one ENTER submits and waits, and while it spins it receives for the
+ * sessions whose transports have data itself, at once.  With an older
+ * module the library submits without waiting, then watches the CQ tail
+ * from user space (with a CPU relax hint between looks), and only then
+ * enters the kernel to sleep.  A reply that comes within @usec is then
+ * reaped without a sleep and a wake-up (two context switches, and the
+ * scheduler's latency).  The price is a CPU kept busy
  * for up to @usec per wait: worth it for request-reply traffic with short
  * round trips on a machine with CPUs to spare, not for a thread that
  * mostly waits long.  A wait timeout shorter than @usec bounds the spin.

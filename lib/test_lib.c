@@ -244,6 +244,9 @@ static struct {
 	struct kmsgr_enter last;	/* the last ENTER's argument */
 } fake = { .fd = -1 };
 
+/* extra KMSGR_FEAT_* bits the fake's INFO reports (outlives fake_open()) */
+static __u64 fake_features;
+
 static __u32 pow2(__u32 n)
 {
 	__u32 p = 1;
@@ -320,7 +323,7 @@ int ioctl(int fd, unsigned long req, ...)
 		info = arg;
 		info->abi_version = KMSGR_ABI_VERSION;
 		info->features = KMSGR_FEAT_INFO | KMSGR_FEAT_RINGS |
-				 KMSGR_FEAT_RING_LINES;
+				 KMSGR_FEAT_RING_LINES | fake_features;
 		fake.fd = fd;
 		return 0;
 	case KMSGR_IOC_SETUP:
@@ -622,6 +625,46 @@ static void test_busy_poll(void)
 }
 
 /*
+ * A module with KMSGR_FEAT_BUSY_POLL spins itself: one ENTER that submits,
+ * waits and carries the busy-poll time, and no spin in user space.
+ */
+static void test_busy_poll_kernel(void)
+{
+	struct kmsgr *k;
+	__u64 t0, dt;
+
+	fake_features = KMSGR_FEAT_BUSY_POLL;
+	k = fake_open(1);
+	fake_features = 0;
+	ok(!strcmp(kmsgr_feature_name(16), "busy-poll"), "feature %s",
+	   "busy-poll");
+
+	kmsgr_set_busy_poll(k, 1000);
+	kmsgr_prep_nop(kmsgr_get_sqe(k), 1);
+	ok(kmsgr_submit(k, 1, 0) == 1 && fake.enters == 1 && fake.waits == 1 &&
+	   fake.last.busy_poll_us == 1000 && fake.last.to_submit == 1,
+	   "busy_poll: %s", "kernel: submit(1) is one ENTER with 1000 us");
+	fake_drain(k);
+
+	/* nothing comes: the (fake) kernel times out, the library not spun */
+	kmsgr_set_busy_poll(k, KMSGR_BUSY_POLL_MAX_US);
+	t0 = now_ns();
+	ok(kmsgr_submit(k, 1, 0) == -ETIME && fake.waits == 2 &&
+	   fake.last.busy_poll_us == KMSGR_BUSY_POLL_MAX_US,
+	   "busy_poll: %s", "kernel: the wait goes to ENTER at once");
+	dt = now_ns() - t0;
+	ok(dt < KMSGR_BUSY_POLL_MAX_US * 1000ULL, "busy_poll: %s",
+	   "kernel: no spin in user space");
+
+	/* off: the field stays 0 */
+	kmsgr_set_busy_poll(k, 0);
+	kmsgr_prep_nop(kmsgr_get_sqe(k), 2);
+	ok(kmsgr_submit(k, 1, 0) == 1 && !fake.last.busy_poll_us,
+	   "busy_poll: %s", "kernel: off sends 0");
+	kmsgr_close(k);
+}
+
+/*
  * The shared library still exports the completion helpers that became
  * inline, under their old version nodes, and they work on a handle.
  */
@@ -740,6 +783,7 @@ int main(void)
 	test_cq_paused();
 	test_submit_no_syscall();
 	test_busy_poll();
+	test_busy_poll_kernel();
 	test_exported();
 	test_nl_abi();
 	printf("1..%d\n", tests);

@@ -13,6 +13,9 @@
  * pool_and_cq_backpressure (libkmsgr only asks INFO whether rdma can run).
  * TCP only: none.  Every other test opens no session.
  *
+ * busy_poll_within_timeout: ENTER's busy_poll_us spins inside the wait's
+ * timeout and ends at a CQE.
+ *
  * The random test prints its seed; KMSGR_SEED=<n> repeats a run.
  *
  * Copyright (C) 2025 The kmsgr authors
@@ -873,9 +876,24 @@ TEST_F(ring, enter_rejects_bad_arguments)
 	for (i = 1; i < 32; i++)
 		EXPECT_EQ(-EINVAL, enter_ioctl(r->fd, 0, 0, 1U << i, 0));
 	memset(&e, 0, sizeof(e));
-	e.reserved[1] = 1;
+	e.reserved = 1;
 	EXPECT_EQ(-1, ioctl(r->fd, KMSGR_IOC_ENTER, &e));
 	EXPECT_EQ(EINVAL, errno);
+	memset(&e, 0, sizeof(e));
+	e.reserved32 = 1;
+	EXPECT_EQ(-1, ioctl(r->fd, KMSGR_IOC_ENTER, &e));
+	EXPECT_EQ(EINVAL, errno);
+	/* busy-poll: only with GETEVENTS, and not beyond its bound */
+	memset(&e, 0, sizeof(e));
+	e.busy_poll_us = 10;
+	EXPECT_EQ(-1, ioctl(r->fd, KMSGR_IOC_ENTER, &e));
+	EXPECT_EQ(EINVAL, errno);
+	e.flags = KMSGR_ENTER_F_GETEVENTS;
+	e.busy_poll_us = KMSGR_BUSY_POLL_MAX_US + 1;
+	EXPECT_EQ(-1, ioctl(r->fd, KMSGR_IOC_ENTER, &e));
+	EXPECT_EQ(EINVAL, errno);
+	e.busy_poll_us = KMSGR_BUSY_POLL_MAX_US;	/* min_complete 0 */
+	EXPECT_EQ(0, ioctl(r->fd, KMSGR_IOC_ENTER, &e));
 	EXPECT_EQ(-1, ioctl(r->fd, KMSGR_IOC_ENTER, NULL));
 	EXPECT_EQ(EFAULT, errno);
 	EXPECT_EQ(0, r->sq->head);
@@ -1052,6 +1070,60 @@ TEST_F(ring, wait_timeout)
 	EXPECT_EQ(0, enter_ioctl(r->fd, 0, 1, KMSGR_ENTER_F_GETEVENTS, 1));
 	/* min_complete 0 does not wait. */
 	EXPECT_EQ(0, enter_ioctl(r->fd, 0, 0, KMSGR_ENTER_F_GETEVENTS, 0));
+}
+
+static int enter_busy(int fd, uint32_t to_submit, uint64_t timeout_ns,
+		      uint32_t busy_us, uint64_t *ns)
+{
+	struct kmsgr_enter e;
+	struct timespec t0, t1;
+	int ret;
+
+	memset(&e, 0, sizeof(e));
+	e.to_submit = to_submit;
+	e.min_complete = 1;
+	e.flags = KMSGR_ENTER_F_GETEVENTS;
+	e.timeout_ns = timeout_ns;
+	e.busy_poll_us = busy_us;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = ioctl(fd, KMSGR_IOC_ENTER, &e);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*ns = (t1.tv_sec - t0.tv_sec) * 1000000000ULL + t1.tv_nsec - t0.tv_nsec;
+	return ret < 0 ? -errno : ret;
+}
+
+/*
+ * Busy-poll spins within the wait's timeout, not on top of it; a CQE that
+ * is there ends the spin at once.  The upper bounds are loose (TCG).
+ */
+TEST_F(ring, busy_poll_within_timeout)
+{
+	struct ring *r = &self->r;
+	struct kmsgr_info info;
+	uint64_t ns;
+
+	memset(&info, 0, sizeof(info));
+	ASSERT_EQ(0, ioctl(r->fd, KMSGR_IOC_INFO, &info));
+	ASSERT_TRUE(info.features & KMSGR_FEAT_BUSY_POLL);
+
+	/* a spin longer than the timeout: -ETIME at the timeout */
+	EXPECT_EQ(-ETIME, enter_busy(r->fd, 0, 2000000,
+				     KMSGR_BUSY_POLL_MAX_US, &ns));
+	EXPECT_LE(2000000ULL, ns);
+	EXPECT_GT(KMSGR_BUSY_POLL_MAX_US * 1000ULL, ns)
+		TH_LOG("spun %llu ns past a 2 ms timeout",
+		       (unsigned long long)ns);
+	/* spin 10 ms, then sleep what is left of 11 ms: not 21 ms */
+	EXPECT_EQ(-ETIME, enter_busy(r->fd, 0, 11000000,
+				     KMSGR_BUSY_POLL_MAX_US, &ns));
+	EXPECT_LE(11000000ULL, ns);
+	EXPECT_GT(18000000ULL, ns) TH_LOG("%llu ns", (unsigned long long)ns);
+	/* the NOP's CQE ends a 10 ms spin at once */
+	prep_nop(sqe_get(r), 7);
+	store_release(r->sqt, r->sq_tail);
+	EXPECT_EQ(1, enter_busy(r->fd, 1, 0, KMSGR_BUSY_POLL_MAX_US, &ns));
+	EXPECT_EQ(1U, cq_ready(r));
+	EXPECT_GT(KMSGR_BUSY_POLL_MAX_US * 1000ULL, ns);
 }
 
 static void on_alarm(int sig)

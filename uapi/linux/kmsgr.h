@@ -131,6 +131,9 @@
 #define KMSGR_FEAT_BDEV_POLL	_BITULL(15)	/* KMSGR_BDEV_F_POLL: polled
 						 * completion of BDEV ops
 						 */
+#define KMSGR_FEAT_BUSY_POLL	_BITULL(16)	/* kmsgr_enter.busy_poll_us:
+						 * ENTER spins in the kernel
+						 */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -397,6 +400,14 @@ struct kmsgr_close {
  * SQEs consumed, or -1 with errno; a signal during the wait gives EINTR
  * even when SQEs were consumed (@submitted tells how many, as does the
  * SQ head).
+ *
+ * With @busy_poll_us (KMSGR_FEAT_BUSY_POLL) the wait spins for up to that
+ * long before it sleeps: it watches the CQ and, waiting for one CQE, runs
+ * the sessions whose transports have data itself, as soon as they have
+ * it, with no wake-up and no context switch (NAPI busy polling's idea,
+ * for the rings).  The spin counts toward @timeout_ns.  Worth it for
+ * request-reply traffic on a machine with a CPU to spare; the price is
+ * that CPU, busy for up to @busy_poll_us per wait.
  */
 struct kmsgr_enter {
 	__u32 to_submit;	/* in: SQEs to consume (up to the SQ tail) */
@@ -404,10 +415,18 @@ struct kmsgr_enter {
 	__u32 flags;		/* in: KMSGR_ENTER_F_* */
 	__u32 submitted;	/* out: SQEs consumed */
 	__u64 timeout_ns;	/* in: with GETEVENTS; 0 = no timeout */
-	__u64 reserved[2];
+	__u32 busy_poll_us;	/* in: with GETEVENTS, spin this long before
+				 * sleeping; 0 = no spin; at most
+				 * KMSGR_BUSY_POLL_MAX_US (else EINVAL)
+				 */
+	__u32 reserved32;	/* must be 0 */
+	__u64 reserved;		/* must be 0 */
 };
 
 #define KMSGR_ENTER_F_GETEVENTS	_BITUL(0)	/* wait for min_complete CQEs */
+
+/* Upper bound of kmsgr_enter.busy_poll_us (and of libkmsgr's busy-poll). */
+#define KMSGR_BUSY_POLL_MAX_US	10000U
 
 /* ------------------------------------------------------------------------ */
 /* SQEs and CQEs (64 bytes each)                                            */
