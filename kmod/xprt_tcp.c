@@ -246,6 +246,21 @@ static int kmsgr_tcp_state(struct kmsgr_xprt *x)
 	}
 }
 
+/*
+ * Nothing to read on an established socket: its receive queue and backlog
+ * are empty, and no error or FIN is there.  Data that arrives after this
+ * look calls sk_data_ready, which kicks the owner again, exactly as after
+ * an -EAGAIN from tcp_recvmsg(); only the lock_sock() round of that call,
+ * once per message that ends a read, is saved.
+ */
+static bool kmsgr_tcp_rx_empty(const struct sock *sk)
+{
+	return READ_ONCE(sk->sk_state) == TCP_ESTABLISHED &&
+	       skb_queue_empty_lockless(&sk->sk_receive_queue) &&
+	       !READ_ONCE(sk->sk_backlog.tail) && !READ_ONCE(sk->sk_err) &&
+	       !(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN);
+}
+
 static ssize_t kmsgr_tcp_recv(struct kmsgr_xprt *x,
 			      const struct msgr2_iov *iov, int n)
 {
@@ -257,6 +272,8 @@ static ssize_t kmsgr_tcp_recv(struct kmsgr_xprt *x,
 
 	if (n <= 0 || n > (int)ARRAY_SIZE(kv))
 		return -EINVAL;
+	if (kmsgr_tcp_rx_empty(t->sock->sk))
+		return -EAGAIN;
 	for (i = 0; i < n; i++) {
 		kv[i].iov_base = iov[i].base;
 		kv[i].iov_len = iov[i].len;
