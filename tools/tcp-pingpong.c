@@ -3,8 +3,9 @@
  * tcp-pingpong - plain TCP round-trip latency, the reference point of
  * "kmsgrctl bench --pattern pingpong" (tools/bench-tcp).
  *
- *   tcp-pingpong server ADDR:PORT [--count N]
+ *   tcp-pingpong server ADDR:PORT [--count N] [--busy-poll USEC]
  *   tcp-pingpong client ADDR:PORT [--size BYTES] [--count N] [--warmup N]
+ *                [--busy-poll USEC]
  *
  * The client sends a 4-byte little-endian message size once, then COUNT
  * messages of that size, each after the previous one came back; the server
@@ -13,6 +14,12 @@
  *   "latency us: p50 X  p99 Y  p999 Z  (min A, mean B, max C)".
  * The server serves one client per connection, --count connections
  * (default 1), then exits.  IPv4 only.
+ *
+ * --busy-poll USEC (0 to 10000, default 0: off), on either end: before
+ * each blocking receive, spin on recv(MSG_DONTWAIT) for up to USEC
+ * microseconds (CLOCK_MONOTONIC, read every BUSY_POLL_CHECK empty polls),
+ * then block as without it; the counterpart of kmsgrctl bench and session
+ * listen --busy-poll.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -31,15 +38,21 @@
 #include <linux/types.h>
 
 #define MAX_SIZE	(64U << 20)
+#define BUSY_POLL_MAX	10000UL	/* --busy-poll, microseconds */
+#define BUSY_POLL_CHECK	64	/* empty polls per clock read */
 
 static const char *prog = "tcp-pingpong";
+static __u64 busy_poll_ns;	/* --busy-poll; 0: receive blocking */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s server ADDR:PORT [--count CONNECTIONS]\n"
-		"       %s client ADDR:PORT [--size BYTES] [--count N] [--warmup N]\n",
-		prog, prog);
+		"Usage: %s server ADDR:PORT [--count CONNECTIONS] [--busy-poll USEC]\n"
+		"       %s client ADDR:PORT [--size BYTES] [--count N] [--warmup N]\n"
+		"                    [--busy-poll USEC]\n"
+		"  --busy-poll: spin on a non-blocking receive for up to USEC (0 to\n"
+		"  %lu, default 0: off) before each blocking one.\n",
+		prog, prog, BUSY_POLL_MAX);
 }
 
 static int parse_addr(const char *s, struct sockaddr_in *sin)
@@ -89,6 +102,45 @@ static __u64 now_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
 }
 
+/* A spin-wait hint: x86 PAUSE where the compiler has it, else nothing. */
+static void cpu_relax(void)
+{
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_ia32_pause)
+	__builtin_ia32_pause();
+#endif
+#endif
+}
+
+/*
+ * recv(@fd, @buf, @len, 0), with --busy-poll first spinning on
+ * MSG_DONTWAIT for up to busy_poll_ns: returns what the first receive
+ * that did not find the socket empty returned.  The clock is read at the
+ * first empty poll and then every BUSY_POLL_CHECK (a syscall under QEMU
+ * TCG, where it can cost as much as a poll).
+ */
+static ssize_t recv_poll(int fd, void *buf, size_t len)
+{
+	unsigned int polls = 0;
+	__u64 t, end = 0;
+	ssize_t n;
+
+	while (busy_poll_ns) {
+		n = recv(fd, buf, len, MSG_DONTWAIT);
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			return n;
+		if (!(polls++ % BUSY_POLL_CHECK)) {
+			t = now_ns();
+			if (!end)
+				end = t + busy_poll_ns;
+			else if (t >= end)
+				break;
+		}
+		cpu_relax();
+	}
+	return recv(fd, buf, len, 0);
+}
+
 /* Move exactly @len bytes; 0, or -1 with a message (EOF counts as error). */
 static int xfer(int fd, void *buf, size_t len, int out)
 {
@@ -96,7 +148,7 @@ static int xfer(int fd, void *buf, size_t len, int out)
 	ssize_t n;
 
 	while (len) {
-		n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+		n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv_poll(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -136,7 +188,7 @@ static int serve_one(int fd)
 	if (!buf)
 		return -1;
 	for (;;) {
-		ssize_t n = recv(fd, buf, size, 0);
+		ssize_t n = recv_poll(fd, buf, size);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -241,8 +293,11 @@ static int client(const struct sockaddr_in *sin, unsigned long size,
 	}
 	t = now_ns() - t0;
 	qsort(lat, count, sizeof(*lat), cmp_u64);
-	printf("tcp pingpong size %lu: %lu round trips in %.3f s\n", size,
-	       count, (double)t / 1e9);
+	printf("tcp pingpong size %lu", size);
+	if (busy_poll_ns)
+		printf(", busy-poll %llu us",
+		       (unsigned long long)(busy_poll_ns / 1000));
+	printf(": %lu round trips in %.3f s\n", count, (double)t / 1e9);
 	printf("  %.0f msg/s  %.2f MB/s\n", count / ((double)t / 1e9),
 	       count * (double)size / ((double)t / 1e3));
 	printf("  latency us: p50 %.1f  p99 %.1f  p999 %.1f  (min %.1f, mean %.1f, max %.1f)\n",
@@ -260,7 +315,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	unsigned long size = 4096, count = 0, warmup = 0, *v;
+	unsigned long size = 4096, count = 0, warmup = 0, busy = 0, *v;
 	struct sockaddr_in sin;
 	int i, is_server;
 
@@ -275,6 +330,21 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (i = 3; i < argc; i += 2) {
+		if (!strcmp(argv[i], "--busy-poll")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr,
+					"%s: --busy-poll needs microseconds (0 to %lu)\n",
+					prog, BUSY_POLL_MAX);
+				return 2;
+			}
+			if (parse_num(argv[i + 1], BUSY_POLL_MAX, &busy)) {
+				fprintf(stderr,
+					"%s: bad --busy-poll \"%s\" (0 to %lu microseconds)\n",
+					prog, argv[i + 1], BUSY_POLL_MAX);
+				return 2;
+			}
+			continue;
+		}
 		if (!strcmp(argv[i], "--size"))
 			v = &size;
 		else if (!strcmp(argv[i], "--count"))
@@ -289,6 +359,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	busy_poll_ns = (__u64)busy * 1000;
 	if (is_server)
 		return server(&sin, count ? count : 1);
 	return client(&sin, size, count ? count : 10000, warmup);
