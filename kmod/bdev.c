@@ -20,10 +20,14 @@
  *    that it dereferences neither @h nor the instance (wake_up_var() uses
  *    the address as a key only).  So both outlive every op, and the
  *    instance's rings and area are freed only after kmsgr_bdev_detach_all().
- *  - An op with a linked SEND hands that last step to op->work on
- *    kmsgr_wq (the session wants process context): it posts the op's
- *    CQE, makes the SEND (or completes it -ECANCELED), and only then
- *    drops h->inflight, so the sessions are still there for it.
+ *  - An op with a linked SEND hands that last step to process context
+ *    (the session wants it): to an ENTER waiting for one CQE when there
+ *    is one (inst->bdev_runners, under bdev_poll_lock: the op goes on
+ *    inst->bdev_done and the runner is woken; the last runner to leave
+ *    hands what is left on to the work items), else to op->work on
+ *    kmsgr_wq.  Either posts the op's CQE, makes the SEND (or completes
+ *    it -ECANCELED), and only then drops h->inflight, so the sessions
+ *    are still there for it.
  *  - Polled ops (KMSGR_BDEV_F_POLL): an op whose bio went out with
  *    REQ_POLLED is on inst->bdev_polled (bdev_poll_lock) from before
  *    submit_bio() until it is done, holding a reference to that bio
@@ -371,6 +375,54 @@ static void kmsgr_bio_op_link_work(struct work_struct *work)
 	kmsgr_bio_op_link(container_of(work, struct kmsgr_bio_op, work));
 }
 
+static void kmsgr_bio_op_queue_link(struct kmsgr_bio_op *op)
+{
+	INIT_WORK(&op->work, kmsgr_bio_op_link_work);
+	queue_work(kmsgr_wq, &op->work);
+}
+
+/* Any context: to an ENTER runner if one waits (true), else not taken. */
+static bool kmsgr_bio_op_to_runner(struct kmsgr_bio_op *op)
+{
+	struct kmsgr_instance *inst = op->inst;
+	unsigned long flags;
+	bool taken;
+
+	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
+	taken = inst->bdev_runners &&
+		!kmsgr_fault_set(KMSGR_FAULT_BDEV_LINK_WORK);
+	if (taken)
+		llist_add(&op->done_node, &inst->bdev_done);
+	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
+	if (taken)
+		kmsgr_cq_wake_runners(inst);
+	return taken;
+}
+
+void kmsgr_bdev_run_begin(struct kmsgr_instance *inst)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
+	inst->bdev_runners++;
+	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
+}
+
+void kmsgr_bdev_run_end(struct kmsgr_instance *inst)
+{
+	struct llist_node *list = NULL;
+	struct kmsgr_bio_op *op, *next;
+	unsigned long flags;
+
+	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
+	if (!--inst->bdev_runners)
+		list = llist_del_all(&inst->bdev_done);
+	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
+	/* none is handed to a runner now: the work items finish these */
+	llist_for_each_entry_safe(op, next, list, done_node)
+		kmsgr_bio_op_queue_link(op);
+}
+
 /* The last bio of @op ended (or none was needed): complete it. */
 static void kmsgr_bio_op_done(struct kmsgr_bio_op *op)
 {
@@ -409,8 +461,8 @@ static void kmsgr_bio_op_done(struct kmsgr_bio_op *op)
 			llist_add(&op->done_node, &inst->bdev_done);
 			return;
 		}
-		INIT_WORK(&op->work, kmsgr_bio_op_link_work);
-		queue_work(kmsgr_wq, &op->work);
+		if (!kmsgr_bio_op_to_runner(op))
+			kmsgr_bio_op_queue_link(op);
 		return;
 	}
 	kmsgr_bio_op_cqe(op);
@@ -688,8 +740,8 @@ static bool kmsgr_poll_seen(const struct kmsgr_poll_ref *p, unsigned int n,
 	return false;
 }
 
-/* Make the SENDs of the linked ops the poller completed. */
-static void kmsgr_bdev_run_done(struct kmsgr_instance *inst)
+/* Make the SENDs of the linked ops finished for the poller or a runner. */
+void kmsgr_bdev_run_done(struct kmsgr_instance *inst)
 {
 	struct llist_node *list = llist_del_all(&inst->bdev_done);
 	struct kmsgr_bio_op *op, *next;

@@ -463,8 +463,10 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 	 * min_complete CQEs are there.
 	 */
 	runner = w.want <= 1 && READ_ONCE(kmsgr_enter_runs);
-	if (runner)
+	if (runner) {
 		kmsgr_sess_rx_wait_begin(inst);
+		kmsgr_bdev_run_begin(inst);
+	}
 	for (;;) {
 		spin = kmsgr_bdev_polling(inst) && kmsgr_bdev_poll(inst);
 		prepare_to_wait(&inst->cq_wait, &w.wqe, TASK_INTERRUPTIBLE);
@@ -474,10 +476,15 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 			break;
 		if (runner && !expired && !signal_pending(current) &&
 		    (kmsgr_sess_rx_pending(inst) ||
+		     kmsgr_bdev_done_pending(inst) ||
 		     kmsgr_fault_set(KMSGR_FAULT_RUN_SPIN))) {
-			/* run the kicked sessions here, then look again */
+			/*
+			 * run the kicked sessions and the linked SENDs of
+			 * finished block I/O here, then look again
+			 */
 			__set_current_state(TASK_RUNNING);
 			kmsgr_sess_rx_run(inst);
+			kmsgr_bdev_run_done(inst);
 			/* sessions kicked again and again must not hog the CPU */
 			cond_resched();
 			/* ... nor outlast the timeout (in ticks: no clock read) */
@@ -515,8 +522,10 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		}
 	}
 	finish_wait(&inst->cq_wait, &w.wqe);
-	if (runner)
+	if (runner) {
+		kmsgr_bdev_run_end(inst);
 		kmsgr_sess_rx_wait_end(inst);
+	}
 	return ret;
 }
 

@@ -138,6 +138,10 @@ enum kmsgr_fault_point {
 					 * runs sessions always finds one
 					 * kicked (it must still time out)
 					 */
+	KMSGR_FAULT_BDEV_LINK_WORK,	/* not a delay: a linked BDEV op
+					 * that ends goes to a work item even
+					 * when an ENTER runner waits
+					 */
 };
 
 #ifdef KMSGR_FAULT
@@ -241,6 +245,7 @@ struct kmsgr_instance {
 	struct list_head bdev_polled;	/* ops with a polled bio out */
 	struct llist_head bdev_done;	/* linked ops the poller finishes */
 	struct task_struct *bdev_poller; /* who polls now, or NULL */
+	unsigned int bdev_runners;	/* ENTERs that finish them too */
 	struct delayed_work bdev_poll_work; /* polls when no ENTER does */
 
 	/*
@@ -559,6 +564,21 @@ static inline bool kmsgr_bdev_polling(struct kmsgr_instance *inst)
  * while polled ops are still out.
  */
 bool kmsgr_bdev_poll(struct kmsgr_instance *inst);
+
+/*
+ * An ENTER that waits for one CQE (a runner) also finishes linked ops
+ * (their SENDs) whose bios ended meanwhile, instead of a work item:
+ * between kmsgr_bdev_run_begin() and kmsgr_bdev_run_end() they are handed
+ * to it and it is woken; kmsgr_bdev_run_done() finishes them (process
+ * context); the last runner to end gives what is left to the work items.
+ */
+void kmsgr_bdev_run_begin(struct kmsgr_instance *inst);
+void kmsgr_bdev_run_end(struct kmsgr_instance *inst);
+void kmsgr_bdev_run_done(struct kmsgr_instance *inst);
+static inline bool kmsgr_bdev_done_pending(struct kmsgr_instance *inst)
+{
+	return !llist_empty(&inst->bdev_done);
+}
 
 /* ---- listener.c ---------------------------------------------------------- */
 

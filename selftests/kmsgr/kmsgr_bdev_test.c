@@ -85,6 +85,13 @@
  *                            NOP, in a 2-entry CQ: EINVAL (the next NOP
  *                            -ECANCELED, resp. untouched); CLOSE under 8
  *                            pairs in flight: all 16 CQEs come
+ *  linked_send_by_waiter     24 READ+SEND pairs, each submitted by the
+ *                            ENTER that waits for its SEND: the waiter
+ *                            makes the SEND itself (kmsgr_msg_send in a
+ *                            tracefs instance: this process, not a
+ *                            kworker); with fault point BDEV_LINK_WORK
+ *                            (test build) 24 more, all by a kworker; each
+ *                            message carries the device's bytes
  *  linked_polled_tiny_cq     200 polled READ+SEND pairs through a server
  *                            CQ of 4 entries, 4 pairs queued at a time:
  *                            each ENTER takes one pair whole (2 SQEs,
@@ -1528,6 +1535,7 @@ static unsigned int flight_queue(struct kt_inst *ti, uint32_t id,
  */
 #define FAULT_BDEV_POLL	(1U << 4)	/* enum kmsgr_fault_point */
 #define FAULT_BDEV_LINK	(1U << 5)
+#define FAULT_BDEV_LINK_WORK	(1U << 8)
 
 TEST_F_TIMEOUT(bdev, detach_with_ops_in_flight, 180)
 {
@@ -2693,6 +2701,106 @@ static uint32_t lk_range(FIXTURE_DATA(bdev) *self, uint64_t *off)
 	*off = LK_BASE + self->lbs * (kt_rand(&self->rng) %
 				      ((LK_SIZE - len) / self->lbs + 1));
 	return len;
+}
+
+/*
+ * kmsgr_msg_send events in @t's trace (all so far): *@own made by this
+ * process, *@kworker by a kernel worker.  Return: how many in all.
+ */
+static unsigned int lw_sends(const struct kt_trace *t, unsigned int *own,
+			     unsigned int *kworker)
+{
+	char *text = kt_trace_read(t), *line, *save, pid[24];
+	unsigned int n = 0;
+
+	*own = 0;
+	*kworker = 0;
+	if (!text)
+		return 0;
+	snprintf(pid, sizeof(pid), "-%d ", (int)getpid());
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *ev = strstr(line, ": kmsgr_msg_send:");
+
+		if (line[0] == '#' || !ev)
+			continue;
+		*ev = '\0';		/* the task and pid before it */
+		n++;
+		if (strstr(line, pid))
+			(*own)++;
+		else if (strstr(line, "kworker/"))
+			(*kworker)++;
+	}
+	free(text);
+	return n;
+}
+
+#define LW_PAIRS	24
+
+/*
+ * A linked READ whose bio ends while an ENTER waits for one CQE is
+ * finished by that ENTER: its SEND is made in the waiter's own task, not
+ * by a work item woken for it (kmsgr_msg_send in the trace: this
+ * process, not a kworker).  With the fault point BDEV_LINK_WORK (test
+ * build) each goes to a work item, as with no waiter: the fallback, which
+ * delivers the same.  Each pair: submit and wait in one ENTER, the READ's
+ * success skipped, the SEND's CQE, the message with the device's bytes.
+ */
+TEST_F_TIMEOUT(bdev, linked_send_by_waiter, 120)
+{
+	unsigned int pass, i, all, own, kw, done = 0, own0 = 0, kw0 = 0;
+	uint64_t tid = 1, off;
+	struct kt_trace t;
+	const char *why;
+	struct lk x;
+	uint32_t len;
+	bool faults;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	why = kt_trace_create(&t, false);
+	if (why)
+		SKIP(return, "%s", why);
+	lk_open(_metadata, self, &x, 64, 256, LK_SLOTS, 512, 4 * MIB, 0, 0);
+	faults = !access(KMSGR_FAULT_PARAM, W_OK);
+	for (pass = 0; pass < (faults ? 2U : 1U); pass++) {
+		if (pass)
+			ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_LINK_WORK,
+						      0));
+		for (i = 0; i < LW_PAIRS; i++, tid++) {
+			len = lk_range(self, &off);
+			lk_queue(_metadata, &x, x.srv_id,
+				 KMSGR_SQE_F_SKIP_SUCCESS, off, len, 0, tid);
+			ASSERT_LE(0, kmsgr_submit(x.srv.k, 1,
+						  OP_MS * 1000000ULL));
+			lk_expect(_metadata, &x, KMSGR_CQE_SEND, 0,
+				  UD(TAG_LK_SEND, tid), "SEND of a pair");
+			lk_recv(_metadata, &x, tid, off, len);
+			if (!_metadata->passed)
+				break;
+		}
+		if (pass)
+			EXPECT_EQ(0, kmsgr_set_faults(0, 200));
+		all = lw_sends(&t, &own, &kw) - done;
+		own -= own0;
+		kw -= kw0;
+		TH_LOG("%s: %u SENDs of linked READs: %u by the waiter, %u by a kworker",
+		       pass ? "BDEV_LINK_WORK" : "default", all, own, kw);
+		EXPECT_EQ(LW_PAIRS, all);
+		if (pass) {
+			EXPECT_EQ(0, own);
+			EXPECT_EQ(LW_PAIRS, kw);
+		} else {
+			/* a READ may end before its ENTER waits: rare */
+			EXPECT_LE(LW_PAIRS * 3 / 4, own);
+		}
+		done += all;
+		own0 += own;
+		kw0 += kw;
+	}
+	kt_trace_remove(&t);
+	EXPECT_EQ(0, kmsgr_bdev_detach(x.srv.k, x.id));
+	lk_close(_metadata, &x);
 }
 
 /*

@@ -15,10 +15,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "kmsgr_ring_util.h"
+#include "kmsgr_selftest.h"
 
 /* user_data of our own SQEs: kind in the top byte */
 #define KT_UD_KIND_SHIFT	56
@@ -841,4 +844,127 @@ int kt_kmsg_check(int fd, char *out, size_t len)
 		}
 	}
 	return found;
+}
+
+/* ---- tracefs ------------------------------------------------------------ */
+
+#define KT_TRACEFS		"/sys/kernel/tracing"
+#define KT_TRACEFS_DEBUG	"/sys/kernel/debug/tracing"
+
+static bool kt_is_dir(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+/* The tracefs root, mounting it if need be; NULL when there is none. */
+static const char *kt_tracefs_root(void)
+{
+	if (kt_is_dir(KT_TRACEFS "/instances"))
+		return KT_TRACEFS;
+	if (!mount("nodev", KT_TRACEFS, "tracefs", 0, NULL) &&
+	    kt_is_dir(KT_TRACEFS "/instances"))
+		return KT_TRACEFS;
+	if (kt_is_dir(KT_TRACEFS_DEBUG "/instances"))
+		return KT_TRACEFS_DEBUG;
+	return NULL;
+}
+
+int kt_trace_write(const struct kt_trace *t, const char *file,
+		   const char *val)
+{
+	char path[384];
+
+	snprintf(path, sizeof(path), "%s/%s", t->dir, file);
+	return kmsgr_write_line(path, val);
+}
+
+void kt_trace_remove(struct kt_trace *t)
+{
+	char path[384];
+	int fd;
+
+	if (!t->dir[0])
+		return;
+	kt_trace_write(t, "events/kmsgr/enable", "0");
+	if (t->rdma)
+		kt_trace_write(t, "events/kmsgr_rdma/enable", "0");
+	snprintf(path, sizeof(path), "%s/trace", t->dir);
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	if (rmdir(t->dir))
+		fprintf(stderr, "# rmdir %s: %s\n", t->dir, strerror(errno));
+	t->dir[0] = '\0';
+}
+
+const char *kt_trace_create(struct kt_trace *t, bool rdma)
+{
+	static char why[512];
+	const char *root = kt_tracefs_root();
+	char path[384];
+	int ret;
+
+	t->dir[0] = '\0';
+	t->rdma = rdma;
+	if (!root)
+		return "no tracefs (CONFIG_TRACING)";
+	snprintf(path, sizeof(path), "%s/events/kmsgr", root);
+	if (!kt_is_dir(path)) {
+		snprintf(why, sizeof(why), "%s is missing", path);
+		return why;
+	}
+	snprintf(t->dir, sizeof(t->dir), "%s/instances/%s.%d", root,
+		 program_invocation_short_name, (int)getpid());
+	if (mkdir(t->dir, 0700)) {
+		snprintf(why, sizeof(why), "mkdir %s: %s", t->dir,
+			 strerror(errno));
+		t->dir[0] = '\0';
+		return why;
+	}
+	ret = kt_trace_write(t, "events/kmsgr/enable", "1");
+	if (!ret && rdma)
+		ret = kt_trace_write(t, "events/kmsgr_rdma/enable", "1");
+	if (ret) {
+		snprintf(why, sizeof(why), "enabling the events in %s: %s",
+			 t->dir, strerror(-ret));
+		kt_trace_remove(t);
+		return why;
+	}
+	return NULL;
+}
+
+char *kt_trace_read(const struct kt_trace *t)
+{
+	size_t len = 0, cap = 1 << 16;
+	char path[384], *buf, *nb;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/trace", t->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap);
+	while (buf) {
+		if (cap - len < 4096) {
+			cap *= 2;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (buf)
+		buf[len] = '\0';
+	return buf;
 }

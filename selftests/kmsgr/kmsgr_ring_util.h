@@ -302,4 +302,26 @@ int kt_release(struct kt_inst *ti, const struct kmsgr_cqe *cqe);
 int kt_kmsg_open(void);
 int kt_kmsg_check(int fd, char *out, size_t len);
 
+/*
+ * A tracefs instance of the calling program's own
+ * (instances/<program>.<pid>: nobody else's tracing is touched) with the
+ * kmsgr events, and kmsgr_rdma's with @rdma, enabled.
+ * kt_trace_create() returns NULL, or why it cannot be had (no tracefs,
+ * the module's events missing); tracefs is mounted at /sys/kernel/tracing
+ * when it is not.  kt_trace_remove() turns the events off, clears the
+ * buffer and removes the instance.  kt_trace_read(): the trace,
+ * NUL-terminated (malloc'd), or NULL.  kt_trace_write(): a line to one of
+ * the instance's files (relative path), 0 or -errno.
+ */
+struct kt_trace {
+	char dir[256];		/* <tracefs>/instances/<ours>, "" when none */
+	bool rdma;		/* kmsgr_rdma events enabled too */
+};
+
+const char *kt_trace_create(struct kt_trace *t, bool rdma);
+void kt_trace_remove(struct kt_trace *t);
+char *kt_trace_read(const struct kt_trace *t);
+int kt_trace_write(const struct kt_trace *t, const char *file,
+		   const char *val);
+
 #endif /* KMSGR_RING_UTIL_H */

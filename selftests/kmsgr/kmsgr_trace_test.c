@@ -51,8 +51,6 @@
 #define NMSG		6
 #define UD_CLI		0xc11		/* kt_connect()'s user_data */
 #define UD_LSN		0x5e77		/* the listener's (tcp_open() here) */
-#define TRACEFS		"/sys/kernel/tracing"
-#define TRACEFS_DEBUG	"/sys/kernel/debug/tracing"
 #define MAX_TEV		512
 
 /* front, middle, data of message i; 64 KiB is above rdma's pull_min */
@@ -64,137 +62,6 @@ static const uint32_t msg_len[NMSG][KT_NSEG] = {
 	{ 3, 5, 7 },
 	{ 4096, 0, 65536 },
 };
-
-/* ---- tracefs ----------------------------------------------------------- */
-
-struct trace_inst {
-	char dir[256];		/* TRACEFS/instances/<ours>, "" when none */
-	bool rdma;		/* kmsgr_rdma events enabled too */
-};
-
-static bool is_dir(const char *path)
-{
-	struct stat st;
-
-	return !stat(path, &st) && S_ISDIR(st.st_mode);
-}
-
-/* The tracefs root, mounting it if need be; NULL when there is none. */
-static const char *tracefs_root(void)
-{
-	if (is_dir(TRACEFS "/instances"))
-		return TRACEFS;
-	if (!mount("nodev", TRACEFS, "tracefs", 0, NULL) &&
-	    is_dir(TRACEFS "/instances"))
-		return TRACEFS;
-	if (is_dir(TRACEFS_DEBUG "/instances"))
-		return TRACEFS_DEBUG;
-	return NULL;
-}
-
-static int trace_write(const struct trace_inst *t, const char *file,
-		       const char *val)
-{
-	char path[384];
-
-	snprintf(path, sizeof(path), "%s/%s", t->dir, file);
-	return kmsgr_write_line(path, val);
-}
-
-/* Events off, buffer cleared, instance removed. */
-static void trace_inst_remove(struct trace_inst *t)
-{
-	char path[384];
-	int fd;
-
-	if (!t->dir[0])
-		return;
-	trace_write(t, "events/kmsgr/enable", "0");
-	if (t->rdma)
-		trace_write(t, "events/kmsgr_rdma/enable", "0");
-	snprintf(path, sizeof(path), "%s/trace", t->dir);
-	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (fd >= 0)
-		close(fd);
-	if (rmdir(t->dir))
-		fprintf(stderr, "# rmdir %s: %s\n", t->dir, strerror(errno));
-	t->dir[0] = '\0';
-}
-
-/*
- * A tracefs instance with the kmsgr events (and kmsgr_rdma's, @rdma)
- * enabled.  Returns NULL, or why it cannot be had.
- */
-static const char *trace_inst_create(struct trace_inst *t, bool rdma)
-{
-	static char why[512];
-	const char *root = tracefs_root();
-	char path[384];
-	int ret;
-
-	t->dir[0] = '\0';
-	t->rdma = rdma;
-	if (!root)
-		return "no tracefs (CONFIG_TRACING)";
-	snprintf(path, sizeof(path), "%s/events/kmsgr", root);
-	if (!is_dir(path)) {
-		snprintf(why, sizeof(why), "%s is missing", path);
-		return why;
-	}
-	snprintf(t->dir, sizeof(t->dir), "%s/instances/kmsgr_trace_test.%d",
-		 root, (int)getpid());
-	if (mkdir(t->dir, 0700)) {
-		snprintf(why, sizeof(why), "mkdir %s: %s", t->dir,
-			 strerror(errno));
-		t->dir[0] = '\0';
-		return why;
-	}
-	ret = trace_write(t, "events/kmsgr/enable", "1");
-	if (!ret && rdma)
-		ret = trace_write(t, "events/kmsgr_rdma/enable", "1");
-	if (ret) {
-		snprintf(why, sizeof(why), "enabling the events in %s: %s",
-			 t->dir, strerror(-ret));
-		trace_inst_remove(t);
-		return why;
-	}
-	return NULL;
-}
-
-/* The instance's trace, NUL-terminated (malloc'd), or NULL. */
-static char *trace_read(const struct trace_inst *t)
-{
-	size_t len = 0, cap = 1 << 16;
-	char path[384], *buf, *nb;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/trace", t->dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	buf = malloc(cap);
-	while (buf) {
-		if (cap - len < 4096) {
-			cap *= 2;
-			nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	if (buf)
-		buf[len] = '\0';
-	return buf;
-}
 
 /* ---- parsing the trace ------------------------------------------------ */
 
@@ -281,7 +148,7 @@ FIXTURE(trace) {
 	struct kt_loop lp;
 	struct kmsgr_listen l;
 	uint32_t cli_id, srv_id;
-	struct trace_inst t;
+	struct kt_trace t;
 	int kmsg;
 };
 
@@ -307,7 +174,7 @@ FIXTURE_SETUP(trace)
 	kt_loop_add(&self->lp, &self->srv);
 	kt_loop_add(&self->lp, &self->cli);
 	/* before the session: its UP and ACCEPTED are traced */
-	self->why = trace_inst_create(&self->t,
+	self->why = kt_trace_create(&self->t,
 				      variant->transport == KMSGR_XPRT_RDMA);
 }
 
@@ -315,7 +182,7 @@ FIXTURE_TEARDOWN(trace)
 {
 	char line[512];
 
-	trace_inst_remove(&self->t);
+	kt_trace_remove(&self->t);
 	if (self->cli.k)
 		kt_inst_close(&self->cli);
 	if (self->srv.k)
@@ -554,10 +421,10 @@ static unsigned int trace_collect(struct __test_metadata *_metadata,
 	unsigned int n;
 	char *text;
 
-	trace_write(&self->t, "events/kmsgr/enable", "0");
+	kt_trace_write(&self->t, "events/kmsgr/enable", "0");
 	if (self->t.rdma)
-		trace_write(&self->t, "events/kmsgr_rdma/enable", "0");
-	text = trace_read(&self->t);
+		kt_trace_write(&self->t, "events/kmsgr_rdma/enable", "0");
+	text = kt_trace_read(&self->t);
 	ASSERT_NE(NULL, text);
 	*ev = calloc(MAX_TEV, sizeof(**ev));
 	ASSERT_NE(NULL, *ev);
