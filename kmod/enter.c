@@ -469,7 +469,10 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 	}
 	for (;;) {
 		spin = kmsgr_bdev_polling(inst) && kmsgr_bdev_poll(inst);
-		prepare_to_wait(&inst->cq_wait, &w.wqe, TASK_INTERRUPTIBLE);
+		/* a busy-poll looks itself: on the wait queue only to sleep */
+		if (!busy_ns)
+			prepare_to_wait(&inst->cq_wait, &w.wqe,
+					TASK_INTERRUPTIBLE);
 		if (kmsgr_cq_ready(inst) >= w.want ||
 		    READ_ONCE(w.woken_for_room) ||
 		    (w.room && kmsgr_cq_can_reserve(inst)))
@@ -505,11 +508,11 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 			__set_current_state(TASK_RUNNING);
 			if (kmsgr_cq_busy(busy_ns, &busy_end))
 				continue;
+			/* spun out: one more look, on the queue, then sleep */
 			busy_ns = 0;
-			if (busy_all) {
-				expired = true;	/* one last look */
-				continue;
-			}
+			if (busy_all)
+				expired = true;
+			continue;
 		}
 		if (spin) {
 			__set_current_state(TASK_RUNNING);

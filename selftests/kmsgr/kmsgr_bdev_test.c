@@ -90,8 +90,11 @@
  *                            makes the SEND itself (kmsgr_msg_send in a
  *                            tracefs instance: this process, not a
  *                            kworker); with fault point BDEV_LINK_WORK
- *                            (test build) 24 more, all by a kworker; each
- *                            message carries the device's bytes
+ *                            (test build) 24 more, all by a kworker; then
+ *                            16 rounds of 8 pairs reaped as they end (ops
+ *                            handed to an ENTER that returns: passed on
+ *                            to the work items): each pair ends once;
+ *                            each message carries the device's bytes
  *  linked_polled_tiny_cq     200 polled READ+SEND pairs through a server
  *                            CQ of 4 entries, 4 pairs queued at a time:
  *                            each ENTER takes one pair whole (2 SQEs,
@@ -2736,6 +2739,7 @@ static unsigned int lw_sends(const struct kt_trace *t, unsigned int *own,
 }
 
 #define LW_PAIRS	24
+#define LW_ROUNDS	16
 
 /*
  * A linked READ whose bio ends while an ENTER waits for one CQE is
@@ -2798,6 +2802,38 @@ TEST_F_TIMEOUT(bdev, linked_send_by_waiter, 120)
 		own0 += own;
 		kw0 += kw;
 	}
+
+	/*
+	 * LK_SLOTS pairs at a time, the SEND CQEs reaped as they come: an
+	 * ENTER returns at the first while later ops are handed to it, and
+	 * the last runner to leave passes those on to the work items.  Each
+	 * pair still ends once: one SEND CQE, one message, the right bytes.
+	 */
+	for (pass = 0; pass < LW_ROUNDS && _metadata->passed; pass++) {
+		uint64_t offs[LK_SLOTS], tids[LK_SLOTS];
+		uint32_t lens[LK_SLOTS];
+		struct kmsgr_cqe c;
+
+		for (i = 0; i < LK_SLOTS; i++, tid++) {
+			lens[i] = lk_range(self, &offs[i]);
+			tids[i] = tid;
+			lk_queue(_metadata, &x, x.srv_id,
+				 KMSGR_SQE_F_SKIP_SUCCESS, offs[i], lens[i], i,
+				 tid);
+		}
+		ASSERT_LE(0, kmsgr_submit(x.srv.k, 1, OP_MS * 1000000ULL));
+		for (i = 0; i < LK_SLOTS; i++) {
+			ASSERT_EQ(0, next_cqe(&x.srv, &c, OP_MS));
+			EXPECT_EQ(KMSGR_CQE_SEND, c.kind);
+			EXPECT_EQ(0, c.res);
+		}
+		for (i = 0; i < LK_SLOTS; i++)
+			lk_recv_any(_metadata, &x, tids, offs, lens, LK_SLOTS);
+	}
+	all = lw_sends(&t, &own, &kw) - done;
+	TH_LOG("%u rounds of %u: %u SENDs, %u by a waiter, %u by a kworker",
+	       pass, LK_SLOTS, all, own - own0, kw - kw0);
+	EXPECT_EQ(LW_ROUNDS * LK_SLOTS, all);
 	kt_trace_remove(&t);
 	EXPECT_EQ(0, kmsgr_bdev_detach(x.srv.k, x.id));
 	lk_close(_metadata, &x);
