@@ -444,7 +444,8 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 	};
 	bool expired = false, busy_all = false, runner, spin;
 	unsigned long end_j = 0, run_j = 0;
-	u64 busy_end = 0;
+	/* a runner's bound: the whole timeout, from its first run */
+	u64 busy_end = 0, run_ns = timeout_ns;
 	ktime_t end = 0;
 	int ret = 0;
 
@@ -491,7 +492,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 			/* sessions kicked again and again must not hog the CPU */
 			cond_resched();
 			/* ... nor outlast the timeout (in ticks: no clock read) */
-			if (timeout_ns && kmsgr_cq_run_expired(timeout_ns, &run_j))
+			if (run_ns && kmsgr_cq_run_expired(run_ns, &run_j))
 				expired = true;	/* one last look */
 			continue;
 		}

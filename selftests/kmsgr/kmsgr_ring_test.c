@@ -14,7 +14,7 @@
  * TCP only: none.  Every other test opens no session.
  *
  * busy_poll_within_timeout: ENTER's busy_poll_us spins inside the wait's
- * timeout and ends at a CQE.
+ * timeout and ends at a CQE or a signal.
  *
  * The random test prints its seed; KMSGR_SEED=<n> repeats a run.
  *
@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -1072,6 +1073,11 @@ TEST_F(ring, wait_timeout)
 	EXPECT_EQ(0, enter_ioctl(r->fd, 0, 0, KMSGR_ENTER_F_GETEVENTS, 0));
 }
 
+static void on_busy_alarm(int sig)
+{
+	(void)sig;
+}
+
 static int enter_busy(int fd, uint32_t to_submit, uint64_t timeout_ns,
 		      uint32_t busy_us, uint64_t *ns)
 {
@@ -1118,6 +1124,22 @@ TEST_F(ring, busy_poll_within_timeout)
 				     KMSGR_BUSY_POLL_MAX_US, &ns));
 	EXPECT_LE(11000000ULL, ns);
 	EXPECT_GT(18000000ULL, ns) TH_LOG("%llu ns", (unsigned long long)ns);
+	/* a signal ends a spin as it ends a sleep: -EINTR */
+	{
+		struct itimerval it = { .it_value = { .tv_usec = 2000 } };
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_busy_alarm;	/* no SA_RESTART */
+		ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+		ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+		/* the timeout only bounds a run that went wrong */
+		EXPECT_EQ(-EINTR, enter_busy(r->fd, 0, 50000000,
+					     KMSGR_BUSY_POLL_MAX_US, &ns));
+		EXPECT_GT(KMSGR_BUSY_POLL_MAX_US * 1000ULL, ns)
+			TH_LOG("the signal did not end the spin: %llu ns",
+			       (unsigned long long)ns);
+	}
 	/* the NOP's CQE ends a 10 ms spin at once */
 	prep_nop(sqe_get(r), 7);
 	store_release(r->sqt, r->sq_tail);
