@@ -241,6 +241,7 @@ FIXTURE_SETUP(bdev)
 
 	self->dfd = -1;
 	self->kmsg = -1;
+	kmsgr_faults_off();
 	self->why = bdev_missing();
 	if (self->why)
 		return;
@@ -269,6 +270,7 @@ FIXTURE_SETUP(bdev)
 
 FIXTURE_TEARDOWN(bdev)
 {
+	kmsgr_faults_off();
 	if (self->ti.k)
 		kt_inst_close(&self->ti);
 	dev_close(_metadata, self->dfd, self->bounce, self->kmsg);

@@ -95,6 +95,7 @@ KT_XPRT_VARIANTS(fast);
 
 FIXTURE_SETUP(fast)
 {
+	kmsgr_faults_off();
 	self->why = kmsgr_missing(1);
 	if (!self->why)
 		self->why = kt_xprt_init(&self->x, variant->transport);
@@ -102,6 +103,7 @@ FIXTURE_SETUP(fast)
 
 FIXTURE_TEARDOWN(fast)
 {
+	kmsgr_faults_off();
 }
 
 /* A listener on @a and a client session on @b over @x, both UP. */
