@@ -330,31 +330,23 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (i = 3; i < argc; i += 2) {
-		if (!strcmp(argv[i], "--busy-poll")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr,
-					"%s: --busy-poll needs microseconds (0 to %lu)\n",
-					prog, BUSY_POLL_MAX);
-				return 2;
-			}
-			if (parse_num(argv[i + 1], BUSY_POLL_MAX, &busy)) {
-				fprintf(stderr,
-					"%s: bad --busy-poll \"%s\" (0 to %lu microseconds)\n",
-					prog, argv[i + 1], BUSY_POLL_MAX);
-				return 2;
-			}
-			continue;
-		}
-		if (!strcmp(argv[i], "--size"))
+		unsigned long max = MAX_SIZE;
+
+		if (!strcmp(argv[i], "--size")) {
 			v = &size;
-		else if (!strcmp(argv[i], "--count"))
+		} else if (!strcmp(argv[i], "--count")) {
 			v = &count;
-		else if (!strcmp(argv[i], "--warmup"))
+		} else if (!strcmp(argv[i], "--warmup")) {
 			v = &warmup;
-		else
+		} else if (!strcmp(argv[i], "--busy-poll")) {
+			v = &busy;
+			max = BUSY_POLL_MAX;
+		} else {
 			v = NULL;
-		if (!v || i + 1 >= argc || parse_num(argv[i + 1], MAX_SIZE, v) ||
-		    (v != &warmup && !*v)) {
+		}
+		/* --warmup and --busy-poll may be 0 */
+		if (!v || i + 1 >= argc || parse_num(argv[i + 1], max, v) ||
+		    (v != &warmup && v != &busy && !*v)) {
 			usage(stderr);
 			return 2;
 		}
