@@ -24,10 +24,15 @@
  *    (the session wants it): to an ENTER waiting for one CQE when there
  *    is one (inst->bdev_runners, under bdev_poll_lock: the op goes on
  *    inst->bdev_done and the runner is woken; the last runner to leave
- *    hands what is left on to the work items), else to op->work on
- *    kmsgr_wq.  Either posts the op's CQE, makes the SEND (or completes
- *    it -ECANCELED), and only then drops h->inflight, so the sessions
- *    are still there for it.
+ *    hands what is left on to the work item), else to the instance's one
+ *    work item (inst->bdev_link, inst->bdev_link_work on kmsgr_wq): one
+ *    task at a time makes those SENDs, never several workers that queue
+ *    on a session's lock.  Whoever finishes a batch posts each op's CQE
+ *    and queues its SEND (or completes it -ECANCELED), writes the SENDs
+ *    out in one push per session, and only then drops each op's
+ *    h->inflight, so the sessions, and the buffer area the SENDs are
+ *    read from, are still there for it.  The instance's end (after every
+ *    h->inflight is 0) waits for the work item to return.
  *  - Polled ops (KMSGR_BDEV_F_POLL): an op whose bio went out with
  *    REQ_POLLED is on inst->bdev_polled (bdev_poll_lock) from before
  *    submit_bio() until it is done, holding a reference to that bio
@@ -91,13 +96,13 @@ struct kmsgr_bio_op {
 	bool linked;			/* @link is made when the op is done */
 	struct bio *pbio;		/* its REQ_POLLED bio, referenced */
 	struct list_head poll_node;	/* on inst->bdev_polled while out */
-	struct llist_node done_node;	/* on inst->bdev_done */
+	struct llist_node done_node;	/* on inst->bdev_done or bdev_link */
 	struct kmsgr_slice seg[KMSGR_NSEG];
-	struct work_struct work;	/* makes @link (process context) */
 	struct kmsgr_sqe link;		/* the SEND linked to the op */
 };
 
 static void kmsgr_bdev_poll_work(struct work_struct *work);
+static void kmsgr_bdev_link_work(struct work_struct *work);
 
 void kmsgr_bdev_inst_init(struct kmsgr_instance *inst)
 {
@@ -106,6 +111,8 @@ void kmsgr_bdev_inst_init(struct kmsgr_instance *inst)
 	INIT_LIST_HEAD(&inst->bdev_polled);
 	init_llist_head(&inst->bdev_done);
 	INIT_DELAYED_WORK(&inst->bdev_poll_work, kmsgr_bdev_poll_work);
+	init_llist_head(&inst->bdev_link);
+	INIT_WORK(&inst->bdev_link_work, kmsgr_bdev_link_work);
 }
 
 /* Drop a count of @h->inflight: the last touch of @h. */
@@ -310,8 +317,13 @@ void kmsgr_bdev_detach_all(struct kmsgr_instance *inst)
 			kmsgr_bdev_put(h);
 	}
 	xa_destroy(&inst->bdevs);
-	/* every op is done: nothing is left to poll, nor will be */
+	/*
+	 * Every op is done: nothing is left to poll, nor will be, and
+	 * bdev_link is empty; the link work may still be pushing the last
+	 * batch's SENDs out of the buffer area.
+	 */
 	cancel_delayed_work_sync(&inst->bdev_poll_work);
+	cancel_work_sync(&inst->bdev_link_work);
 }
 
 /* ---- ops ----------------------------------------------------------------- */
@@ -339,15 +351,15 @@ static void kmsgr_bio_op_free(struct kmsgr_bio_op *op)
 }
 
 /*
- * The SEND linked to an op, made once the op is done (process context:
- * the op's work item, or the poller that completed it).  The op's CQE
- * goes first; the instance and the sessions are there, as h->inflight
- * still counts @op.
+ * The first half of finishing a linked op (process context: a runner,
+ * the poller, or the link work): its CQE, then its SEND queued on the
+ * session and the session added to @push (or the SEND completed
+ * -ECANCELED).  The instance and the sessions are there, as h->inflight
+ * still counts @op; kmsgr_bdev_finish() frees it after the push.
  */
-static void kmsgr_bio_op_link(struct kmsgr_bio_op *op)
+static void kmsgr_bio_op_link(struct kmsgr_bio_op *op, struct kmsgr_push *push)
 {
 	struct kmsgr_instance *inst = op->inst;
-	struct kmsgr_push push = { .n = 0 };
 	struct mem_cgroup *old_memcg;
 	struct kmsgr_cqe cqe = {
 		.user_data = op->link.user_data,
@@ -360,25 +372,49 @@ static void kmsgr_bio_op_link(struct kmsgr_bio_op *op)
 	kmsgr_fault(KMSGR_FAULT_BDEV_LINK, false);
 	if (!op->error) {
 		old_memcg = set_active_memcg(inst->memcg);
-		cqe.res = kmsgr_sess_send(inst, &op->link, &push);
+		cqe.res = kmsgr_sess_send(inst, &op->link, push);
 		set_active_memcg(old_memcg);
 	}
 	if (cqe.res)
 		kmsgr_cq_post(inst, &cqe, KMSGR_CQ_RESERVED);
-	else
-		kmsgr_sess_push(&push);
-	kmsgr_bio_op_free(op);
 }
 
-static void kmsgr_bio_op_link_work(struct work_struct *work)
+/*
+ * Finish the linked ops of @list (an llist, newest first) in the order
+ * they ended: their CQEs and SENDs, one push for all of them (a session
+ * with several replies writes them in one pass), then free them.
+ */
+static void kmsgr_bdev_finish(struct kmsgr_instance *inst,
+			      struct llist_node *list)
 {
-	kmsgr_bio_op_link(container_of(work, struct kmsgr_bio_op, work));
+	struct kmsgr_push push = { .n = 0 };
+	struct kmsgr_bio_op *op, *next;
+
+	if (!list)
+		return;
+	list = llist_reverse_order(list);
+	llist_for_each_entry(op, list, done_node)
+		kmsgr_bio_op_link(op, &push);
+	kmsgr_sess_push(&push);
+	llist_for_each_entry_safe(op, next, list, done_node)
+		kmsgr_bio_op_free(op);
 }
 
+static void kmsgr_bdev_link_work(struct work_struct *work)
+{
+	struct kmsgr_instance *inst = container_of(work, struct kmsgr_instance,
+						   bdev_link_work);
+
+	kmsgr_bdev_finish(inst, llist_del_all(&inst->bdev_link));
+}
+
+/* Any context: give @op's SEND to the instance's link work. */
 static void kmsgr_bio_op_queue_link(struct kmsgr_bio_op *op)
 {
-	INIT_WORK(&op->work, kmsgr_bio_op_link_work);
-	queue_work(kmsgr_wq, &op->work);
+	struct kmsgr_instance *inst = op->inst;
+
+	if (llist_add(&op->done_node, &inst->bdev_link))
+		queue_work(kmsgr_wq, &inst->bdev_link_work);
 }
 
 /* Any context: to an ENTER runner if one waits (true), else not taken. */
@@ -418,7 +454,8 @@ void kmsgr_bdev_run_end(struct kmsgr_instance *inst)
 	if (!--inst->bdev_runners)
 		list = llist_del_all(&inst->bdev_done);
 	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
-	/* none is handed to a runner now: the work items finish these */
+	/* none is handed to a runner now: the link work finishes these */
+	list = llist_reverse_order(list);	/* oldest first, as they ended */
 	llist_for_each_entry_safe(op, next, list, done_node)
 		kmsgr_bio_op_queue_link(op);
 }
@@ -743,12 +780,7 @@ static bool kmsgr_poll_seen(const struct kmsgr_poll_ref *p, unsigned int n,
 /* Make the SENDs of the linked ops finished for the poller or a runner. */
 void kmsgr_bdev_run_done(struct kmsgr_instance *inst)
 {
-	struct llist_node *list = llist_del_all(&inst->bdev_done);
-	struct kmsgr_bio_op *op, *next;
-
-	llist_for_each_entry_safe(op, next, llist_reverse_order(list),
-				  done_node)
-		kmsgr_bio_op_link(op);
+	kmsgr_bdev_finish(inst, llist_del_all(&inst->bdev_done));
 }
 
 /**

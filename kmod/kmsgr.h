@@ -247,6 +247,9 @@ struct kmsgr_instance {
 	struct task_struct *bdev_poller; /* who polls now, or NULL */
 	unsigned int bdev_runners;	/* ENTERs that finish them too */
 	struct delayed_work bdev_poll_work; /* polls when no ENTER does */
+	/* linked ops no ENTER finishes: bdev_link_work, one at a time */
+	struct llist_head bdev_link;
+	struct work_struct bdev_link_work;
 
 	/*
 	 * ---- the transports: memory of its connections (netlink) ----
@@ -570,7 +573,8 @@ bool kmsgr_bdev_poll(struct kmsgr_instance *inst);
  * (their SENDs) whose bios ended meanwhile, instead of a work item:
  * between kmsgr_bdev_run_begin() and kmsgr_bdev_run_end() they are handed
  * to it and it is woken; kmsgr_bdev_run_done() finishes them (process
- * context); the last runner to end gives what is left to the work items.
+ * context); the last runner to end gives what is left to the instance's
+ * work item.
  */
 void kmsgr_bdev_run_begin(struct kmsgr_instance *inst);
 void kmsgr_bdev_run_end(struct kmsgr_instance *inst);

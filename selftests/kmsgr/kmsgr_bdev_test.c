@@ -135,6 +135,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "kselftest_harness.h"
 #include "kmsgr_selftest.h"
@@ -2839,6 +2840,79 @@ TEST_F_TIMEOUT(bdev, linked_send_by_waiter, 120)
 	kt_trace_remove(&t);
 	EXPECT_EQ(0, kmsgr_bdev_detach(x.srv.k, x.id));
 	lk_close(_metadata, &x);
+}
+
+#define L1_DELAY_US	10000U
+
+static uint64_t l1_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Linked ops that no ENTER finishes go to the instance's one work item,
+ * which makes their SENDs one after the other (in one push per batch),
+ * never several kernel workers at once that queue on the session's
+ * lock.  Test build: BDEV_LINK_WORK sends every op there, and BDEV_LINK
+ * holds each op L1_DELAY_US before its SEND: LK_SLOTS pairs in flight
+ * then take at least LK_SLOTS of those delays (one at a time; a worker
+ * per op would take about one), and every reply still comes, once, with
+ * the device's bytes, and after that the instance closes with more pairs
+ * queued on the work (its end waits for the work item).
+ */
+TEST_F_TIMEOUT(bdev, linked_sends_one_worker, 120)
+{
+	uint64_t offs[LK_SLOTS], tids[LK_SLOTS], tid = 1, t0, ms;
+	unsigned int i, round, n;
+	uint32_t lens[LK_SLOTS];
+	struct kmsgr_cqe c;
+	struct lk x;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
+	lk_open(_metadata, self, &x, 64, 256, LK_SLOTS, 512, 4 * MIB, 0, 0);
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_LINK | FAULT_BDEV_LINK_WORK,
+				      L1_DELAY_US));
+	for (round = 0; round < 3 && _metadata->passed; round++) {
+		for (i = 0; i < LK_SLOTS; i++, tid++) {
+			lens[i] = lk_range(self, &offs[i]);
+			tids[i] = tid;
+			lk_queue(_metadata, &x, x.srv_id,
+				 KMSGR_SQE_F_SKIP_SUCCESS, offs[i], lens[i], i,
+				 tid);
+		}
+		t0 = l1_now_ms();
+		ASSERT_EQ(0, submit_all(&x.srv));
+		for (i = 0; i < LK_SLOTS; i++) {
+			ASSERT_EQ(0, next_cqe(&x.srv, &c, OP_MS));
+			EXPECT_EQ(KMSGR_CQE_SEND, c.kind);
+			EXPECT_EQ(0, c.res);
+		}
+		ms = l1_now_ms() - t0;
+		TH_LOG("round %u: %u linked SENDs by the work item in %llu ms",
+		       round, LK_SLOTS, (unsigned long long)ms);
+		EXPECT_LE(LK_SLOTS * L1_DELAY_US / 1000, ms)
+			TH_LOG("the SENDs were made side by side, not one at a time");
+		for (i = 0; i < LK_SLOTS; i++)
+			lk_recv_any(_metadata, &x, tids, offs, lens, LK_SLOTS);
+	}
+	/* pairs still queued on the work when the instance ends */
+	for (i = 0; i < LK_SLOTS; i++, tid++) {
+		lens[i] = lk_range(self, &offs[i]);
+		lk_queue(_metadata, &x, x.srv_id, KMSGR_SQE_F_SKIP_SUCCESS,
+			 offs[i], lens[i], i, tid);
+	}
+	ASSERT_EQ(0, submit_all(&x.srv));
+	for (n = 0; n < 2; n++)		/* the first ones under way */
+		if (next_cqe(&x.srv, &c, OP_MS))
+			break;
+	lk_close(_metadata, &x);
+	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
 }
 
 /*
