@@ -2710,6 +2710,25 @@ static uint32_t lk_range(FIXTURE_DATA(bdev) *self, uint64_t *off)
 }
 
 /*
+ * Queue LK_SLOTS pairs, one per slot, of random ranges, their READs'
+ * successes skipped; their tids from *@tid on, noted with the ranges.
+ */
+static void lk_queue_slots(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(bdev) *self, struct lk *x,
+			   uint64_t *tid, uint64_t *offs, uint32_t *lens,
+			   uint64_t *tids)
+{
+	unsigned int i;
+
+	for (i = 0; i < LK_SLOTS; i++, (*tid)++) {
+		lens[i] = lk_range(self, &offs[i]);
+		tids[i] = *tid;
+		lk_queue(_metadata, x, x->srv_id, KMSGR_SQE_F_SKIP_SUCCESS,
+			 offs[i], lens[i], i, *tid);
+	}
+}
+
+/*
  * kmsgr_msg_send events in @t's trace (all so far): *@own made by this
  * process, *@kworker by a kernel worker.  Return: how many in all.
  */
@@ -2817,13 +2836,7 @@ TEST_F_TIMEOUT(bdev, linked_send_by_waiter, 120)
 		uint32_t lens[LK_SLOTS];
 		struct kmsgr_cqe c;
 
-		for (i = 0; i < LK_SLOTS; i++, tid++) {
-			lens[i] = lk_range(self, &offs[i]);
-			tids[i] = tid;
-			lk_queue(_metadata, &x, x.srv_id,
-				 KMSGR_SQE_F_SKIP_SUCCESS, offs[i], lens[i], i,
-				 tid);
-		}
+		lk_queue_slots(_metadata, self, &x, &tid, offs, lens, tids);
 		ASSERT_LE(0, kmsgr_submit(x.srv.k, 1, OP_MS * 1000000ULL));
 		for (i = 0; i < LK_SLOTS; i++) {
 			ASSERT_EQ(0, next_cqe(&x.srv, &c, OP_MS));
@@ -2879,13 +2892,7 @@ TEST_F_TIMEOUT(bdev, linked_sends_one_worker, 120)
 	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_LINK | FAULT_BDEV_LINK_WORK,
 				      L1_DELAY_US));
 	for (round = 0; round < 3 && _metadata->passed; round++) {
-		for (i = 0; i < LK_SLOTS; i++, tid++) {
-			lens[i] = lk_range(self, &offs[i]);
-			tids[i] = tid;
-			lk_queue(_metadata, &x, x.srv_id,
-				 KMSGR_SQE_F_SKIP_SUCCESS, offs[i], lens[i], i,
-				 tid);
-		}
+		lk_queue_slots(_metadata, self, &x, &tid, offs, lens, tids);
 		t0 = l1_now_ms();
 		ASSERT_EQ(0, submit_all(&x.srv));
 		for (i = 0; i < LK_SLOTS; i++) {
@@ -2902,11 +2909,7 @@ TEST_F_TIMEOUT(bdev, linked_sends_one_worker, 120)
 			lk_recv_any(_metadata, &x, tids, offs, lens, LK_SLOTS);
 	}
 	/* pairs still queued on the work when the instance ends */
-	for (i = 0; i < LK_SLOTS; i++, tid++) {
-		lens[i] = lk_range(self, &offs[i]);
-		lk_queue(_metadata, &x, x.srv_id, KMSGR_SQE_F_SKIP_SUCCESS,
-			 offs[i], lens[i], i, tid);
-	}
+	lk_queue_slots(_metadata, self, &x, &tid, offs, lens, tids);
 	ASSERT_EQ(0, submit_all(&x.srv));
 	for (n = 0; n < 2; n++)		/* the first ones under way */
 		if (next_cqe(&x.srv, &c, OP_MS))
