@@ -5,10 +5,13 @@
  *
  * Send: the engine's queued frames, as iovecs over its own buffers and the
  * SQEs' buffer-area slices, go to the transport in rounds
- * (kmsgr_conn_flush()).  Receive: what the engine wants next is read
- * straight into the place it names (a receive-pool slice for payloads),
- * with a small read-ahead stage behind short wants so that consecutive
- * frame pieces come in one read (kmsgr_conn_rx_round()).
+ * (kmsgr_conn_flush()).  Receive (kmsgr_conn_rx_round()): a transport
+ * with ops->read() feeds the engine every frame piece that is there in
+ * one pass, each copied once from the transport's buffers to the place
+ * the engine names (a receive-pool slice for payloads); with ops->recv()
+ * what the engine wants next is read straight into that place, with a
+ * small read-ahead stage behind short wants so that consecutive frame
+ * pieces come in one read.
  *
  * Below the sessions (session.c): it calls only the engine and the
  * transport.  The engine's callbacks, which msgr2_rx_done() and
@@ -152,6 +155,46 @@ static ssize_t kmsgr_conn_recv(struct kmsgr_conn *kc, void *buf, size_t len)
 	return got;
 }
 
+/* Most frame pieces one transport read() hands the engine. */
+#define KMSGR_CONN_READ_PIECES	16
+
+/* A read() in progress (struct kmsgr_xprt_reader's arg). */
+struct kmsgr_conn_rd {
+	struct kmsgr_conn *kc;
+	unsigned int pieces;
+	int want_err;		/* msgr2_rx_want()'s, if it failed */
+	int err;		/* the last msgr2_rx_done()'s */
+};
+
+static ssize_t kmsgr_conn_rd_want(void *arg, void **buf)
+{
+	struct kmsgr_conn_rd *rd = arg;
+	ssize_t n;
+
+	/* a resumed session moves its connection first (kmsgr_conn_settle) */
+	if (rd->err < 0 || rd->kc->adopt ||
+	    rd->pieces >= KMSGR_CONN_READ_PIECES)
+		return 0;
+	n = msgr2_rx_want(rd->kc->mc, buf);
+	if (n < 0)
+		rd->want_err = n;
+	return max_t(ssize_t, n, 0);
+}
+
+static int kmsgr_conn_rd_done(void *arg, size_t n)
+{
+	struct kmsgr_conn_rd *rd = arg;
+
+	rd->pieces++;
+	rd->err = msgr2_rx_done(rd->kc->mc, n);
+	return rd->err;
+}
+
+static const struct kmsgr_xprt_reader kmsgr_conn_reader = {
+	.want	= kmsgr_conn_rd_want,
+	.done	= kmsgr_conn_rd_done,
+};
+
 /**
  * kmsgr_conn_rx_round() - one receive round
  * @kc:  the connection
@@ -179,9 +222,26 @@ int kmsgr_conn_rx_round(struct kmsgr_conn *kc, int *err)
 	}
 	if (!n)
 		return KMSGR_RX_IDLE;
-	got = kmsgr_conn_recv(kc, buf, n);
-	if (got == -EAGAIN)
-		return KMSGR_RX_IDLE;
+	if (kc->xprt->ops->read && kc->stage_pos == kc->stage_len) {
+		struct kmsgr_conn_rd rd = { .kc = kc };
+
+		got = kc->xprt->ops->read(kc->xprt, &kmsgr_conn_reader, &rd);
+		if (got == -EAGAIN)
+			return KMSGR_RX_IDLE;
+		if (got > 0) {
+			kc->rx_at = jiffies;
+			if (rd.want_err) {
+				*err = rd.want_err;
+				return KMSGR_RX_FAIL;
+			}
+			*err = rd.err;
+			return KMSGR_RX_DONE;
+		}
+	} else {
+		got = kmsgr_conn_recv(kc, buf, n);
+		if (got == -EAGAIN)
+			return KMSGR_RX_IDLE;
+	}
 	if (got <= 0) {
 		*err = msgr2_rx_eof(kc->mc);
 		/*

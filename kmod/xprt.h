@@ -16,7 +16,7 @@
  *   ops->accept()     take one waiting connection (not started yet)
  *   ops->start()      install the kick function (accepted connections)
  *   ops->state()      0 connected, -EINPROGRESS, or -errno
- *   ops->recv/send()  move bytes
+ *   ops->recv/send()  move bytes (ops->read() instead of recv(), if there)
  *   ops->close()      stop kicks (none runs or starts after it returns),
  *                     close and free
  *
@@ -49,6 +49,19 @@
 #define KMSGR_XPRT_MAX_IOV	16
 
 typedef void (*kmsgr_xprt_kick_t)(void *priv, unsigned int why);
+
+/*
+ * What ops->read() feeds, piece by piece: want() names where the next
+ * bytes go (*@buf, at most the count it returns; 0 stops the read: nothing
+ * more is wanted now), done() is told that @n bytes were put there (a
+ * negative return stops the read after them).  Both run in the caller's
+ * context with the transport's receive side locked: they must not call
+ * the transport.
+ */
+struct kmsgr_xprt_reader {
+	ssize_t (*want)(void *arg, void **buf);
+	int (*done)(void *arg, size_t n);
+};
 
 /*
  * Zero-copy transmit: memory whose pages a transport may hand to the
@@ -113,6 +126,15 @@ struct kmsgr_xprt_ops {
 	 */
 	ssize_t (*recv)(struct kmsgr_xprt *x, const struct msgr2_iov *iov,
 			int n);
+	/*
+	 * Optional, used instead of recv() when there: hand @r the bytes that
+	 * are there, in order, each copied once, from the transport's own
+	 * buffers to where want() says, until @r stops or nothing is left.
+	 * Returns the bytes taken, 0 at EOF (none taken), -EAGAIN when there
+	 * was nothing, or -errno.
+	 */
+	ssize_t (*read)(struct kmsgr_xprt *x, const struct kmsgr_xprt_reader *r,
+			void *arg);
 	/*
 	 * Send from @n (<= KMSGR_XPRT_MAX_IOV) pieces; they may be vmalloc
 	 * memory.  Pieces of at least @zc->min bytes inside @zc's range (if

@@ -6,11 +6,15 @@
  * The socket callbacks (sk_data_ready, sk_write_space, sk_state_change)
  * are replaced under sk_callback_lock by hooks that only kick the owner,
  * which queues work; the originals are put back before the socket is
- * released.  Data moves with kernel_recvmsg()/kernel_sendmsg() on kvecs
- * that point straight at the caller's buffers (buffer-area memory is
- * vmalloc memory, which kvec iterators handle), MSG_DONTWAIT | MSG_NOSIGNAL;
- * large buffer-area pieces the session offers for zero copy go out with
- * kernel_sendpage() of their vmalloc pages (struct kmsgr_xprt_zc).
+ * released.  Received bytes are read with one tcp_read_sock() pass per
+ * read (ops->read): its actor copies each frame piece from the skbs
+ * straight to where the engine wants it (a receive-pool slice for a
+ * payload); kernel_recvmsg() (ops->recv) stays for callers without a
+ * reader.  Sends use kernel_sendmsg() on kvecs that point straight at the
+ * caller's buffers (buffer-area memory is vmalloc memory, which kvec
+ * iterators handle), MSG_DONTWAIT | MSG_NOSIGNAL; large buffer-area
+ * pieces the session offers for zero copy go out with kernel_sendpage()
+ * of their vmalloc pages (struct kmsgr_xprt_zc).
  *
  * A listening socket only hooks sk_data_ready.  Accepted sockets are
  * clones of the listener and inherit that hook (and its sk_user_data); the
@@ -282,6 +286,79 @@ static ssize_t kmsgr_tcp_recv(struct kmsgr_xprt *x,
 	return kernel_recvmsg(t->sock, &msg, kv, n, total, msg.msg_flags);
 }
 
+/* A read in progress: the reader it feeds (tcp_read_sock()'s arg). */
+struct kmsgr_tcp_rd {
+	const struct kmsgr_xprt_reader *r;
+	void *arg;
+	int err;
+};
+
+/*
+ * tcp_read_sock() actor: copy out of @skb, from @off, what the reader
+ * wants, piece by piece; how much it took.  Once the reader stops,
+ * desc->count is 0 and every later call takes nothing, which ends the
+ * read (tcp_read_sock() calls again for the rest of a partly taken skb).
+ */
+static int kmsgr_tcp_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			   unsigned int off, size_t len)
+{
+	struct kmsgr_tcp_rd *rd = desc->arg.data;
+	size_t taken = 0;
+	ssize_t want;
+	void *buf;
+
+	while (desc->count && taken < len) {
+		want = rd->r->want(rd->arg, &buf);
+		if (want <= 0) {
+			desc->count = 0;
+			break;
+		}
+		want = min_t(size_t, want, len - taken);
+		if (skb_copy_bits(skb, off + taken, buf, want)) {
+			rd->err = -EFAULT;	/* not for a valid skb range */
+			desc->count = 0;
+			break;
+		}
+		taken += want;
+		if (rd->r->done(rd->arg, want) < 0)
+			desc->count = 0;
+	}
+	return taken;
+}
+
+/*
+ * One tcp_read_sock() pass under the socket lock: every frame piece that
+ * is there goes from the socket's skbs straight to where the engine wants
+ * it (a receive-pool slice for a payload), with no stage in between and
+ * one socket lock round for all of them.
+ */
+static ssize_t kmsgr_tcp_read(struct kmsgr_xprt *x,
+			      const struct kmsgr_xprt_reader *r, void *arg)
+{
+	struct socket *sock = to_tcp(x)->sock;
+	struct sock *sk = sock->sk;
+	struct kmsgr_tcp_rd rd = { .r = r, .arg = arg };
+	read_descriptor_t desc = { .arg.data = &rd, .count = 1 };
+	int ret;
+
+	if (kmsgr_tcp_rx_empty(sk))
+		return -EAGAIN;
+	lock_sock(sk);
+	ret = sock->ops->read_sock(sk, &desc, kmsgr_tcp_actor);
+	if (ret)
+		goto out;
+	if (rd.err) {
+		ret = rd.err;
+		goto out;
+	}
+	ret = sock_error(sk);
+	if (!ret && !(sk->sk_shutdown & RCV_SHUTDOWN))
+		ret = -EAGAIN;		/* else 0: the peer's FIN, read */
+out:
+	release_sock(sk);
+	return ret;
+}
+
 /* Whether @iov goes by reference (struct kmsgr_xprt_zc). */
 static bool kmsgr_tcp_zc(const struct kmsgr_xprt_zc *zc,
 			 const struct msgr2_iov *iov)
@@ -450,6 +527,7 @@ static const struct kmsgr_xprt_ops kmsgr_tcp_ops = {
 	.start		= kmsgr_tcp_start,
 	.state		= kmsgr_tcp_state,
 	.recv		= kmsgr_tcp_recv,
+	.read		= kmsgr_tcp_read,
 	.send		= kmsgr_tcp_send,
 	.push		= kmsgr_tcp_push,
 	.getname	= kmsgr_tcp_getname,

@@ -55,6 +55,9 @@
  *  runner_times_out      (KMSGR_FAULT=y) an ENTER waiter that finds a
  *                        session always kicked still returns -ETIME when
  *                        its 50 ms are over
+ *  tcp_read_sock_pass    (TCP) a ping-pong's messages are read with one
+ *                        tcp_read_sock() pass each, no tcp_recvmsg()
+ *                        (kprobes in the test's own tracefs instance)
  *
  * The fallback of inline submission (the socket takes part of a SEND, the
  * session's work writes the rest on write space) is forced by
@@ -64,7 +67,8 @@
  * on KMSGR_VM_IP with kmsgr_rdma.ko loaded, SKIP without them):
  * skip_success, enter_wakes_for_room, threshold_wake, busy_poll_pingpong,
  * inline_cq_helpers, runner_faults, reap_faults, tx_more_push.  TCP
- * only: small_sends_coalesce; submit_no_enter and runner_times_out open
+ * only: small_sends_coalesce, tcp_read_sock_pass; submit_no_enter and
+ * runner_times_out open
  * no session.
  *
  * Copyright (C) 2025 The kmsgr authors
@@ -72,6 +76,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -1117,6 +1122,97 @@ TEST_F(fast, tx_more_push)
 	EXPECT_GT(60000, ms);
 	TH_LOG("%u round trips with every send held back: %llu ms",
 	       FAULT_TRIPS, (unsigned long long)ms);
+}
+
+/* ---- receive: one socket pass per wake-up --------------------------------- */
+
+#define RS_TRIPS	200
+
+/*
+ * Append @line to tracefs' kprobe_events file @events (appended: nobody
+ * else's probes go).  0 or -errno.
+ */
+static int kprobe_line(const char *events, const char *line)
+{
+	int fd, ret = 0;
+
+	fd = open(events, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, line, strlen(line)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* How many lines of @text carry event @name (": name:"). */
+static unsigned int count_events(const char *text, const char *name)
+{
+	char key[64];
+	unsigned int n = 0;
+	const char *p = text;
+
+	snprintf(key, sizeof(key), ": %s:", name);
+	while (p && (p = strstr(p, key))) {
+		n++;
+		p++;
+	}
+	return n;
+}
+
+/*
+ * Over TCP a session reads with tcp_read_sock(): one pass under the
+ * socket lock hands the engine every frame piece that is there, each
+ * copied once from the socket's skbs to where the engine wants it, with
+ * no tcp_recvmsg() into a stage and no second copy out of it.  Counted
+ * with kprobes, in this program's own tracefs instance, over a 4 KiB
+ * ping-pong (no other TCP reader runs in the guest meanwhile): no
+ * tcp_recvmsg() at all, and one pass per message received (one message
+ * is in flight at a time), up to 1.5 with the handshake and keepalives.
+ */
+TEST(tcp_read_sock_pass)
+{
+	unsigned int reads, recvmsgs;
+	char events[320], *text;
+	const char *why, *inst;
+	struct kt_trace t;
+	struct kt_xprt x;
+	long switches;
+	__u64 ms;
+
+	why = kmsgr_missing(1);
+	if (!why)
+		why = kt_xprt_init(&x, KMSGR_XPRT_TCP);
+	if (!why)
+		why = kt_trace_create(&t, false);
+	if (why)
+		SKIP(return, "%s", why);
+	inst = strstr(t.dir, "/instances/");
+	ASSERT_NE(NULL, inst);
+	snprintf(events, sizeof(events), "%.*s/kprobe_events",
+		 (int)(inst - t.dir), t.dir);
+	/* left over from a run that was killed: gone first */
+	kprobe_line(events, "-:kmsgr_fast/readsock\n");
+	kprobe_line(events, "-:kmsgr_fast/recvmsg\n");
+	ASSERT_EQ(0, kprobe_line(events,
+				 "p:kmsgr_fast/readsock tcp_read_sock\n"));
+	ASSERT_EQ(0, kprobe_line(events, "p:kmsgr_fast/recvmsg tcp_recvmsg\n"));
+	EXPECT_EQ(0, kt_trace_write(&t, "events/kmsgr_fast/enable", "1"));
+	EXPECT_EQ(0, pingpong(&x, RS_TRIPS, 0, &switches, &ms));
+	EXPECT_EQ(0, kt_trace_write(&t, "events/kmsgr_fast/enable", "0"));
+	text = kt_trace_read(&t);
+	EXPECT_NE(NULL, text);
+	reads = count_events(text, "readsock");
+	recvmsgs = count_events(text, "recvmsg");
+	free(text);
+	kt_trace_remove(&t);
+	EXPECT_EQ(0, kprobe_line(events, "-:kmsgr_fast/readsock\n"));
+	EXPECT_EQ(0, kprobe_line(events, "-:kmsgr_fast/recvmsg\n"));
+	TH_LOG("%u round trips: %u tcp_read_sock passes, %u tcp_recvmsg calls",
+	       RS_TRIPS, reads, recvmsgs);
+	EXPECT_EQ(0, recvmsgs);
+	EXPECT_LE(2 * RS_TRIPS, reads);
+	EXPECT_GE(3 * RS_TRIPS, reads);
 }
 
 /*
