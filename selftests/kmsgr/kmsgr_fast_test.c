@@ -68,8 +68,7 @@
  * skip_success, enter_wakes_for_room, threshold_wake, busy_poll_pingpong,
  * inline_cq_helpers, runner_faults, reap_faults, tx_more_push.  TCP
  * only: small_sends_coalesce, tcp_read_sock_pass; submit_no_enter and
- * runner_times_out open
- * no session.
+ * runner_times_out open no session.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
