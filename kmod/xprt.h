@@ -55,8 +55,9 @@ typedef void (*kmsgr_xprt_kick_t)(void *priv, unsigned int why);
  * bytes go (*@buf, at most the count it returns; 0 stops the read: nothing
  * more is wanted now), done() is told that @n bytes were put there (a
  * negative return stops the read after them).  Both run in the caller's
- * context with the transport's receive side locked: they must not call
- * the transport.
+ * context with the transport's receive side locked: of the transport's
+ * operations they may call only getname(), which must answer without
+ * that lock.
  */
 struct kmsgr_xprt_reader {
 	ssize_t (*want)(void *arg, void **buf);

@@ -56,6 +56,14 @@ struct kmsgr_tcp {
 	void (*orig_data_ready)(struct sock *sk);
 	void (*orig_write_space)(struct sock *sk);
 	void (*orig_state_change)(struct sock *sk);
+	/*
+	 * Both names, kept before the first read (kmsgr_tcp_keep_names()):
+	 * [0] local, [1] peer.  @reading: inside kmsgr_tcp_read(), under
+	 * the socket lock.
+	 */
+	struct sockaddr_storage names[2];
+	bool named;
+	bool reading;
 };
 
 static const struct kmsgr_xprt_ops kmsgr_tcp_ops;
@@ -327,6 +335,24 @@ static int kmsgr_tcp_actor(read_descriptor_t *desc, struct sk_buff *skb,
 }
 
 /*
+ * Keep both names: the engine's callbacks run under the socket lock
+ * during a read and may ask for them (a session's netlink snapshot when
+ * it is announced), while inet_getname() takes that lock.  A connected
+ * socket's names do not change.
+ */
+static void kmsgr_tcp_keep_names(struct kmsgr_tcp *t)
+{
+	struct sockaddr_storage n[2];
+
+	memset(n, 0, sizeof(n));
+	if (kernel_getsockname(t->sock, (struct sockaddr *)&n[0]) < 0 ||
+	    kernel_getpeername(t->sock, (struct sockaddr *)&n[1]) < 0)
+		return;
+	memcpy(t->names, n, sizeof(n));
+	t->named = true;
+}
+
+/*
  * One tcp_read_sock() pass under the socket lock: every frame piece that
  * is there goes from the socket's skbs straight to where the engine wants
  * it (a receive-pool slice for a payload), with no stage in between and
@@ -335,7 +361,8 @@ static int kmsgr_tcp_actor(read_descriptor_t *desc, struct sk_buff *skb,
 static ssize_t kmsgr_tcp_read(struct kmsgr_xprt *x,
 			      const struct kmsgr_xprt_reader *r, void *arg)
 {
-	struct socket *sock = to_tcp(x)->sock;
+	struct kmsgr_tcp *t = to_tcp(x);
+	struct socket *sock = t->sock;
 	struct sock *sk = sock->sk;
 	struct kmsgr_tcp_rd rd = { .r = r, .arg = arg };
 	read_descriptor_t desc = { .arg.data = &rd, .count = 1 };
@@ -343,7 +370,10 @@ static ssize_t kmsgr_tcp_read(struct kmsgr_xprt *x,
 
 	if (kmsgr_tcp_rx_empty(sk))
 		return -EAGAIN;
+	if (!t->named)
+		kmsgr_tcp_keep_names(t);
 	lock_sock(sk);
+	t->reading = true;
 	ret = sock->ops->read_sock(sk, &desc, kmsgr_tcp_actor);
 	if (ret)
 		goto out;
@@ -355,6 +385,7 @@ static ssize_t kmsgr_tcp_read(struct kmsgr_xprt *x,
 	if (!ret && !(sk->sk_shutdown & RCV_SHUTDOWN))
 		ret = -EAGAIN;		/* else 0: the peer's FIN, read */
 out:
+	t->reading = false;
 	release_sock(sk);
 	return ret;
 }
@@ -465,7 +496,13 @@ static int kmsgr_tcp_getname(struct kmsgr_xprt *x,
 	struct kmsgr_tcp *t = to_tcp(x);
 	int ret;
 
+	if (t->named) {
+		*ss = t->names[peer];
+		return 0;
+	}
 	memset(ss, 0, sizeof(*ss));
+	if (t->reading)		/* its lock is ours: never taken twice */
+		return -ENOTCONN;
 	if (peer)
 		ret = kernel_getpeername(t->sock, (struct sockaddr *)ss);
 	else
