@@ -142,6 +142,13 @@ enum kmsgr_fault_point {
 					 * that ends goes to a work item even
 					 * when an ENTER runner waits
 					 */
+	KMSGR_FAULT_SEND_DEFER,		/* not a delay: a push never tries
+					 * the session lock; every SEND goes
+					 * by the session's send work
+					 */
+	KMSGR_FAULT_SEND_WORK,		/* the send work, before it takes
+					 * the session lock
+					 */
 };
 
 #ifdef KMSGR_FAULT
@@ -379,7 +386,7 @@ int kmsgr_sess_connect(struct kmsgr_instance *inst,
 /*
  * Sessions one ENTER queued SENDs on: it writes them out itself when it
  * has consumed its SQEs (inline submission); more than KMSGR_PUSH_MAX
- * fall back to their work items.  Each entry holds a reference.
+ * fall back to their send work.  Each entry holds a reference.
  */
 #define KMSGR_PUSH_MAX		8
 struct kmsgr_sess;
@@ -390,8 +397,10 @@ struct kmsgr_push {
 
 /*
  * Queue a SEND whose fields were already copied and checked (slices inside
- * the area); its CQ slot is reserved.  Returns 0 (a KMSGR_CQE_SEND follows)
- * or -errno (-ENOENT unknown session, -EPIPE closed, -EMSGSIZE too big):
+ * the area) on its session's lock-free send list; its CQ slot is reserved.
+ * Takes no lock.  Returns 0 (a KMSGR_CQE_SEND follows: -EPIPE or
+ * -ECONNRESET if the session ends before the SEND reaches its engine) or
+ * -errno (-ENOENT unknown session, -EPIPE closed, -EMSGSIZE too big):
  * then the caller posts the error CQE itself.  On success the session is
  * added to @push, to be written out by kmsgr_sess_push().
  */
@@ -400,8 +409,9 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 /*
  * Write what the sessions of @push have queued to their transports, as
  * far as they take it without waiting (the rest goes when they have
- * room, from the session's work), and drop the references.  Process
- * context, no instance lock held.
+ * room, from the session's work), and drop the references.  A session
+ * whose lock is held is not waited for: the holder or the session's send
+ * work writes its SENDs.  Process context, no instance lock held.
  */
 void kmsgr_sess_push(struct kmsgr_push *push);
 /*

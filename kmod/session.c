@@ -17,7 +17,9 @@
  * mode),
  * msgr2_tick(), reconnect backoff.  It runs from the session's work item,
  * or from an ENTER asleep on the instance (kmsgr_sess_rx_run()); the
- * submitting ENTER writes SENDs itself (kmsgr_sess_push()).  Socket
+ * submitting ENTER writes SENDs itself (kmsgr_sess_push()) when the
+ * session lock is free, else leaves them on the session's lock-free
+ * sendq to whoever holds it and to the send work.  Socket
  * callbacks only queue the work (plain queue_work) or hand the session to
  * an ENTER waiter.  Timed runs (tick, pause re-check, backoff, resume
  * timeout) go through one timer per instance (kmsgr_sess_arm()).  Each run
@@ -43,7 +45,11 @@
  * CONNECT/LISTEN, and by CLOSE while it takes the id out of inst->objs
  * (not across the grace period); submit_lock around
  * kmsgr_sess_send/resume.
- * sess->lock serialises every engine call of the session.  The only
+ * sess->lock serialises every engine call of the session; a SEND is put
+ * on sess->sendq without it and given to the engine by the next holder
+ * (kmsgr_sess_take_sendq(): the push, the work, the send work, teardown).
+ * The send work holds its own reference, so teardown need not wait for
+ * it.  The only
  * nesting of two session locks is a fresh, never announced server session
  * (its work) taking an established one of the same listener while the
  * client resumes it (attach); the reverse never happens.  Work items never
@@ -325,6 +331,38 @@ static void kmsgr_sess_tx_complete(struct kmsgr_sess *s, struct msgr2_msg *m,
 static void kmsgr_sess_drain_done(void *priv, struct msgr2_msg *m, int status)
 {
 	kmsgr_sess_tx_complete(priv, m, status);
+}
+
+/*
+ * Give the SENDs on @s->sendq to the engine, oldest first.  On a session
+ * that has ended they complete at once: -EPIPE when it is DEAD (as a SEND
+ * to it is refused), -ECONNRESET when it is torn down (as the SENDs it
+ * had queued are drained).
+ */
+static void kmsgr_sess_take_sendq(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	struct kmsgr_tx *tx, *next;
+	struct llist_node *list;
+	int ret;
+
+	if (llist_empty(&s->sendq))
+		return;
+	list = llist_reverse_order(llist_del_all(&s->sendq));
+	llist_for_each_entry_safe(tx, next, list, sq_node) {
+		s->in_flight++;
+		if (s->state == KMSGR_SESS_DEAD)
+			ret = -EPIPE;
+		else if (s->state == KMSGR_SESS_CLOSED)
+			ret = -ECONNRESET;
+		else
+			ret = msgr2_send(&s->ms, &tx->m);
+		trace_kmsgr_msg_send(s, &tx->m, ret);
+		if (ret)
+			kmsgr_sess_tx_complete(s, &tx->m, ret);
+		else
+			s->active_at = jiffies;
+	}
 }
 
 static void kmsgr_sess_free_slices(struct kmsgr_instance *inst,
@@ -738,7 +776,7 @@ static void kmsgr_conn_event(void *priv, enum msgr2_event ev, u64 arg)
 					 -ECONNRESET);
 		kc->rx_at = jiffies;
 		s->active_at = jiffies;
-		s->state = KMSGR_SESS_UP;
+		WRITE_ONCE(s->state, KMSGR_SESS_UP);
 		s->backoff_ms = 0;
 		s->down_posted = false;
 		if (s->ups++)
@@ -1119,7 +1157,7 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 		}
 		if (s->server) {
 			/* the client may resume it, for a bounded time */
-			s->state = KMSGR_SESS_WAITING;
+			WRITE_ONCE(s->state, KMSGR_SESS_WAITING);
 			s->retry_at = jiffies +
 				      kmsgr_secs(READ_ONCE(kmsgr_resume_timeout));
 			kmsgr_sess_arm_until(s, s->retry_at);
@@ -1129,7 +1167,7 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 				      (u32)KMSGR_SESS_BACKOFF_MIN_MS,
 				      (u32)KMSGR_SESS_BACKOFF_MAX_MS);
 		s->retry_at = jiffies + msecs_to_jiffies(s->backoff_ms);
-		s->state = KMSGR_SESS_BACKOFF;
+		WRITE_ONCE(s->state, KMSGR_SESS_BACKOFF);
 		kmsgr_sess_arm_until(s, s->retry_at);
 		return;
 	}
@@ -1147,7 +1185,7 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 static void kmsgr_sess_end(struct kmsgr_sess *s, u16 reason, int res)
 	__must_hold(&s->lock)
 {
-	s->state = KMSGR_SESS_DEAD;
+	WRITE_ONCE(s->state, KMSGR_SESS_DEAD);
 	msgr2_session_drain(&s->ms, kmsgr_sess_drain_done, s, -ECONNRESET);
 	if (s->server && !s->announced) {
 		kmsgr_sess_retire(s);	/* nobody knows it */
@@ -1198,7 +1236,7 @@ static int kmsgr_sess_dial(struct kmsgr_sess *s)
 		goto out_free;
 	kc->engine = true;
 	s->conn = kc;
-	s->state = KMSGR_SESS_CONNECTING;
+	WRITE_ONCE(s->state, KMSGR_SESS_CONNECTING);
 	/* the kick may run at once: it queues this work, which waits */
 	ret = s->xtype->connect(s->obj.inst->net, &s->obj.inst->xacct,
 				&s->peer, kmsgr_conn_kick, kc, &kc->xprt);
@@ -1228,6 +1266,8 @@ static int kmsgr_sess_tx(struct kmsgr_conn *kc)
 		.min = READ_ONCE(kmsgr_tx_zerocopy_min),
 	};
 
+	/* SENDs submitted while we held the lock go out with this flush */
+	kmsgr_sess_take_sendq(s);
 	return kmsgr_conn_flush(kc, s->ms.lossy || !zc.min ? NULL : &zc);
 }
 
@@ -1373,7 +1413,7 @@ static void kmsgr_sess_run(struct kmsgr_sess *s)
 			return;
 		}
 		kc->connected = true;
-		s->state = KMSGR_SESS_HANDSHAKE;
+		WRITE_ONCE(s->state, KMSGR_SESS_HANDSHAKE);
 	}
 
 	kmsgr_sess_flush_rx(s);	/* if it fails, rx_held stops rx */
@@ -1438,6 +1478,7 @@ static void kmsgr_sess_service(struct kmsgr_sess *s)
 	old_memcg = set_active_memcg(s->obj.inst->memcg);
 	mutex_lock(&s->lock);
 	kmsgr_sess_batch_begin(s);
+	kmsgr_sess_take_sendq(s);
 	switch (s->state) {
 	case KMSGR_SESS_BACKOFF:
 		kmsgr_sess_flush_rx(s);
@@ -1481,6 +1522,8 @@ static void kmsgr_sess_work(struct work_struct *work)
 	kmsgr_sess_service(container_of(work, struct kmsgr_sess, work));
 }
 
+static void kmsgr_sess_send_work(struct work_struct *work);
+
 /* ---- session life cycle ------------------------------------------------- */
 
 static struct kmsgr_sess *kmsgr_sess_alloc(struct kmsgr_instance *inst)
@@ -1499,6 +1542,8 @@ static struct kmsgr_sess *kmsgr_sess_alloc(struct kmsgr_instance *inst)
 	INIT_LIST_HEAD(&s->spill);
 	mutex_init(&s->lock);
 	INIT_WORK(&s->work, kmsgr_sess_work);
+	init_llist_head(&s->sendq);
+	INIT_WORK(&s->send_work, kmsgr_sess_send_work);
 	INIT_LIST_HEAD(&s->timed_node);
 	INIT_WORK(&s->reap_work, kmsgr_sess_reap);
 	return s;
@@ -1536,7 +1581,7 @@ void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper)
 
 	mutex_lock(&s->lock);
 	was_dead = s->state == KMSGR_SESS_DEAD;
-	s->state = KMSGR_SESS_CLOSED;
+	WRITE_ONCE(s->state, KMSGR_SESS_CLOSED);
 	if (!post)
 		s->no_cq = true;
 	kc = s->conn;
@@ -1544,12 +1589,18 @@ void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper)
 	if (kc)
 		kmsgr_conn_free(kc);
 	kmsgr_sess_flush_held(s);
+	/* before its CLOSED; a later one completes as it is added */
+	kmsgr_sess_take_sendq(s);
 	msgr2_session_drain(&s->ms, kmsgr_sess_drain_done, s, -ECONNRESET);
 	if (!was_dead && (s->announced || !s->server))
 		kmsgr_sess_event(s, KMSGR_EV_CLOSED, KMSGR_REASON_NONE, 0);
 	mutex_unlock(&s->lock);
 
-	/* the work sees CLOSED and does nothing: no requeue after this */
+	/*
+	 * The work sees CLOSED and does nothing: no requeue after this.  The
+	 * send work holds a reference of its own and may still come: it
+	 * completes what it finds with -ECONNRESET.
+	 */
 	kmsgr_sess_unarm(s);
 	cancel_work_sync(&s->work);
 	if (!from_reaper)
@@ -2026,7 +2077,7 @@ int kmsgr_sess_accept(struct kmsgr_listener *l, struct kmsgr_xprt *x)
 	kc->xprt = x;
 	kc->connected = true;
 	s->conn = kc;
-	s->state = KMSGR_SESS_HANDSHAKE;
+	WRITE_ONCE(s->state, KMSGR_SESS_HANDSHAKE);
 	x->ops->start(x, kmsgr_conn_kick, kc);
 	mutex_unlock(&s->lock);
 	return 0;
@@ -2071,6 +2122,7 @@ static void kmsgr_sess_push_one(struct kmsgr_sess *s)
 	struct kmsgr_conn *kc = s->conn;
 	int ret;
 
+	kmsgr_sess_take_sendq(s);
 	if (!kc)
 		return;
 	if (s->state != KMSGR_SESS_UP || !kc->connected) {
@@ -2085,21 +2137,65 @@ static void kmsgr_sess_push_one(struct kmsgr_sess *s)
 	/* 1: the transport is full, its write space kicks the work */
 }
 
-void kmsgr_sess_push(struct kmsgr_push *push)
+/* @s->lock is held: take its SENDs and write them out. */
+static void kmsgr_sess_push_locked(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
 {
 	struct mem_cgroup *old_memcg;
+
+	old_memcg = set_active_memcg(s->obj.inst->memcg);
+	kmsgr_sess_batch_begin(s);
+	kmsgr_sess_push_one(s);
+	kmsgr_sess_batch_end(s);
+	set_active_memcg(old_memcg);
+}
+
+/*
+ * The submitter did not get the session lock: its SENDs wait on the
+ * sendq, and this work makes sure they do not wait for nobody (whoever
+ * holds the lock now may take them first).  It holds its own reference:
+ * teardown does not wait for it, and what it finds on a torn-down
+ * session completes with -ECONNRESET.
+ */
+static void kmsgr_sess_send_work(struct work_struct *work)
+{
+	struct kmsgr_sess *s = container_of(work, struct kmsgr_sess,
+					    send_work);
+
+	kmsgr_fault(KMSGR_FAULT_SEND_WORK, false);
+	mutex_lock(&s->lock);
+	kmsgr_sess_push_locked(s);
+	mutex_unlock(&s->lock);
+	kmsgr_obj_put(&s->obj);
+}
+
+/* The caller holds a reference to @s. */
+static void kmsgr_sess_defer_send(struct kmsgr_sess *s)
+{
+	kref_get(&s->obj.ref);
+	if (!queue_work(kmsgr_wq, &s->send_work))
+		kmsgr_obj_put(&s->obj);		/* queued already */
+}
+
+/*
+ * Each session of @push: write its SENDs out if its lock is free (the
+ * NVMe/TCP host's trylock), else leave them to the holder and the send
+ * work; never wait for a lock another task holds.
+ */
+void kmsgr_sess_push(struct kmsgr_push *push)
+{
 	struct kmsgr_sess *s;
 	unsigned int i;
 
 	for (i = 0; i < push->n; i++) {
 		s = push->sess[i];
-		old_memcg = set_active_memcg(s->obj.inst->memcg);
-		mutex_lock(&s->lock);
-		kmsgr_sess_batch_begin(s);
-		kmsgr_sess_push_one(s);
-		kmsgr_sess_batch_end(s);
-		mutex_unlock(&s->lock);
-		set_active_memcg(old_memcg);
+		if (!kmsgr_fault_set(KMSGR_FAULT_SEND_DEFER) &&
+		    mutex_trylock(&s->lock)) {
+			kmsgr_sess_push_locked(s);
+			mutex_unlock(&s->lock);
+		} else {
+			kmsgr_sess_defer_send(s);
+		}
 		kmsgr_obj_put(&s->obj);
 	}
 	push->n = 0;
@@ -2108,7 +2204,7 @@ void kmsgr_sess_push(struct kmsgr_push *push)
 int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		    struct kmsgr_push *push)
 {
-	bool pushed = false;
+	enum kmsgr_sess_state state;
 	struct kmsgr_obj *obj;
 	struct kmsgr_sess *s;
 	struct kmsgr_tx *tx;
@@ -2150,29 +2246,24 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		total += len;
 	}
 
-	mutex_lock(&s->lock);
-	if (s->state == KMSGR_SESS_DEAD || s->state == KMSGR_SESS_CLOSED) {
+	/*
+	 * Refused now if it can be seen now; a session that ends meanwhile
+	 * completes it from its sendq (kmsgr_sess_take_sendq()).
+	 */
+	state = READ_ONCE(s->state);
+	if (state == KMSGR_SESS_DEAD || state == KMSGR_SESS_CLOSED) {
 		ret = -EPIPE;
-	} else if (s->cfg.tx_scratch_len && total > KMSGR_SECURE_MSG_MAX) {
-		ret = -EMSGSIZE;
-	} else {
-		ret = msgr2_send(&s->ms, &tx->m);
-		trace_kmsgr_msg_send(s, &tx->m, ret);
-		if (!ret) {
-			s->active_at = jiffies;
-			s->in_flight++;
-		}
-		if (!ret && s->conn) {
-			i = kmsgr_push_add(push, s);
-			pushed = i > 0;
-			if (i < 0)	/* the work writes it */
-				queue_work(kmsgr_wq, &s->work);
-		}
-	}
-	mutex_unlock(&s->lock);
-	if (ret)
 		goto out_free;
-	if (!pushed)	/* else kmsgr_sess_push() drops it */
+	}
+	if (s->cfg.tx_scratch_len && total > KMSGR_SECURE_MSG_MAX) {
+		ret = -EMSGSIZE;
+		goto out_free;
+	}
+	llist_add(&tx->sq_node, &s->sendq);
+	i = kmsgr_push_add(push, s);
+	if (i < 0)		/* @push is full: the send work writes it */
+		kmsgr_sess_defer_send(s);
+	if (i <= 0)		/* else kmsgr_sess_push() drops it */
 		kmsgr_obj_put(obj);
 	return 0;
 

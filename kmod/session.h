@@ -24,6 +24,7 @@
 
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
@@ -71,6 +72,7 @@ enum kmsgr_sess_state {
 struct kmsgr_tx {
 	struct msgr2_msg m;
 	u64 user_data;
+	struct llist_node sq_node;	/* on its session's sendq */
 	bool skip_success;	/* KMSGR_SQE_F_SKIP_SUCCESS */
 };
 
@@ -176,6 +178,15 @@ struct kmsgr_sess {
 	void *tx_scratch;		/* secure: sealed message tails */
 	size_t tx_scratch_len;
 	struct work_struct work;	/* runs kmsgr_sess_service() */
+	/*
+	 * SENDs not yet given to the engine: any submitter adds (no lock),
+	 * whoever holds @lock takes them all (kmsgr_sess_take_sendq()).  A
+	 * submitter that does not get @lock at once queues @send_work with
+	 * a reference of its own, so that no SEND waits on the list for
+	 * nobody (kmsgr_sess_push()).
+	 */
+	struct llist_head sendq;
+	struct work_struct send_work;
 	struct list_head timed_node;	/* on inst->timed (inst->timer_lock) */
 	unsigned long wake_at;		/* jiffies: queue @work then */
 	struct work_struct reap_work;	/* failed fresh server sessions */

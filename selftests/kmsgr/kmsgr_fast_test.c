@@ -52,6 +52,13 @@
  *  tx_more_push          (KMSGR_FAULT=y) every send announces more, so
  *                        each message reaches the wire only by the
  *                        transport's push(): 300 round trips in order
+ *  sends_deferred        (KMSGR_FAULT=y) every SEND goes by the session's
+ *                        send work (the fallback when the submitter does
+ *                        not get the session lock at once): a ping-pong
+ *                        and two 1000-message streams arrive in order;
+ *                        SENDs still on the send list at CLOSE complete
+ *                        -ECONNRESET before the CLOSED; an instance
+ *                        closed under them goes away cleanly
  *  runner_times_out      (KMSGR_FAULT=y) an ENTER waiter that finds a
  *                        session always kicked still returns -ETIME when
  *                        its 50 ms are over
@@ -66,7 +73,8 @@
  * Over both transports (fixture fast, variants tcp on 127.0.0.1 and rdma
  * on KMSGR_VM_IP with kmsgr_rdma.ko loaded, SKIP without them):
  * skip_success, enter_wakes_for_room, threshold_wake, busy_poll_pingpong,
- * inline_cq_helpers, runner_faults, reap_faults, tx_more_push.  TCP
+ * inline_cq_helpers, runner_faults, reap_faults, tx_more_push,
+ * sends_deferred.  TCP
  * only: small_sends_coalesce, tcp_read_sock_pass; submit_no_enter and
  * runner_times_out open no session.
  *
@@ -699,6 +707,8 @@ TEST_F(fast, inline_cq_helpers)
 #define FAULT_REAP	(1U << 3)
 #define FAULT_TX_MORE	(1U << 6)
 #define FAULT_RUN_SPIN	(1U << 7)
+#define FAULT_SEND_DEFER	(1U << 9)
+#define FAULT_SEND_WORK		(1U << 10)
 #define FAULT_TRIPS	300
 
 /* Child: send 1 KiB messages from @ti's session @id until it is closed. */
@@ -1121,6 +1131,138 @@ TEST_F(fast, tx_more_push)
 	EXPECT_GT(60000, ms);
 	TH_LOG("%u round trips with every send held back: %llu ms",
 	       FAULT_TRIPS, (unsigned long long)ms);
+}
+
+/* ---- the fallback of inline submission: the send work --------------------- */
+
+#define SD_SENDS	16
+#define SD_DELAY_US	300000	/* the send work's wait: far beyond a CLOSE */
+
+/* Queue @n SENDs of 1 KiB on @ti's session @id and submit them. */
+static int sd_queue(struct kt_inst *ti, __u32 id, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (prep_send(ti, id, 1024, 0, i))
+			return -EBUSY;
+	return kmsgr_submit(ti->k, 0, 0) == (int)n ? 0 : -EIO;
+}
+
+/*
+ * After a CLOSE of @ti's session @id with SD_SENDS SENDs still on its
+ * send list: their CQEs, then the session's CLOSED, and nothing after.
+ * 0, or which rule broke.
+ */
+static int sd_closed(struct kt_inst *ti, __u32 id, unsigned int *reset)
+{
+	unsigned int sends = 0;
+	struct kmsgr_cqe *c;
+	bool closed = false;
+	__u64 end = kt_now_ms() + 5000;
+
+	while (kt_now_ms() < end) {
+		if (kmsgr_wait_cqe(ti->k, &c, 100000000ULL))
+			continue;
+		if (c->session != id) {
+			kmsgr_cqe_seen(ti->k);
+			continue;
+		}
+		if (c->kind == KMSGR_CQE_SEND) {
+			if (closed || (c->res && c->res != -ECONNRESET))
+				return 1;
+			*reset += c->res == -ECONNRESET;
+			sends++;
+		} else if (c->kind == KMSGR_CQE_EVENT &&
+			   c->event == KMSGR_EV_CLOSED) {
+			if (closed)
+				return 2;
+			closed = true;
+			/* then watch until the send work has come */
+			end = kt_now_ms() + 2 * SD_DELAY_US / 1000;
+		}
+		kmsgr_cqe_seen(ti->k);
+	}
+	return sends == SD_SENDS && closed ? 0 : 3;
+}
+
+/*
+ * (KMSGR_FAULT=y) The fallback of inline submission.  With every push
+ * told not to try the session lock (SEND_DEFER), each SEND reaches its
+ * engine by the session's send work: 300 round trips, then two streams
+ * of 1000 messages each way at once (sizes log-uniform to 64 KiB, every
+ * front/middle/data combination, content hashed), lossless, arrive once
+ * each and in order.  Then the send work's window widened (SEND_WORK,
+ * 300 ms before it takes the lock): SENDs still on the send list when
+ * their session is CLOSEd complete with -ECONNRESET before its CLOSED
+ * (the send work comes later and finds nothing), and an instance closed
+ * with SENDs on the list goes away while its send work is still to come
+ * (it holds the session; the slub_debug pass checks the memory).
+ */
+TEST_F(fast, sends_deferred)
+{
+	struct kt_plan plan = {
+		.count = 1000,
+		.max_log2 = 16,
+		.small_log2 = 12,
+		.big_one_in = 8,
+		.seed = 0x5e4d,
+	};
+	unsigned int reset = 0;
+	struct kt_stream ab, ba;
+	struct kt_inst a, b;
+	__u32 a_id, b_id;
+	struct kt_loop lp;
+	long switches;
+	__u64 ms;
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_SEND_DEFER, 200));
+	EXPECT_EQ(0, pingpong(&self->x, FAULT_TRIPS, 0, &switches, &ms));
+	TH_LOG("%u round trips, every SEND by the send work: %llu ms",
+	       FAULT_TRIPS, (unsigned long long)ms);
+
+	ASSERT_EQ(0, kt_inst_open(&a, "a", 64, TX_AREA, RX_POOL, 1));
+	ASSERT_EQ(0, kt_inst_open(&b, "b", 64, TX_AREA, RX_POOL, 2));
+	ASSERT_EQ(0, pair_up(&self->x, &a, &b, KMSGR_SESS_F_LOSSLESS, &a_id,
+			     &b_id));
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &a);
+	kt_loop_add(&lp, &b);
+	ASSERT_EQ(0, kt_stream_init(&ab, &a, a_id, &b, b_id, &plan, 16));
+	plan.seed++;
+	ASSERT_EQ(0, kt_stream_init(&ba, &b, b_id, &a, a_id, &plan, 16));
+	kt_loop_add_stream(&lp, &ab);
+	kt_loop_add_stream(&lp, &ba);
+	ret = kt_loop_run(&lp, kt_loop_streams_finished, 120 * 1000);
+	EXPECT_EQ(0, ret) TH_LOG("a->b %u/%u received, b->a %u/%u",
+				 ab.received, ab.total, ba.received, ba.total);
+	EXPECT_EQ(0, ab.failed) TH_LOG("a->b: %s", ab.why);
+	EXPECT_EQ(0, ba.failed) TH_LOG("b->a: %s", ba.why);
+	EXPECT_EQ(ab.total, ab.received);
+	EXPECT_EQ(ba.total, ba.received);
+	EXPECT_EQ(0, lp.stray) TH_LOG("%s", lp.stray_why);
+	kt_stream_free(&ab);
+	kt_stream_free(&ba);
+
+	/* CLOSE with SENDs on the list, the send work held back */
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_SEND_DEFER | FAULT_SEND_WORK,
+				      SD_DELAY_US));
+	ASSERT_EQ(0, sd_queue(&b, b_id, SD_SENDS));
+	ASSERT_EQ(0, kmsgr_close_id(b.k, b_id));
+	EXPECT_EQ(0, sd_closed(&b, b_id, &reset));
+	EXPECT_EQ(SD_SENDS, reset);
+	/* and the instance closed with SENDs on the list of a's session */
+	ASSERT_EQ(0, sd_queue(&a, a_id, SD_SENDS));
+	kt_inst_close(&a);
+	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
+	kt_inst_close(&b);
+	TH_LOG("CLOSE under %u queued SENDs: %u completed -ECONNRESET",
+	       SD_SENDS, reset);
 }
 
 /* ---- receive: one socket pass per wake-up --------------------------------- */
