@@ -40,10 +40,7 @@ struct kmsgr_conn *kmsgr_conn_alloc(struct kmsgr_sess *s)
 	if (!kc)
 		return NULL;
 	kc->mc = kvzalloc(msgr2_conn_size(), GFP_KERNEL_ACCOUNT);
-	kc->stage = kmalloc(KMSGR_CONN_STAGE, GFP_KERNEL_ACCOUNT);
-	if (!kc->mc || !kc->stage) {
-		kfree(kc->stage);
-		kvfree(kc->mc);
+	if (!kc->mc) {
 		kfree(kc);
 		return NULL;
 	}
@@ -129,17 +126,23 @@ out:
  * some, else one read into @buf with the stage behind it, so that the
  * frame pieces that follow a short want (a preamble, a header) arrive in
  * the same call instead of one read each.  Large payloads still land in
- * their receive-pool slices directly.
+ * their receive-pool slices directly.  The stage is allocated at the
+ * first read: a transport with ops->read() never needs it.
  */
 static ssize_t kmsgr_conn_recv(struct kmsgr_conn *kc, void *buf, size_t len)
 {
-	struct msgr2_iov iov[2] = {
-		{ .base = buf, .len = len },
-		{ .base = kc->stage, .len = KMSGR_CONN_STAGE },
-	};
 	size_t avail = kc->stage_len - kc->stage_pos;
+	struct msgr2_iov iov[2];
 	ssize_t got;
 
+	if (!kc->stage) {
+		kc->stage = kmalloc(KMSGR_CONN_STAGE, GFP_KERNEL_ACCOUNT);
+		if (!kc->stage)
+			return -ENOMEM;
+	}
+	iov[0] = (struct msgr2_iov){ .base = buf, .len = len };
+	iov[1] = (struct msgr2_iov){ .base = kc->stage,
+				     .len = KMSGR_CONN_STAGE };
 	if (avail) {
 		got = min(len, avail);
 		memcpy(buf, kc->stage + kc->stage_pos, got);

@@ -92,7 +92,10 @@ struct kmsgr_conn {
 					 * message being received, 0: none
 					 */
 	struct kmsgr_spill *rx_spill;	/* it is received into this */
-	u8 *stage;			/* KMSGR_CONN_STAGE bytes read ahead */
+	u8 *stage;			/* KMSGR_CONN_STAGE bytes read ahead
+					 * (transports without ops->read(),
+					 * from their first read)
+					 */
 	u32 stage_pos, stage_len;	/* [pos, len) not yet given out */
 };
 
@@ -235,7 +238,7 @@ void kmsgr_listener_teardown(struct kmsgr_listener *l);
 
 /* ---- conn_io.c ------------------------------------------------------------ */
 
-/* A connection of @s (engine memory and read-ahead stage), no transport. */
+/* A connection of @s (its engine memory), no transport yet. */
 struct kmsgr_conn *kmsgr_conn_alloc(struct kmsgr_sess *s);
 /* Close the transport (no kick after this), release the engine, free. */
 void kmsgr_conn_free(struct kmsgr_conn *kc);
