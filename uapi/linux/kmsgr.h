@@ -470,7 +470,12 @@ struct kmsgr_slice {
  * front, middle and data slices (len 0: absent) of the buffer area.  The
  * slices must stay untouched until the KMSGR_CQE_SEND for this SQE, which
  * reports res 0 when the message was sent (lossy) or acknowledged by the
- * peer (lossless), or -errno when it was dropped.  (Lossless sessions hand
+ * peer (lossless), or -errno when it was dropped: among others -EPIPE
+ * when the session had already ended (DEAD), -ECONNRESET when it was
+ * closed with the SEND queued or while the SEND was being submitted.
+ * Every SEND gets its CQE: one submitted while another thread closes the
+ * session (or while a server session retires) may get it after the
+ * session's CLOSED event.  (Lossless sessions hand
  * large slices to the network stack by page reference, zero copy, so this
  * rule is what keeps their bytes right on the wire.)  A session in secure
  * mode seals each message in a buffer of its own: there the three slices
