@@ -59,6 +59,11 @@
  *                        SENDs still on the send list at CLOSE complete
  *                        -ECONNRESET before the CLOSED; an instance
  *                        closed under them goes away cleanly
+ *  send_close_race       a CLOSE from a second thread while the first
+ *                        submits SENDs on that session, 16 times at
+ *                        varying moments: every consumed SEND gets one
+ *                        SEND CQE, the session one CLOSED (every other
+ *                        round through the send list, KMSGR_FAULT=y)
  *  runner_times_out      (KMSGR_FAULT=y) an ENTER waiter that finds a
  *                        session always kicked still returns -ETIME when
  *                        its 50 ms are over
@@ -74,13 +79,14 @@
  * on KMSGR_VM_IP with kmsgr_rdma.ko loaded, SKIP without them):
  * skip_success, enter_wakes_for_room, threshold_wake, busy_poll_pingpong,
  * inline_cq_helpers, runner_faults, reap_faults, tx_more_push,
- * sends_deferred.  TCP
+ * sends_deferred, send_close_race.  TCP
  * only: small_sends_coalesce, tcp_read_sock_pass; submit_no_enter and
  * runner_times_out open no session.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1263,6 +1269,183 @@ TEST_F(fast, sends_deferred)
 	kt_inst_close(&b);
 	TH_LOG("CLOSE under %u queued SENDs: %u completed -ECONNRESET",
 	       SD_SENDS, reset);
+}
+
+/* ---- a SEND racing the end of its session -------------------------------- */
+
+#define RC_ROUNDS	16
+#define RC_BATCH	32	/* SENDs per submit */
+#define RC_MAX		8192	/* SENDs per round at most */
+#define RC_WORK_US	2000	/* the send work's wait, test build */
+
+struct rc_closer {
+	struct kt_inst *ti;
+	__u32 id;
+	unsigned int delay_us;
+	int ret;
+	volatile int done;
+};
+
+static void *rc_close(void *arg)
+{
+	struct rc_closer *c = arg;
+
+	usleep(c->delay_us);
+	c->ret = kmsgr_close_id(c->ti->k, c->id);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * Reap @b's CQEs of session @id: each SEND CQE's user_data must be one
+ * of the @ud submitted and not seen before (@seen), with a result a SEND
+ * may have.  Counts SEND CQEs in @sends (by result in @by_res: 0,
+ * -EPIPE, -ECONNRESET, -ENOENT) and CLOSED events in @closed.
+ * 0, or which rule broke (@why says more).
+ */
+static int rc_reap(struct kt_inst *b, __u32 id, __u64 ud, unsigned char *seen,
+		   unsigned int *sends, unsigned int *closed,
+		   unsigned int *by_res, char *why, size_t why_len)
+{
+	struct kmsgr_cqe *c;
+	int ret = 0;
+
+	while (!ret && (c = kmsgr_peek_cqe(b->k))) {
+		if (c->kind == KMSGR_CQE_SEND) {
+			if (c->user_data >= ud || seen[c->user_data]) {
+				snprintf(why, why_len, "SEND CQE user_data %llu: %s",
+					 (unsigned long long)c->user_data,
+					 c->user_data >= ud ? "never submitted" :
+					 "a second CQE");
+				ret = 1;
+			} else if (c->res && c->res != -EPIPE &&
+				   c->res != -ECONNRESET && c->res != -ENOENT) {
+				snprintf(why, why_len, "SEND CQE res %d", c->res);
+				ret = 2;
+			} else {
+				seen[c->user_data] = 1;
+				(*sends)++;
+				by_res[!c->res ? 0 : c->res == -EPIPE ? 1 :
+				       c->res == -ECONNRESET ? 2 : 3]++;
+			}
+		} else if (c->kind == KMSGR_CQE_EVENT && c->session == id &&
+			   c->event == KMSGR_EV_CLOSED) {
+			(*closed)++;
+		} else if (c->kind == KMSGR_CQE_RECV) {
+			kt_release(b, c);
+		}
+		kmsgr_cqe_seen(b->k);
+	}
+	kmsgr_submit(b->k, 0, 0);
+	return ret;
+}
+
+/*
+ * A CLOSE from a second thread at a varying moment while the first keeps
+ * submitting SENDs on that session (lossy, so they complete as TCP or the
+ * transport takes them).  Whatever the interleaving, every SEND the
+ * kernel consumed gets exactly one KMSGR_CQE_SEND, with 0 or -EPIPE,
+ * -ECONNRESET or -ENOENT (the session's id gone), and the session exactly
+ * one CLOSED: none is lost to a SEND left on the send list of a session
+ * torn down under it.  In a test build every other round sends all
+ * SENDs through the send list and a send work that waits 2 ms before it
+ * takes them (SEND_DEFER, SEND_WORK), a wider window for SENDs on the
+ * list.  The log says how the SENDs ended (over rdma some in the engine
+ * at the CLOSE: -ECONNRESET; over TCP all written before it).
+ */
+TEST_F_TIMEOUT(fast, send_close_race, 180)
+{
+	unsigned int round, sends, closed, recvs = 0, others = 0;
+	bool faults = !access(KMSGR_FAULT_PARAM, W_OK);
+	struct kmsgr_cqe last;
+	struct rc_closer cl;
+	unsigned char *seen;
+	struct kt_inst a, b;
+	__u32 a_id, b_id;
+	char why[128];
+	pthread_t t;
+	unsigned int by_res[4] = { 0 }, noent;
+	__u64 ud, end, start;
+	int i;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	seen = calloc(RC_MAX, 1);
+	ASSERT_NE(NULL, seen);
+	start = kt_now_ms();
+	for (round = 0; round < RC_ROUNDS; round++) {
+		if (faults)
+			ASSERT_EQ(0, kmsgr_set_faults(round & 1 ?
+						      FAULT_SEND_DEFER |
+						      FAULT_SEND_WORK : 0,
+						      RC_WORK_US));
+		ASSERT_EQ(0, kt_inst_open(&a, "a", 64, TX_AREA, RX_POOL, 1));
+		ASSERT_EQ(0, kt_inst_open_cq(&b, "b", RC_BATCH, 1024, TX_AREA,
+					     RX_POOL, 2));
+		ASSERT_EQ(0, pair_up(&self->x, &a, &b, 0, &a_id, &b_id));
+		memset(seen, 0, RC_MAX);
+		cl = (struct rc_closer){ .ti = &b, .id = b_id,
+					 .delay_us = (round * 1601) % 20000 };
+		ASSERT_EQ(0, pthread_create(&t, NULL, rc_close, &cl));
+		sends = 0;
+		closed = 0;
+		ud = 0;
+		/*
+		 * Submit until the CLOSE is back (then one batch more) or
+		 * a SEND finds the session's id gone.
+		 */
+		noent = by_res[3];
+		for (;;) {
+			bool was_done = __atomic_load_n(&cl.done,
+							__ATOMIC_ACQUIRE);
+
+			for (i = 0; i < RC_BATCH && ud < RC_MAX; i++) {
+				if (prep_send(&b, b_id, 512, 0, ud))
+					break;
+				ud++;
+			}
+			kmsgr_submit(b.k, 0, 0);
+			ASSERT_EQ(0, rc_reap(&b, b_id, ud, seen, &sends,
+					     &closed, by_res, why,
+					     sizeof(why)))
+				TH_LOG("round %u: %s", round, why);
+			drain(&a, &recvs, &others, &last);
+			/* the id is gone: what follows is refused alike */
+			if (was_done || by_res[3] > noent || ud >= RC_MAX)
+				break;
+		}
+		pthread_join(t, NULL);
+		EXPECT_EQ(0, cl.ret) TH_LOG("round %u: CLOSE", round);
+		/* SQEs not consumed yet are, at the latest, by this ENTER */
+		end = kt_now_ms() + 5000;
+		while ((sends < ud || !closed) && kt_now_ms() < end) {
+			kmsgr_submit(b.k, 0, 0);
+			usleep(1000);
+			ASSERT_EQ(0, rc_reap(&b, b_id, ud, seen, &sends,
+					     &closed, by_res, why,
+					     sizeof(why)))
+				TH_LOG("round %u: %s", round, why);
+		}
+		EXPECT_EQ(ud, sends)
+			TH_LOG("round %u: %u of %llu SENDs completed", round,
+			       sends, (unsigned long long)ud);
+		EXPECT_EQ(1, closed) TH_LOG("round %u", round);
+		usleep(20000);	/* a send work still to come posts nothing */
+		ASSERT_EQ(0, rc_reap(&b, b_id, ud, seen, &sends, &closed,
+				     by_res, why, sizeof(why)))
+			TH_LOG("round %u, after: %s", round, why);
+		EXPECT_EQ(1, closed);
+		kt_inst_close(&b);
+		kt_inst_close(&a);
+	}
+	if (faults)
+		EXPECT_EQ(0, kmsgr_set_faults(0, 200));
+	free(seen);
+	/* the batch after each CLOSE found the id gone */
+	EXPECT_LE(RC_ROUNDS, by_res[3]);
+	TH_LOG("%u rounds of SENDs racing a CLOSE, every SEND one CQE: %u sent, %u -EPIPE, %u -ECONNRESET, %u -ENOENT (%llu ms)",
+	       RC_ROUNDS, by_res[0], by_res[1], by_res[2], by_res[3],
+	       (unsigned long long)(kt_now_ms() - start));
 }
 
 /* ---- receive: one socket pass per wake-up --------------------------------- */
