@@ -147,7 +147,9 @@ enum kmsgr_fault_point {
 					 * by the session's send work
 					 */
 	KMSGR_FAULT_SEND_WORK,		/* the send work, before it takes
-					 * the session lock
+					 * the session lock; while set, the
+					 * lock's other holders leave the
+					 * send list to it
 					 */
 };
 

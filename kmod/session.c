@@ -365,6 +365,19 @@ static void kmsgr_sess_take_sendq(struct kmsgr_sess *s)
 	}
 }
 
+/*
+ * The take of a lock holder that did not submit the SENDs (a flush, a
+ * service run).  In a test build with KMSGR_FAULT_SEND_WORK set they wait
+ * on the list for the send work or the session's end instead, so that a
+ * CLOSE finds them there for as long as the send work waits.
+ */
+static void kmsgr_sess_holder_take(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	if (!kmsgr_fault_set(KMSGR_FAULT_SEND_WORK))
+		kmsgr_sess_take_sendq(s);
+}
+
 static void kmsgr_sess_free_slices(struct kmsgr_instance *inst,
 				   const struct kmsgr_slice *seg)
 {
@@ -1267,7 +1280,7 @@ static int kmsgr_sess_tx(struct kmsgr_conn *kc)
 	};
 
 	/* SENDs submitted while we held the lock go out with this flush */
-	kmsgr_sess_take_sendq(s);
+	kmsgr_sess_holder_take(s);
 	return kmsgr_conn_flush(kc, s->ms.lossy || !zc.min ? NULL : &zc);
 }
 
@@ -1478,7 +1491,7 @@ static void kmsgr_sess_service(struct kmsgr_sess *s)
 	old_memcg = set_active_memcg(s->obj.inst->memcg);
 	mutex_lock(&s->lock);
 	kmsgr_sess_batch_begin(s);
-	kmsgr_sess_take_sendq(s);
+	kmsgr_sess_holder_take(s);
 	switch (s->state) {
 	case KMSGR_SESS_BACKOFF:
 		kmsgr_sess_flush_rx(s);

@@ -1199,7 +1199,10 @@ static int sd_closed(struct kt_inst *ti, __u32 id, unsigned int *reset)
  * of 1000 messages each way at once (sizes log-uniform to 64 KiB, every
  * front/middle/data combination, content hashed), lossless, arrive once
  * each and in order.  Then the send work's window widened (SEND_WORK,
- * 300 ms before it takes the lock): SENDs still on the send list when
+ * 300 ms before it takes the lock, and no other holder of the lock takes
+ * the list meanwhile: a CLOSE waits a grace period before its teardown,
+ * long enough on a busy guest for the session's own work to send them
+ * and see them acknowledged): SENDs still on the send list when
  * their session is CLOSEd complete with -ECONNRESET before its CLOSED
  * (the send work comes later and finds nothing), and an instance closed
  * with SENDs on the list goes away while its send work is still to come
