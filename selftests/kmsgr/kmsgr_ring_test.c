@@ -1102,28 +1102,46 @@ static int enter_busy(int fd, uint32_t to_submit, uint64_t timeout_ns,
  * Busy-poll spins within the wait's timeout, not on top of it; a CQE that
  * is there ends the spin at once.  The upper bounds are loose (TCG).
  */
+#define BUSY_TRIES	3
+
 TEST_F(ring, busy_poll_within_timeout)
 {
 	struct ring *r = &self->r;
 	struct kmsgr_info info;
-	uint64_t ns;
+	uint64_t ns, best;
+	int i;
 
 	memset(&info, 0, sizeof(info));
 	ASSERT_EQ(0, ioctl(r->fd, KMSGR_IOC_INFO, &info));
 	ASSERT_TRUE(info.features & KMSGR_FEAT_BUSY_POLL);
 
-	/* a spin longer than the timeout: -ETIME at the timeout */
-	EXPECT_EQ(-ETIME, enter_busy(r->fd, 0, 2000000,
-				     KMSGR_BUSY_POLL_MAX_US, &ns));
-	EXPECT_LE(2000000ULL, ns);
-	EXPECT_GT(KMSGR_BUSY_POLL_MAX_US * 1000ULL, ns)
+	/*
+	 * A spin longer than the timeout: -ETIME at the timeout.  Then spin
+	 * 10 ms and sleep what is left of 11 ms: not 21 ms.  The guest can
+	 * be off the CPU for milliseconds (the make check pass runs Ceph
+	 * daemons beside it), which only ever adds time: the shortest of
+	 * BUSY_TRIES waits is held to the bound, where a spin on top of the
+	 * timeout would exceed it every time.
+	 */
+	best = UINT64_MAX;
+	for (i = 0; i < BUSY_TRIES; i++) {
+		EXPECT_EQ(-ETIME, enter_busy(r->fd, 0, 2000000,
+					     KMSGR_BUSY_POLL_MAX_US, &ns));
+		EXPECT_LE(2000000ULL, ns);
+		best = ns < best ? ns : best;
+	}
+	EXPECT_GT(KMSGR_BUSY_POLL_MAX_US * 1000ULL, best)
 		TH_LOG("spun %llu ns past a 2 ms timeout",
-		       (unsigned long long)ns);
-	/* spin 10 ms, then sleep what is left of 11 ms: not 21 ms */
-	EXPECT_EQ(-ETIME, enter_busy(r->fd, 0, 11000000,
-				     KMSGR_BUSY_POLL_MAX_US, &ns));
-	EXPECT_LE(11000000ULL, ns);
-	EXPECT_GT(18000000ULL, ns) TH_LOG("%llu ns", (unsigned long long)ns);
+		       (unsigned long long)best);
+	best = UINT64_MAX;
+	for (i = 0; i < BUSY_TRIES; i++) {
+		EXPECT_EQ(-ETIME, enter_busy(r->fd, 0, 11000000,
+					     KMSGR_BUSY_POLL_MAX_US, &ns));
+		EXPECT_LE(11000000ULL, ns);
+		best = ns < best ? ns : best;
+	}
+	EXPECT_GT(18000000ULL, best)
+		TH_LOG("%llu ns", (unsigned long long)best);
 	/* a signal ends a spin as it ends a sleep: -EINTR */
 	{
 		struct itimerval it = { .it_value = { .tv_usec = 2000 } };
