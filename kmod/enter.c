@@ -71,8 +71,6 @@ static void kmsgr_sqe_complete(struct kmsgr_instance *inst,
 		cqe.session = sqe->session;
 		cqe.tid = sqe->tid;
 	}
-	if (res)
-		inst->stats.sqe_errors++;
 	kmsgr_cq_post(inst, &cqe, KMSGR_CQ_RESERVED);
 }
 

@@ -73,8 +73,9 @@
 
 /*
  * struct kmsgr_inst_stats - counters of one instance (for netlink later).
- * @sqes and @sqe_errors are written under submit_lock, the rest under
- * cq_lock; readers may read them racily.
+ * @sqes and the bdev_* counters are written under submit_lock, the rest
+ * under cq_lock (@sqe_errors by kmsgr_cq_post() of an SQE's completion,
+ * wherever it fails); readers may read them racily.
  */
 struct kmsgr_inst_stats {
 	u64 sqes;		/* SQEs consumed */

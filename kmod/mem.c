@@ -696,6 +696,9 @@ int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
 	    !WARN_ON_ONCE(!inst->cq_reserved)) {
 		/* The slot was counted in the invariant: it is free. */
 		inst->cq_reserved--;
+		/* an SQE's completion: refused, or failed on its way */
+		if (cqe->res)
+			inst->stats.sqe_errors++;
 	} else if (!kmsgr_cq_room_locked(inst)) {
 		ret = -ENOSPC;
 		goto out_unlock;

@@ -57,8 +57,9 @@
  *                        not get the session lock at once): a ping-pong
  *                        and two 1000-message streams arrive in order;
  *                        SENDs still on the send list at CLOSE complete
- *                        -ECONNRESET before the CLOSED; an instance
- *                        closed under them goes away cleanly
+ *                        -ECONNRESET before the CLOSED, each counted
+ *                        in the instance's SQE errors (netlink); an
+ *                        instance closed under them goes away cleanly
  *  send_close_race       a CLOSE from a second thread while the first
  *                        submits SENDs on that session, 16 times at
  *                        varying moments: every consumed SEND gets one
@@ -98,6 +99,7 @@
 #include "kselftest_harness.h"
 #include "kmsgr_selftest.h"
 #include "kmsgr_ring_util.h"
+#include "kmsgr_nl_util.h"
 
 #define SETUP_MS	20000
 #define TX_AREA		(1ULL << 20)
@@ -1217,11 +1219,14 @@ TEST_F(fast, sends_deferred)
 		.big_one_in = 8,
 		.seed = 0x5e4d,
 	};
+	struct kmsgr_instance_info before, after;
 	unsigned int reset = 0;
 	struct kt_stream ab, ba;
+	struct kmsgr_nl *nl;
 	struct kt_inst a, b;
 	__u32 a_id, b_id;
 	struct kt_loop lp;
+	uint64_t b_inst;
 	long switches;
 	__u64 ms;
 	int ret;
@@ -1259,12 +1264,23 @@ TEST_F(fast, sends_deferred)
 	kt_stream_free(&ba);
 
 	/* CLOSE with SENDs on the list, the send work held back */
+	ASSERT_EQ(0, kmsgr_nl_open(&nl));
+	b_inst = kt_nl_instance_of(nl, b_id, false, self->x.transport);
+	ASSERT_NE(0, b_inst) TH_LOG("b's session is not in the dump");
+	ASSERT_EQ(0, kmsgr_nl_instance_get(nl, b_inst, &before));
 	ASSERT_EQ(0, kmsgr_set_faults(FAULT_SEND_DEFER | FAULT_SEND_WORK,
 				      SD_DELAY_US));
 	ASSERT_EQ(0, sd_queue(&b, b_id, SD_SENDS));
 	ASSERT_EQ(0, kmsgr_close_id(b.k, b_id));
 	EXPECT_EQ(0, sd_closed(&b, b_id, &reset));
 	EXPECT_EQ(SD_SENDS, reset);
+	/* the instance counts each of them among its SQE errors */
+	EXPECT_EQ(0, kmsgr_nl_instance_get(nl, b_inst, &after));
+	EXPECT_EQ(reset, after.sqe_errors - before.sqe_errors)
+		TH_LOG("SQE errors %llu -> %llu",
+		       (unsigned long long)before.sqe_errors,
+		       (unsigned long long)after.sqe_errors);
+	kmsgr_nl_close(nl);
 	/* and the instance closed with SENDs on the list of a's session */
 	ASSERT_EQ(0, sd_queue(&a, a_id, SD_SENDS));
 	kt_inst_close(&a);

@@ -71,6 +71,7 @@
 #include "kselftest_harness.h"
 #include "kmsgr_selftest.h"
 #include "kmsgr_ring_util.h"
+#include "kmsgr_nl_util.h"
 
 #define TX_AREA		(8ULL << 20)	/* >= the largest segment */
 #define RX_POOL		(32ULL << 20)	/* > 3 x the largest segment */
@@ -557,36 +558,6 @@ TEST_F_TIMEOUT(rdma, netdev_flap, 300)
 
 #define NO_DONE	"/sys/module/kmsgr_rdma/parameters/fault_no_done"
 
-struct inst_of {
-	uint32_t session;	/* in: a session of this process */
-	bool server;		/* in: of the listener's instance */
-	uint64_t instance;	/* out: its instance, 0: not found */
-};
-
-static int inst_of_one(const struct kmsgr_session_info *s, void *arg)
-{
-	struct inst_of *q = arg;
-
-	if (s->pid == (uint32_t)getpid() && s->id == q->session &&
-	    !s->server == !q->server && s->transport == KMSGR_XPRT_RDMA)
-		q->instance = s->instance;
-	return 0;
-}
-
-/*
- * The id of the instance of this process that has session @session (a
- * server session if @server), from netlink's session dump; 0: none.
- */
-static uint64_t nl_instance_of(struct kmsgr_nl *nl, uint32_t session,
-			       bool server)
-{
-	struct inst_of q = { .session = session, .server = server };
-
-	if (kmsgr_nl_sessions(nl, 0, inst_of_one, &q) < 0)
-		return 0;
-	return q.instance;
-}
-
 /*
  * Wait until netlink's instance-get says instance @id has @pinned bytes
  * pinned and @registered registered (-1: any number but 0), or @ms ran
@@ -670,8 +641,10 @@ TEST_F_TIMEOUT(rdma, no_done_peer, 180)
 		SKIP(return, "kmsgr_rdma.ko built without KMSGR_FAULT=y");
 	ASSERT_LT(0, one_conn);
 	ASSERT_EQ(0, kmsgr_nl_open(&nl));
-	cli_inst = nl_instance_of(nl, self->cli_id, false);
-	srv_inst = nl_instance_of(nl, self->srv_id, true);
+	cli_inst = kt_nl_instance_of(nl, self->cli_id, false,
+				     KMSGR_XPRT_RDMA);
+	srv_inst = kt_nl_instance_of(nl, self->srv_id, true,
+				     KMSGR_XPRT_RDMA);
 	ASSERT_NE(0, cli_inst) TH_LOG("no client session in the dump");
 	ASSERT_NE(0, srv_inst) TH_LOG("no server session in the dump");
 	ASSERT_NE(cli_inst, srv_inst);

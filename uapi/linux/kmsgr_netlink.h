@@ -132,7 +132,12 @@ enum {
 	KMSGR_A_INSTANCE_LOCKED,	/* u64: bytes charged to memlock */
 	KMSGR_A_INSTANCE_SESSIONS,	/* u32: sessions and listeners */
 	KMSGR_A_INSTANCE_SQES,		/* u64: SQEs consumed */
-	KMSGR_A_INSTANCE_SQE_ERRORS,	/* u64: of which failed */
+	KMSGR_A_INSTANCE_SQE_ERRORS,	/* u64: of which completed with an
+					 * error: refused at ENTER, a SEND
+					 * that failed later (its session
+					 * reset or closed), a block I/O
+					 * error
+					 */
 	KMSGR_A_INSTANCE_CQES,		/* u64: CQEs posted */
 	KMSGR_A_INSTANCE_CQ_FULL,	/* u64: posts that found the CQ full */
 	KMSGR_A_INSTANCE_CQ_OVERFLOW,	/* u64: events queued for later */
@@ -191,8 +196,9 @@ enum {
 /*
  * An attached block device (KMSGR_IOC_ATTACH_BDEV).  The op counters
  * count the BDEV SQEs the module submitted to the device (not those it
- * refused: they are the instance's SQE errors); _ERRORS those of them
- * that completed with an error.
+ * refused: they count only among the instance's SQE errors); _ERRORS
+ * those of them that completed with an error (the instance's SQE errors
+ * count them too).
  */
 enum {
 	KMSGR_A_BDEV_PAD = 1,
