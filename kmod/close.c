@@ -33,8 +33,9 @@ int kmsgr_close(struct kmsgr_instance *inst, struct kmsgr_close __user *uarg)
 		return -ENOENT;
 	/*
 	 * Whoever takes it out of objs tears it down: CLOSE is idempotent.
-	 * A slot reserved by kmsgr_sess_announce() reads as NULL and must
-	 * stay reserved: look before erasing (nothing else erases an id
+	 * A reserved slot (an id CONNECT or LISTEN has not returned yet, or
+	 * kmsgr_sess_announce()'s) reads as NULL and must stay reserved:
+	 * look before erasing (nothing else erases an id
 	 * while inst->lock is held).  Once erased, the object is ours: the
 	 * lock is not held across the grace period, so closing many
 	 * sessions does not stall the instance's other control ioctls.

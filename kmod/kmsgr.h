@@ -152,6 +152,12 @@ enum kmsgr_fault_point {
 					 * lock's other holders leave the
 					 * send list to it
 					 */
+	KMSGR_FAULT_SEND_LATE,		/* a SEND passed its state check,
+					 * before it goes on the send list
+					 */
+	KMSGR_FAULT_CONNECT_ID,		/* CONNECT has its session's id,
+					 * before it tells the caller
+					 */
 };
 
 #ifdef KMSGR_FAULT

@@ -159,6 +159,7 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	struct kmsgr_listener *l;
 	struct kmsgr_listen la;
 	int ret;
+	u32 id;
 
 	if (copy_from_user(&la, uarg, sizeof(la)))
 		return -EFAULT;
@@ -217,13 +218,14 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	ret = kmsgr_sess_charge(inst);	/* listeners count as sessions */
 	if (ret)
 		goto out_free;
-	ret = kmsgr_obj_publish(inst, &l->obj);
+	/* a CLOSE naming the id finds nothing until it is returned */
+	ret = kmsgr_obj_reserve(inst, &l->obj);
 	if (ret)
 		goto out_uncharge;
 	ret = l->xtype->listen(inst->net, &inst->xacct, &ss,
 			       kmsgr_listener_kick, l, &l->xprt);
 	if (ret)
-		goto out_unpublish;
+		goto out_release;
 	ret = l->xprt->ops->getname(l->xprt, &ss, false);
 	if (ret)
 		goto out_close;
@@ -236,16 +238,16 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 		ret = -EFAULT;
 		goto out_close;
 	}
+	kmsgr_obj_publish(inst, &l->obj);
 	return 0;
 
 out_close:
-	xa_erase(&inst->objs, l->obj.id);
-	synchronize_rcu();
-	kmsgr_listener_teardown(l);
+	id = l->obj.id;
+	kmsgr_listener_teardown(l);	/* no event with its id after this */
+	xa_erase(&inst->objs, id);
 	return ret;
-out_unpublish:
+out_release:
 	xa_erase(&inst->objs, l->obj.id);
-	synchronize_rcu();
 out_uncharge:
 	atomic_dec(&inst->nr_sessions);
 out_free:

@@ -187,14 +187,29 @@ static struct kmsgr_obj *kmsgr_obj_get(struct kmsgr_instance *inst, u32 id)
 	return obj;
 }
 
-/* Publish @obj under a new id (cyclic from 1). */
-int kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj)
+/*
+ * Give @obj a new id (cyclic from 1) whose slot stays reserved: a lookup
+ * (SEND, CLOSE) finds nothing there until kmsgr_obj_publish(), so an
+ * object that fails before then is its creator's alone.  xa_erase()
+ * gives the id back.
+ */
+int kmsgr_obj_reserve(struct kmsgr_instance *inst, struct kmsgr_obj *obj)
 {
 	int ret;
 
-	ret = xa_alloc_cyclic(&inst->objs, &obj->id, obj, xa_limit_31b,
+	ret = xa_alloc_cyclic(&inst->objs, &obj->id, NULL, xa_limit_31b,
 			      &inst->next_id, GFP_KERNEL);
 	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Put @obj into the slot kmsgr_obj_reserve() gave it: from now on whoever
+ * takes it out of inst->objs tears it down.  The slot exists, so the
+ * store allocates nothing and cannot fail (see kmsgr_sess_announce()).
+ */
+void kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj)
+{
+	WARN_ON_ONCE(xa_err(xa_store(&inst->objs, obj->id, obj, GFP_KERNEL)));
 }
 
 /* Count a session against kmsgr_max_sessions. */
@@ -927,7 +942,12 @@ static const struct msgr2_ops kmsgr_sess_server_ops = {
 
 /* ---- connections -------------------------------------------------------- */
 
-/* Socket callback context: queue the owner's work, nothing else. */
+/*
+ * Transport callback context (a socket callback with BH off, or an RDMA
+ * completion under the connection's spinlock: an RCU read-side section
+ * either way, which teardown waits out): queue the owner's work, nothing
+ * else.
+ */
 static void kmsgr_conn_kick(void *priv, unsigned int why)
 {
 	struct kmsgr_conn *kc = priv;
@@ -1313,6 +1333,7 @@ static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
 	x->peer = self->peer;	/* where the client resumed it from */
 	self->conn = NULL;
 	self->state = KMSGR_SESS_DEAD;
+	self->handed_over = true;
 	queue_work(kmsgr_wq, &x->work);
 	mutex_unlock(&x->lock);
 	kmsgr_obj_put(&x->obj);
@@ -1584,15 +1605,17 @@ static void kmsgr_sess_free_mem(struct kmsgr_sess *s)
 /*
  * Tear a session down: already out of inst->objs and past an RCU grace
  * period.  With @post, queued SENDs complete with -ECONNRESET and CLOSED
- * (reason NONE) is the session's last CQE; without, nothing is posted
- * (the instance is going away).  Drops the objs reference.
+ * (reason NONE) is the session's last CQE (a DEAD session posted its
+ * CLOSED already); without, nothing is posted (the instance is going
+ * away, or an embryo that has no id).  Drops the objs reference.
  */
 void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper)
 {
+	bool was_dead, handed_over;
 	struct kmsgr_conn *kc;
-	bool was_dead;
 
 	mutex_lock(&s->lock);
+	handed_over = s->handed_over;
 	was_dead = s->state == KMSGR_SESS_DEAD;
 	WRITE_ONCE(s->state, KMSGR_SESS_CLOSED);
 	if (!post)
@@ -1609,6 +1632,14 @@ void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper)
 		kmsgr_sess_event(s, KMSGR_EV_CLOSED, KMSGR_REASON_NONE, 0);
 	mutex_unlock(&s->lock);
 
+	/*
+	 * An embryo that handed its connection to the session its client
+	 * resumed (kmsgr_conn_settle()) may still be the owner a kick read
+	 * just before: wait until no kick can use it (they run inside an
+	 * RCU read-side section, see kmsgr_conn_kick()).
+	 */
+	if (handed_over)
+		synchronize_rcu();
 	/*
 	 * The work sees CLOSED and does nothing: no requeue after this.  The
 	 * send work holds a reference of its own and may still come: it
@@ -1629,7 +1660,8 @@ void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper)
 /*
  * A server session is done.  An embryo failed its handshake, or handed its
  * connection over to the session its client resumed: it never was in
- * inst->objs, so no RCU reader can see it; whoever unlinks it from its
+ * inst->objs (only a kick of the connection it handed over may still
+ * see it, which teardown waits out); whoever unlinks it from its
  * listener (this, or the listener's teardown) tears it down.  An announced
  * session ended (DEAD, its CLOSED posted): whoever takes it out of
  * inst->objs (this, CLOSE or the final close of the file) tears it down.
@@ -1651,7 +1683,12 @@ static void kmsgr_sess_reap(struct work_struct *work)
 	/* no kick or resume still looks at it after this */
 	synchronize_rcu();
 	kmsgr_fault(KMSGR_FAULT_REAP, false);
-	kmsgr_sess_teardown(s, false, true);
+	/*
+	 * Its CLOSED is out (DEAD: teardown posts no second one), but a
+	 * SEND that found it UP may still come to its send list: that
+	 * one's CQE is due as well.
+	 */
+	kmsgr_sess_teardown(s, true, true);
 }
 
 /* ---- uapi helpers --------------------------------------------------------- */
@@ -1939,27 +1976,32 @@ int kmsgr_sess_connect(struct kmsgr_instance *inst,
 	ret = kmsgr_sess_charge(inst);
 	if (ret)
 		goto out_free;
-	ret = kmsgr_obj_publish(inst, &s->obj);
+	/* a SEND or CLOSE naming the id finds nothing until it is returned */
+	ret = kmsgr_obj_reserve(inst, &s->obj);
 	if (ret)
 		goto out_uncharge;
+	kmsgr_fault(KMSGR_FAULT_CONNECT_ID, false);
 	if (put_user(s->obj.id, &uarg->id)) {
 		ret = -EFAULT;
-		goto out_unpublish;
+		goto out_release;
 	}
 
 	mutex_lock(&s->lock);
 	ret = kmsgr_sess_dial(s);
 	mutex_unlock(&s->lock);
 	if (ret)
-		goto out_unpublish;
+		goto out_stop;
+	kmsgr_obj_publish(inst, &s->obj);
 	kmsgr_count(connects, 1);
 	return 0;
 
-out_unpublish:
-	xa_erase(&inst->objs, s->obj.id);
+out_stop:
+	/* no kick of what the dial started looks at it after this */
 	synchronize_rcu();
 	kmsgr_sess_unarm(s);
 	cancel_work_sync(&s->work);
+out_release:
+	xa_erase(&inst->objs, s->obj.id);
 out_uncharge:
 	atomic_dec(&inst->nr_sessions);
 out_free:
@@ -2272,6 +2314,7 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		ret = -EMSGSIZE;
 		goto out_free;
 	}
+	kmsgr_fault(KMSGR_FAULT_SEND_LATE, false);
 	llist_add(&tx->sq_node, &s->sendq);
 	i = kmsgr_push_add(push, s);
 	if (i < 0)		/* @push is full: the send work writes it */

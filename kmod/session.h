@@ -164,6 +164,9 @@ struct kmsgr_sess {
 	struct kmsgr_listener *listener; /* server: holds a reference */
 	struct list_head embryo;	/* on listener->embryos (its lock) */
 	bool embryo_linked;		/* on it (listener->lock) */
+	bool handed_over;		/* embryo: its connection went to the
+					 * session its client resumed
+					 */
 	u32 backoff_ms;
 	unsigned long retry_at;		/* jiffies: BACKOFF redial, WAITING end */
 	unsigned long active_at;	/* jiffies: last message in or out */
@@ -209,8 +212,13 @@ struct kmsgr_sess {
 /* ---- session.c ------------------------------------------------------------ */
 
 void kmsgr_obj_put(struct kmsgr_obj *obj);
-/* Publish @obj in inst->objs under a new id (cyclic from 1). */
-int kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj);
+/*
+ * A new id for @obj (cyclic from 1), its slot in inst->objs reserved:
+ * lookups find nothing there until kmsgr_obj_publish() puts @obj in it
+ * (xa_erase() gives it back instead).
+ */
+int kmsgr_obj_reserve(struct kmsgr_instance *inst, struct kmsgr_obj *obj);
+void kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj);
 /* Count a session or listener against max_sessions: 0 or -ENOSPC. */
 int kmsgr_sess_charge(struct kmsgr_instance *inst);
 /*

@@ -61,6 +61,14 @@
  *                                 handshake (answers no keepalive) is
  *                                 closed with TIMEOUT after
  *                                 keepalive_timeout, not after minutes
+ *  send_racing_retirement         (KMSGR_FAULT=y) a SEND that found a
+ *                                 server session UP but reaches its send
+ *                                 list after the session retired still
+ *                                 gets its CQE, -ECONNRESET (it got none)
+ *  id_unknown_until_returned      (KMSGR_FAULT=y) a SEND naming the id a
+ *                                 CONNECT has not returned yet fails with
+ *                                 ENOENT (it went on a session that a
+ *                                 failing CONNECT then freed, no CQE ever)
  *
  * Module parameters changed by a test are put back by it.
  *
@@ -70,7 +78,8 @@
  * ended_sessions_free_slots, lossless_server_wait_bounded,
  * idle_server_sessions_time_out, stale_release_token,
  * pool_fragmentation_no_starvation, listener_cephx,
- * session_memory_charged_to_memcg.
+ * session_memory_charged_to_memcg, send_racing_retirement,
+ * id_unknown_until_returned.
  * TCP only (fixture core_tcp):
  *  embryos_invisible, half_open_limit  raw TCP sockets as silent peers
  *  thousand_half_open             raw TCP sockets; counts the TCP sockets
@@ -86,10 +95,12 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -99,6 +110,7 @@
 #include "kselftest_harness.h"
 #include "kmsgr_selftest.h"
 #include "kmsgr_ring_util.h"
+#include "kmsgr_nl_util.h"
 
 #define TX_AREA		(1ULL << 20)
 #define RX_POOL		(4ULL << 20)
@@ -1632,6 +1644,232 @@ TEST_F_TIMEOUT(core, session_memory_charged_to_memcg, 180)
 	/* the instance is gone with the child: the cgroup can go */
 	for (i = 0; i < 50 && rmdir(CG_TEST); i++)
 		usleep(100000);
+}
+
+/* ---- ids and SENDs at the edges of a session's life ---------------------- */
+
+#define FAULT_SEND_LATE	(1U << 11)
+#define FAULT_CONNECT_ID	(1U << 12)
+#define LATE_US		500000	/* a fault point's longest wait */
+#define LATE_MS		(LATE_US / 1000)
+#define LATE_UD		0x1a7e
+
+/* One SEND of 4 KiB data on session @id of @ti, in one ENTER (a thread). */
+struct late_send {
+	struct kt_inst *ti;
+	uint32_t id;
+	int ret;		/* of kmsgr_submit(): 1, the SQE consumed */
+	uint64_t ms;		/* how long the ENTER took */
+};
+
+static int queue_late_send(struct kt_inst *ti, uint32_t id)
+{
+	struct kmsgr_slice none = { 0 }, data = { 0, 4096 };
+	struct kmsgr_sqe *sqe = kmsgr_get_sqe(ti->k);
+
+	if (!sqe)
+		return -EBUSY;
+	kmsgr_prep_send(sqe, id, 0x42, 1, none, none, data, LATE_UD);
+	return kmsgr_submit(ti->k, 0, 0);
+}
+
+static void *late_send(void *arg)
+{
+	struct late_send *ls = arg;
+	uint64_t t0 = kt_now_ms();
+
+	ls->ret = queue_late_send(ls->ti, ls->id);
+	ls->ms = kt_now_ms() - t0;
+	return NULL;
+}
+
+/*
+ * Reap @ti's CQ for @ms: SEND CQEs with user_data LATE_UD are counted in
+ * *@n, the last one's res goes to *@res; RECVs are released, the rest is
+ * dropped.
+ */
+static void reap_late(struct kt_inst *ti, int ms, unsigned int *n, int *res)
+{
+	uint64_t end = kt_now_ms() + ms;
+	struct kmsgr_cqe *c;
+
+	while (kt_now_ms() < end) {
+		if (kmsgr_wait_cqe(ti->k, &c, 50000000ULL))
+			continue;
+		if (c->kind == KMSGR_CQE_SEND && c->user_data == LATE_UD) {
+			(*n)++;
+			*res = c->res;
+		} else if (c->kind == KMSGR_CQE_RECV) {
+			kt_release(ti, c);
+		}
+		kmsgr_cqe_seen(ti->k);
+	}
+}
+
+/*
+ * A SEND that found a server session UP reaches its send list only after
+ * the session retired (its client closed it; the reaper took it out of
+ * the instance and tore it down): it still completes, -ECONNRESET.  It
+ * used to get no CQE at all (the teardown of a retiring session posted
+ * nothing), and its CQ slot stayed reserved for good.  The SEND waits
+ * between its state check and the send list (fault point SEND_LATE,
+ * 500 ms) while the client CLOSEs; a round counts once netlink shows the
+ * session gone with time to spare for its teardown, else another round.
+ */
+TEST_F_TIMEOUT(core, send_racing_retirement, 120)
+{
+	uint64_t srv_inst = 0, t0, gone_ms;
+	struct kmsgr_session_info si;
+	uint32_t cli_id, srv_id;
+	struct kmsgr_listen l;
+	unsigned int round, n;
+	struct late_send ls;
+	struct kmsgr_nl *nl;
+	bool hit = false;
+	pthread_t t;
+	int res;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	ASSERT_EQ(0, kmsgr_nl_open(&nl));
+	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, 0, 0x1a, &l));
+	for (round = 0; round < 3 && !hit; round++) {
+		ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY,
+					0x1b, &cli_id));
+		ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id,
+					  &self->srv, &srv_id, SETUP_MS));
+		if (!srv_inst)
+			srv_inst = kt_nl_instance_of(nl, srv_id, true,
+						     self->x.transport);
+		ASSERT_NE(0, srv_inst);
+		ASSERT_EQ(0, kmsgr_set_faults(FAULT_SEND_LATE, LATE_US));
+		ls = (struct late_send){ .ti = &self->srv, .id = srv_id };
+		t0 = kt_now_ms();
+		ASSERT_EQ(0, pthread_create(&t, NULL, late_send, &ls));
+		usleep(50000);		/* past its check: the session is UP */
+		ASSERT_EQ(0, kmsgr_close_id(self->cli.k, cli_id));
+		gone_ms = 0;
+		while (!gone_ms && kt_now_ms() - t0 < LATE_MS) {
+			if (kmsgr_nl_session_get(nl, srv_inst, srv_id, &si) ==
+			    -ENOENT)
+				gone_ms = kt_now_ms() - t0;
+			else
+				usleep(5000);
+		}
+		pthread_join(t, NULL);
+		ASSERT_EQ(0, kmsgr_set_faults(0, 200));
+		ASSERT_EQ(1, ls.ret);
+		n = 0;
+		res = 1;
+		reap_late(&self->srv, 2000, &n, &res);
+		/* the reaper's grace period and teardown fit before the SEND */
+		hit = ls.ms >= LATE_MS - 50 && gone_ms &&
+		      gone_ms <= LATE_MS - 150;
+		TH_LOG("round %u: SEND held %llu ms, session gone after %llu ms: %u CQE, res %d",
+		       round, (unsigned long long)ls.ms,
+		       (unsigned long long)gone_ms, n, res);
+		EXPECT_EQ(1, n);
+		if (hit) {
+			EXPECT_EQ(-ECONNRESET, res);
+		} else {
+			EXPECT_TRUE(!res || res == -EPIPE || res == -ECONNRESET);
+		}
+		if (!_metadata->passed)
+			break;
+	}
+	EXPECT_TRUE(hit) TH_LOG("the session never retired within the SEND's wait");
+	kmsgr_nl_close(nl);
+}
+
+/* CONNECT with *@c in a thread. */
+struct late_connect {
+	struct kmsgr *k;
+	struct kmsgr_connect *c;
+	int ret;
+};
+
+static void *late_connect(void *arg)
+{
+	struct late_connect *lc = arg;
+
+	lc->ret = kmsgr_connect(lc->k, lc->c);
+	return NULL;
+}
+
+/*
+ * The id CONNECT gives a session names nothing until CONNECT returns it:
+ * a SEND naming it from another thread meanwhile (fault point CONNECT_ID
+ * holds CONNECT 500 ms once it has the id) fails with ENOENT.  With a
+ * CONNECT that then fails (its argument read-only: the id cannot be
+ * written back) such a SEND used to go on the session that CONNECT then
+ * freed, and never completed.  Then a CONNECT that succeeds: the same
+ * ENOENT meanwhile, and its session works once the id is returned.
+ */
+TEST_F_TIMEOUT(core, id_unknown_until_returned, 120)
+{
+	struct kmsgr_connect *c;
+	struct late_connect lc;
+	uint32_t id, srv_id;
+	struct kmsgr_listen l;
+	unsigned int pass, n;
+	pthread_t t;
+	int res;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, 0, 0x1d, &l));
+	c = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, c);
+	for (pass = 0; pass < 2; pass++) {
+		ASSERT_EQ(0, mprotect(c, 4096, PROT_READ | PROT_WRITE));
+		memset(c, 0, sizeof(*c));
+		c->addr = l.bound;
+		c->transport = self->x.transport;
+		c->peer_type = KT_PEER_ANY;
+		c->my_type = KT_ENTITY_CLIENT;
+		c->auth = KMSGR_AUTH_NONE;
+		strcpy(c->name, "kmsgr-selftest");
+		if (!pass)
+			ASSERT_EQ(0, mprotect(c, 4096, PROT_READ));
+		ASSERT_EQ(0, kmsgr_set_faults(FAULT_CONNECT_ID, LATE_US));
+		lc = (struct late_connect){ .k = self->cli.k, .c = c };
+		ASSERT_EQ(0, pthread_create(&t, NULL, late_connect, &lc));
+		usleep(100000);		/* CONNECT has its id and waits */
+		/* this instance's ids come one after the other from 1 */
+		id = pass + 1;
+		EXPECT_EQ(1, queue_late_send(&self->cli, id));
+		n = 0;
+		res = 1;
+		reap_late(&self->cli, 200, &n, &res);
+		EXPECT_EQ(1, n);
+		EXPECT_EQ(-ENOENT, res) TH_LOG("pass %u: a SEND to id %u before CONNECT returned it",
+					       pass, id);
+		pthread_join(t, NULL);
+		ASSERT_EQ(0, kmsgr_set_faults(0, 200));
+		if (!pass) {
+			EXPECT_EQ(-EFAULT, lc.ret);
+			/* and nothing came of the SEND since */
+			reap_late(&self->cli, 500, &n, &res);
+			EXPECT_EQ(1, n);
+			continue;
+		}
+		ASSERT_EQ(0, lc.ret);
+		EXPECT_EQ(id, c->id);
+		ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, c->id,
+					  &self->srv, &srv_id, SETUP_MS));
+		EXPECT_EQ(1, queue_late_send(&self->cli, c->id));
+		n = 0;
+		res = 1;
+		reap_late(&self->cli, 1000, &n, &res);
+		EXPECT_EQ(1, n);
+		EXPECT_EQ(0, res);
+	}
+	munmap(c, 4096);
 }
 
 /* ---- D13: a read-only fd can only ask INFO ------------------------------- */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * kmsgr selftests - netlink helpers shared by kmsgr_rdma_test and
- * kmsgr_fast_test (libkmsgr's nl.o, on libnl-genl-3): which instance
- * holds a session of this process.
+ * kmsgr selftests - netlink helpers shared by kmsgr_rdma_test,
+ * kmsgr_fast_test and kmsgr_core_test (libkmsgr's nl.o, on libnl-genl-3):
+ * which instance holds a session of this process.
  *
  * Copyright (C) 2025 The kmsgr authors
  */

@@ -381,7 +381,13 @@ struct kmsgr_connect {
 	__u64 reserved[3];
 };
 
-/* struct kmsgr_close - argument of KMSGR_IOC_CLOSE */
+/*
+ * struct kmsgr_close - argument of KMSGR_IOC_CLOSE.  An id names its
+ * session or listener from when CONNECT or LISTEN returned it: a SEND
+ * naming it earlier (from another thread) fails with ENOENT, a CLOSE
+ * waits for the CONNECT or LISTEN, and one that fails leaves nothing
+ * under the id.
+ */
 struct kmsgr_close {
 	__u32 id;		/* in: session or listener id */
 	__u32 flags;		/* in: must be 0 */
