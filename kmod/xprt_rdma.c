@@ -14,12 +14,14 @@
  *
  * Objects, and who touches what:
  *
- *  kmsgr_rdma_dev   one per RDMA device (the ib_client's add): its PD, its
+ *  kmsgr_rdma_dev   one per RDMA device (the ib_client's add): its
  *                   listed connections.  Its remove detaches every
  *                   connection and device-bound listener on it, waits for
  *                   the connections being set up, then frees it.
- *  kmsgr_rdma_conn  a connection: cm_id, QP, a CQ from the shared pool,
- *                   receive and send buffers.  Its owner (a session, or
+ *  kmsgr_rdma_conn  a connection: cm_id, a protection domain of its own
+ *                   (a key offered to one peer is worth nothing on another
+ *                   connection), QP, a CQ from the shared pool, receive
+ *                   and send buffers.  Its owner (a session, or
  *                   its listener until accept()) calls the operations, one
  *                   at a time.  CM handlers (process context, under the
  *                   cm_id's handler mutex) and completion handlers
@@ -57,6 +59,7 @@
 #include <linux/in6.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
@@ -154,7 +157,7 @@ struct kmsgr_rdma_done {
 static unsigned int credits = 16;
 module_param(credits, uint, 0644);
 MODULE_PARM_DESC(credits,
-		 "Receive buffers per connection, the credits granted to the peer (4-1024, default 16)");
+		 "Receive buffers per connection, the credits granted to the peer (4-1024, rounded down to a power of two; default 16)");
 
 static unsigned int buf_size = 16384;
 module_param(buf_size, uint, 0644);
@@ -256,10 +259,9 @@ MODULE_PARM_DESC(read_timeouts,
 struct kmsgr_rdma_dev {
 	struct list_head node;		/* on kmsgr_rdma_devs */
 	struct ib_device *ibdev;
-	struct ib_pd *pd;
 	struct list_head conns;		/* kmsgr_rdma_conn.dev_node */
 	struct list_head parked;	/* closed while their port was down */
-	unsigned int users;		/* connections holding the PD */
+	unsigned int users;		/* connections with verbs objects on it */
 	bool dying;
 	wait_queue_head_t wq;		/* users reached 0 */
 	unsigned long ports_down;	/* bit N: port N is down (atomic) */
@@ -311,6 +313,7 @@ struct kmsgr_rdma_conn {
 	bool server;			/* accepted by a listener */
 	struct ib_device *ibdev;	/* the buffers are mapped for it */
 	bool mapped;
+	struct ib_pd *pd;		/* this connection's alone */
 	struct ib_qp *qp;
 	struct ib_cq *cq;
 	u32 cq_size;
@@ -353,14 +356,16 @@ struct kmsgr_rdma_conn {
 	struct kmsgr_rdma_buf *rx;
 	u32 nr_rx, rx_size;
 	u32 *ready;			/* DATA buffers in arrival order */
-	u32 ready_head, ready_tail;	/* counters, index % nr_rx */
+	u32 ready_head, ready_tail;	/* counters, index % nr_rx (a power
+					 * of two: they wrap cleanly)
+					 */
 	u32 rx_off;			/* payload bytes taken from the head */
 	u32 rx_out;			/* receives posted, not completed */
 	u32 owed;			/* credits to return to the peer */
 	/* send */
 	struct kmsgr_rdma_buf *tx;
 	u32 nr_tx, tx_size;
-	u32 tx_posted, tx_done;		/* counters, slot % nr_tx */
+	u32 tx_posted, tx_done;		/* counters, slot % nr_tx (= nr_rx) */
 	u32 credits;			/* the peer's buffers we may fill */
 	u32 peer_credits, peer_size;	/* what the peer announced */
 	bool peer_pull;			/* it READs: we may send PULLs */
@@ -415,7 +420,7 @@ static struct kmsgr_rdma_lsn *to_lsn(struct kmsgr_xprt *x)
 
 /* ---- devices ---- */
 
-/* Count @c as a user of @ibdev's PD; list it if @list. */
+/* Count @c as a user of @ibdev; list it if @list. */
 static int kmsgr_rdma_dev_attach(struct kmsgr_rdma_conn *c,
 				 struct ib_device *ibdev, bool list)
 {
@@ -623,7 +628,7 @@ static int kmsgr_rdma_post_recv(struct kmsgr_rdma_conn *c,
 
 	if (c->detached)
 		return -ENOTCONN;
-	sge.lkey = c->dev->pd->local_dma_lkey;
+	sge.lkey = c->pd->local_dma_lkey;
 	ret = ib_post_recv(c->qp, &wr, NULL);
 	if (!ret)
 		c->rx_out++;
@@ -658,7 +663,7 @@ static int kmsgr_rdma_post_send(struct kmsgr_rdma_conn *c, u8 type, u32 len,
 
 	if (c->detached)
 		return c->err ? c->err : -ENOTCONN;
-	sge.lkey = c->dev->pd->local_dma_lkey;
+	sge.lkey = c->pd->local_dma_lkey;
 	h->type = type;
 	h->flags = 0;
 	h->credits = cpu_to_be16(owed);
@@ -1028,8 +1033,10 @@ static struct kmsgr_rdma_conn *kmsgr_rdma_conn_alloc(void)
 	INIT_LIST_HEAD(&c->dev_node);
 	INIT_LIST_HEAD(&c->lsn_node);
 	c->state = KMSGR_RDMA_CONNECTING;
-	c->nr_rx = clamp_t(u32, READ_ONCE(credits), KMSGR_RDMA_CREDITS_MIN,
-			   KMSGR_RDMA_CREDITS_MAX);
+	/* a power of two: the ring counters below wrap around cleanly */
+	c->nr_rx = rounddown_pow_of_two(clamp_t(u32, READ_ONCE(credits),
+						KMSGR_RDMA_CREDITS_MIN,
+						KMSGR_RDMA_CREDITS_MAX));
 	c->nr_tx = c->nr_rx;
 	c->rx_size = clamp_t(u32, READ_ONCE(buf_size), KMSGR_RDMA_BUF_MIN,
 			     KMSGR_RDMA_BUF_MAX);
@@ -1146,7 +1153,13 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 	attr.cap.max_rdma_ctxs = c->can_pull;	/* one READ at a time */
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
-	ret = rdma_create_qp(id, c->dev->pd, &attr);
+	c->pd = ib_alloc_pd(ibdev, 0);
+	if (IS_ERR(c->pd)) {
+		ret = PTR_ERR(c->pd);
+		c->pd = NULL;
+		return ret;
+	}
+	ret = rdma_create_qp(id, c->pd, &attr);
 	if (ret)
 		return ret;
 	c->qp = id->qp;
@@ -1254,6 +1267,10 @@ static void kmsgr_rdma_conn_unsetup(struct kmsgr_rdma_conn *c,
 		ib_cq_pool_put(c->cq, c->cq_size);
 		c->cq = NULL;
 	}
+	if (c->pd) {		/* after the QP and its registrations */
+		ib_dealloc_pd(c->pd);
+		c->pd = NULL;
+	}
 	kmsgr_rdma_dev_detach(c);
 }
 
@@ -1276,7 +1293,7 @@ static void kmsgr_rdma_teardown(struct kmsgr_rdma_conn *c)
 /*
  * Flush the QP of @c (to the error state, drained) and destroy its
  * registrations now, before its teardown: the peer can read nothing of
- * ours any more, through this QP or another one on the device's PD.
+ * ours any more (its registrations are in this connection's PD only).
  * Under @c->mutex.
  */
 static void kmsgr_rdma_quiesce(struct kmsgr_rdma_conn *c)
@@ -1871,6 +1888,13 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 				       rkey, DMA_FROM_DEVICE);
 		if (ret < 0) {
 			sg_free_table(&c->rd_sgt);
+			/*
+			 * -EAGAIN: no MR in rdma_rw's pool (devices that
+			 * register READ buffers).  With one READ at a time
+			 * that pool never frees up: an error, not "later".
+			 */
+			if (ret == -EAGAIN)
+				ret = -EIO;
 			goto out;
 		}
 		c->rd_at = jiffies;
@@ -2616,13 +2640,6 @@ static int kmsgr_rdma_add_one(struct ib_device *ibdev)
 	d = kzalloc(sizeof(*d), GFP_KERNEL);
 	if (!d)
 		return -ENOMEM;
-	d->pd = ib_alloc_pd(ibdev, 0);
-	if (IS_ERR(d->pd)) {
-		int ret = PTR_ERR(d->pd);
-
-		kfree(d);
-		return ret;
-	}
 	d->ibdev = ibdev;
 	INIT_LIST_HEAD(&d->conns);
 	INIT_LIST_HEAD(&d->parked);
@@ -2710,7 +2727,6 @@ found:
 	mutex_lock(&kmsgr_rdma_lock);
 	list_del(&d->node);
 	mutex_unlock(&kmsgr_rdma_lock);
-	ib_dealloc_pd(d->pd);
 	kfree(d);
 	pr_info("device %s removed (%u connections failed)\n",
 		dev_name(&ibdev->dev), n);

@@ -37,6 +37,11 @@
  *                  buf_size pinned) and the client's the copies it
  *                  offers (registered), both 0 once its session is
  *                  closed.
+ *  new_pair_resources  a new pair: each connection has a protection
+ *                  domain of its own (rdma resource show: pd +2), and
+ *                  credits 6 gives each 4 receive and 4 send buffers
+ *                  (their rings' counters wrap cleanly only with a power
+ *                  of two; pinned_bytes shows it); a stream crosses it.
  *  device_removal  `rdma link delete` of the device under the live
  *                  session: both ends see it go with reason DEVICE (lossy:
  *                  CLOSED; lossless: DOWN).  Lossless: after `rdma link
@@ -80,8 +85,10 @@
 #define PINNED		"/sys/module/kmsgr_rdma/parameters/pinned_bytes"
 
 /* verbs objects counted by `rdma resource show` that must not leak */
-static const char *const res_kinds[] = { "qp", "mr", "cm_id" };
+static const char *const res_kinds[] = { "qp", "mr", "cm_id", "pd" };
 #define NR_RES	ARRAY_SIZE(res_kinds)
+#define RES_QP	0
+#define RES_PD	3
 
 FIXTURE(rdma) {
 	const char *why;	/* set: SKIP with this reason */
@@ -593,6 +600,8 @@ static long long conn_pinned(void)
 	if (n < 0 || size < 0)
 		return -1;
 	n = n < 4 ? 4 : n > 1024 ? 1024 : n;
+	while (n & (n - 1))		/* rounded down to a power of two */
+		n &= n - 1;
 	size = size < 1024 ? 1024 : size > (1 << 20) ? (1 << 20) : size;
 	return 2 * n * size;
 }
@@ -607,6 +616,55 @@ static int param_write(const char *path, const char *val)
 		return -1;
 	ret = fputs(val, f) < 0;
 	return fclose(f) || ret ? -1 : 0;
+}
+
+#define CREDITS	"/sys/module/kmsgr_rdma/parameters/credits"
+
+/*
+ * What a new pair of connections (one at each end) holds.  Each has a
+ * protection domain of its own (`rdma resource show`: pd +2 with qp +2),
+ * so that a key one connection offers its peer is worth nothing on any
+ * other queue pair.  A credits value that is not a power of two is
+ * rounded down (6: 4 receive and 4 send buffers per connection, as
+ * pinned_bytes shows): the u32 counters of a connection's rings index
+ * them modulo their size, which stays right across the counters' wrap
+ * only for a power of two.  Messages flow over such a pair.
+ */
+TEST_F_TIMEOUT(rdma, new_pair_resources, 180)
+{
+	const long long size = kt_rdma_counter("buf_size");
+	long long before, grew = 0;
+	long res[NR_RES], got[NR_RES];
+	char old[32];
+	int i, ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_LT(0, size);
+	ASSERT_EQ(0, kmsgr_read_line(CREDITS, old, sizeof(old)));
+	ASSERT_EQ(0, res_counts(self->dev, res));
+	before = kt_rdma_counter("pinned_bytes");
+	ASSERT_EQ(0, param_write(CREDITS, "6"));
+	ret = kt_rdma_pair(&self->lp, &self->srv, &self->cli, self->ip,
+			   variant->flags, &self->l, &self->dial,
+			   &self->srv_id, &self->cli_id);
+	ASSERT_EQ(0, param_write(CREDITS, old));
+	ASSERT_EQ(0, ret);
+	/* both ends' new connections, 4 + 4 buffers each */
+	for (i = 0; i < 40 && grew != 2 * 2 * 4 * size; i++) {
+		grew = kt_rdma_counter("pinned_bytes") - before;
+		if (grew != 2 * 2 * 4 * size)
+			kt_loop_run_once(&self->lp, 50);
+	}
+	EXPECT_EQ(2 * 2 * 4 * size, grew)
+		TH_LOG("pinned_bytes grew by %lld for two connections with credits 6 (buf_size %lld)",
+		       grew, size);
+	ASSERT_EQ(0, res_counts(self->dev, got));
+	EXPECT_EQ(res[RES_QP] + 2, got[RES_QP]);
+	EXPECT_EQ(res[RES_PD] + 2, got[RES_PD])
+		TH_LOG("protection domains %ld -> %ld for two new connections",
+		       res[RES_PD], got[RES_PD]);
+	streams(_metadata, self, 100, 18, 120 * 1000);
 }
 
 /*
