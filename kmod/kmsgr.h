@@ -490,7 +490,10 @@ int kmsgr_obj_info_next(struct kmsgr_instance *inst, u32 *id, bool listener,
  * the registry's mutex: @fn returns 0 to go on, anything else stops the
  * walk and is returned (*@after is then the id of the instance it stopped
  * at, else of the last one).  Nothing is freed while @fn runs; it may
- * sleep.
+ * sleep, but never on inst->lock, whose holder may wait on user memory
+ * for as long as that user likes (every open and final close of
+ * /dev/kmsgr waits for the registry's mutex): only the session and
+ * submit locks, held for bounded work.
  */
 int kmsgr_inst_walk(u64 *after,
 		    int (*fn)(struct kmsgr_instance *inst, void *arg),

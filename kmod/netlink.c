@@ -194,14 +194,26 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 	bool paused;
 	void *hdr;
 
-	/* SETUP is done under inst->lock: a consistent view of the rings */
-	mutex_lock(&inst->lock);
-	sq_entries = inst->setup_done ? inst->sq_entries : 0;
-	cq_entries = inst->setup_done ? inst->cq_entries : 0;
-	buf_size = inst->setup_done ? inst->buf_size : 0;
-	pool_size = inst->setup_done ? inst->buf_size - inst->pool_off : 0;
-	locked = (u64)inst->locked_pages << PAGE_SHIFT;
-	mutex_unlock(&inst->lock);
+	/*
+	 * The rings as SETUP published them (kmsgr_inst_ready() pairs with
+	 * its store-release; they stay until the instance is gone from the
+	 * registry).  Not inst->lock: its holder may wait on user memory
+	 * (INFO, SETUP, CONNECT copy to and from it) for as long as the
+	 * user likes, and we are called under the registry's mutex.
+	 */
+	if (kmsgr_inst_ready(inst)) {
+		sq_entries = inst->sq_entries;
+		cq_entries = inst->cq_entries;
+		buf_size = inst->buf_size;
+		pool_size = inst->buf_size - inst->pool_off;
+		locked = (u64)inst->locked_pages << PAGE_SHIFT;
+	} else {
+		sq_entries = 0;
+		cq_entries = 0;
+		buf_size = 0;
+		pool_size = 0;
+		locked = 0;
+	}
 	pool_used = kmsgr_pool_in_use(inst);
 	/* counters: read racily, as struct kmsgr_inst_stats allows */
 	memcpy(&st, &inst->stats, sizeof(st));

@@ -69,6 +69,10 @@
  *                                 CONNECT has not returned yet fails with
  *                                 ENOENT (it went on a session that a
  *                                 failing CONNECT then freed, no CQE ever)
+ *  netlink_not_held_by_an_owner  an INFO held inside its copy (its
+ *                                 argument in a userfaultfd page) does not
+ *                                 hold up netlink's instance dump or an
+ *                                 open of /dev/kmsgr (both waited for it)
  *
  * Module parameters changed by a test are put back by it.
  *
@@ -87,7 +91,8 @@
  *  pool_withholders, silent_peer_times_out, close_fails_queued_sends,
  *  forged_reconnect_leaves_session_alone  the rogue peer (kmsgr_rogue)
  *                                 speaks msgr2 over TCP only
- * No session: wait_cqe_ready_while_cq_full, readonly_fd_refused.
+ * No session: wait_cqe_ready_while_cq_full, readonly_fd_refused,
+ * netlink_not_held_by_an_owner.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -101,11 +106,13 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/userfaultfd.h>
 
 #include "kselftest_harness.h"
 #include "kmsgr_selftest.h"
@@ -1870,6 +1877,116 @@ TEST_F_TIMEOUT(core, id_unknown_until_returned, 120)
 		EXPECT_EQ(0, res);
 	}
 	munmap(c, 4096);
+}
+
+/* ---- netlink never waits for an instance's owner ------------------------- */
+
+/* INFO on @arg's fd, its argument in a page userfaultfd holds back. */
+struct held_info {
+	int fd;
+	void *page;
+	int ret;
+};
+
+static void *held_info(void *arg)
+{
+	struct held_info *h = arg;
+
+	h->ret = ioctl(h->fd, KMSGR_IOC_INFO, h->page);
+	return NULL;
+}
+
+static int count_inst(const struct kmsgr_instance_info *i, void *arg)
+{
+	(void)i;
+	(*(unsigned int *)arg)++;
+	return 0;
+}
+
+/* The child: an instance dump, then an open and close of /dev/kmsgr. */
+static int dump_and_open(void)
+{
+	unsigned int n = 0;
+	struct kmsgr_nl *nl;
+	int fd;
+
+	if (kmsgr_nl_open(&nl))
+		return 2;
+	if (kmsgr_nl_instances(nl, count_inst, &n) < 0 || !n)
+		return 3;
+	kmsgr_nl_close(nl);
+	fd = open(KMSGR_DEV_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return 4;
+	close(fd);
+	return 0;
+}
+
+/*
+ * An INFO whose argument lies in a page that userfaultfd holds back
+ * sleeps inside its copy with the instance's control lock held, for as
+ * long as its owner likes.  Netlink's instance dump must not wait for
+ * that: it took the lock under the registry's mutex, which every open
+ * and final close of /dev/kmsgr takes too, so one process could hang
+ * them all.  A child dumps the instances and opens /dev/kmsgr meanwhile,
+ * within 10 s; then the page is given and the INFO completes.
+ */
+TEST(netlink_not_held_by_an_owner)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	struct uffdio_zeropage zp = { 0 };
+	struct pollfd p;
+	struct held_info h;
+	const char *why;
+	int uffd, status = -1, i;
+	pid_t pid, done = 0;
+	pthread_t t;
+
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	h.page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, h.page);
+	reg.range.start = (uintptr_t)h.page;
+	reg.range.len = 4096;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	h.fd = open(KMSGR_DEV_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, h.fd);
+	ASSERT_EQ(0, pthread_create(&t, NULL, held_info, &h));
+	/* the INFO is inside its copy once the fault is reported */
+	p.fd = uffd;
+	p.events = POLLIN;
+	EXPECT_EQ(1, poll(&p, 1, 5000));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(dump_and_open());
+	for (i = 0; i < 100 && !done; i++) {
+		done = waitpid(pid, &status, WNOHANG);
+		if (!done)
+			usleep(100000);
+	}
+	EXPECT_EQ(pid, done) TH_LOG("the dump or the open waited for the instance's owner");
+
+	/* let the INFO go, then everyone */
+	zp.range = reg.range;
+	EXPECT_EQ(0, ioctl(uffd, UFFDIO_ZEROPAGE, &zp));
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, h.ret);
+	if (!done)
+		EXPECT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("child status %#x", status);
+	close(h.fd);
+	close(uffd);
+	munmap(h.page, 4096);
 }
 
 /* ---- D13: a read-only fd can only ask INFO ------------------------------- */
