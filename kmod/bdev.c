@@ -237,6 +237,20 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 	if (ret)
 		return ret;
 
+	/*
+	 * What the caller learns, read while the handle is ours alone: once
+	 * it is linked, a DETACH that guesses its id may free it.
+	 */
+	memset_after(&a, 0, flags);
+	a.attrs = (h->rdonly ? KMSGR_BDEV_A_RDONLY : 0) |
+		  (bdev_write_cache(h->bdev) ? KMSGR_BDEV_A_WCACHE : 0) |
+		  (bdev_fua(h->bdev) ? KMSGR_BDEV_A_FUA : 0) |
+		  (h->poll ? KMSGR_BDEV_A_POLL : 0);
+	a.capacity = bdev_nr_bytes(h->bdev);
+	a.lbs = h->lbs;
+	a.pbs = bdev_physical_block_size(h->bdev);
+	a.max_io = round_down(KMSGR_BDEV_MAX_IO, h->lbs);
+
 	mutex_lock(&inst->submit_lock);
 	if (inst->nr_bdevs >= KMSGR_BDEV_MAX) {
 		ret = -EMFILE;
@@ -246,6 +260,12 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 				      GFP_KERNEL_ACCOUNT);
 		if (ret >= 0) {
 			inst->nr_bdevs++;
+			a.id = h->id;
+			kmsgr_inst_dbg(inst, "block device %pg attached as %u%s%s%s\n",
+				       h->bdev, a.id,
+				       h->rdonly ? ", read-only" : "",
+				       h->mode & FMODE_EXCL ? ", exclusive" : "",
+				       h->poll ? ", polled" : "");
 			ret = 0;
 		}
 	}
@@ -255,17 +275,7 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 		kfree(h);
 		return ret == -EBUSY ? -EMFILE : ret;
 	}
-
-	memset_after(&a, 0, flags);
-	a.id = h->id;
-	a.attrs = (h->rdonly ? KMSGR_BDEV_A_RDONLY : 0) |
-		  (bdev_write_cache(h->bdev) ? KMSGR_BDEV_A_WCACHE : 0) |
-		  (bdev_fua(h->bdev) ? KMSGR_BDEV_A_FUA : 0) |
-		  (h->poll ? KMSGR_BDEV_A_POLL : 0);
-	a.capacity = bdev_nr_bytes(h->bdev);
-	a.lbs = h->lbs;
-	a.pbs = bdev_physical_block_size(h->bdev);
-	a.max_io = round_down(KMSGR_BDEV_MAX_IO, h->lbs);
+	kmsgr_fault(KMSGR_FAULT_BDEV_ATTACHED, false);
 	if (copy_to_user(uarg, &a, sizeof(a))) {
 		/* nobody learnt the id; an op that guessed it is waited for */
 		h = kmsgr_bdev_unlink(inst, a.id);
@@ -273,10 +283,6 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 			kmsgr_bdev_put(h);
 		return -EFAULT;
 	}
-	kmsgr_inst_dbg(inst, "block device %pg attached as %u%s%s%s\n",
-		       h->bdev, a.id, h->rdonly ? ", read-only" : "",
-		       h->mode & FMODE_EXCL ? ", exclusive" : "",
-		       h->poll ? ", polled" : "");
 	return 0;
 }
 
@@ -427,11 +433,16 @@ static bool kmsgr_bio_op_to_runner(struct kmsgr_bio_op *op)
 	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
 	taken = inst->bdev_runners &&
 		!kmsgr_fault_set(KMSGR_FAULT_BDEV_LINK_WORK);
-	if (taken)
+	if (taken) {
 		llist_add(&op->done_node, &inst->bdev_done);
-	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
-	if (taken)
+		/*
+		 * Under the lock: once it is dropped a runner may take the
+		 * op, end it and let the instance go (kmsgr_bdev_run_end()
+		 * waits only for this lock), so @inst is not ours after.
+		 */
 		kmsgr_cq_wake_runners(inst);
+	}
+	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
 	return taken;
 }
 

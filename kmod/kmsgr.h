@@ -158,6 +158,9 @@ enum kmsgr_fault_point {
 	KMSGR_FAULT_CONNECT_ID,		/* CONNECT has its session's id,
 					 * before it tells the caller
 					 */
+	KMSGR_FAULT_BDEV_ATTACHED,	/* ATTACH_BDEV linked its handle,
+					 * before it tells the caller
+					 */
 };
 
 #ifdef KMSGR_FAULT

@@ -809,6 +809,15 @@ struct kmsgr_pool_align {
 #define KMSGR_POOL_ALIGN_MASK	(KMSGR_POOL_DATA_ALIGN / KMSGR_POOL_GRAIN - 1)
 
 /*
+ * Grains of a @len-byte slice, rounded up in 64 bits: a u32 length near
+ * 4 GiB must not wrap to 0 grains.
+ */
+static u32 kmsgr_grains(u64 len)
+{
+	return DIV_ROUND_UP_ULL(len, KMSGR_POOL_GRAIN);
+}
+
+/*
  * The placement rule of a message of @n segments of @len bytes: when its
  * data segment (the last of KMSGR_NSEG) is a non-zero multiple of
  * KMSGR_POOL_DATA_ALIGN, its run starts where the grains of the segments
@@ -829,7 +838,7 @@ static void kmsgr_pool_msg_align(const struct kmsgr_instance *inst,
 		return;
 	pre = inst->pool_off / KMSGR_POOL_GRAIN;
 	for (i = 0; i < n - 1; i++)
-		pre += DIV_ROUND_UP(len[i], KMSGR_POOL_GRAIN);
+		pre += kmsgr_grains(len[i]);
 	a->mask = KMSGR_POOL_ALIGN_MASK;
 	a->off = pre & a->mask;
 }
@@ -968,7 +977,7 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 
 	for (i = 0; i < n; i++) {
 		off[i] = 0;
-		total += DIV_ROUND_UP(len[i], KMSGR_POOL_GRAIN);
+		total += kmsgr_grains(len[i]);
 	}
 	if (!total)
 		return 0;
@@ -1011,7 +1020,7 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 		__set_bit(pos, inst->pool_start);
 		inst->pool_token[pos] = 0;	/* being received */
 		off[i] = inst->pool_off + (u64)pos * KMSGR_POOL_GRAIN;
-		pos += DIV_ROUND_UP(len[i], KMSGR_POOL_GRAIN);
+		pos += kmsgr_grains(len[i]);
 	}
 	inst->pool_hint = first + total < inst->pool_grains ?
 			  first + total : 0;
@@ -1052,7 +1061,7 @@ void kmsgr_pool_unwait(struct kmsgr_instance *inst, u32 who)
 /* Grain index of a pool slice, or -EINVAL when @off is not a grain start. */
 static long kmsgr_pool_grain(struct kmsgr_instance *inst, u32 off, u32 len)
 {
-	u32 n = DIV_ROUND_UP(len, KMSGR_POOL_GRAIN);
+	u32 n = kmsgr_grains(len);
 	u64 rel, first;
 
 	if (!kmsgr_inst_ready(inst) || off < inst->pool_off)
@@ -1137,7 +1146,7 @@ static bool kmsgr_pool_is_alloc(struct kmsgr_instance *inst, u32 first,
  */
 int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token)
 {
-	u32 n = DIV_ROUND_UP(len, KMSGR_POOL_GRAIN);
+	u32 n = kmsgr_grains(len);
 	unsigned long flags;
 	long first;
 	int ret = 0;
@@ -1192,8 +1201,7 @@ int kmsgr_pool_take(struct kmsgr_instance *inst, const struct kmsgr_slice *seg,
 	for (i = 0; i < KMSGR_NSEG; i++)
 		if (first[i] >= 0 &&
 		    (!kmsgr_pool_is_alloc(inst, first[i],
-					  DIV_ROUND_UP(seg[i].len,
-						       KMSGR_POOL_GRAIN)) ||
+					  kmsgr_grains(seg[i].len)) ||
 		     inst->pool_token[first[i]] != token))
 			goto out_unlock;
 	/* token 0: as while being received into, no RELEASE takes it */

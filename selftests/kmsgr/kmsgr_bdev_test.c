@@ -13,6 +13,10 @@
  *                            multiple of lbs; WCACHE and FUA as sysfs
  *                            says; RDONLY only with KMSGR_BDEV_F_RDONLY;
  *                            the fd may be closed after the call
+ *  detach_during_attach      (KMSGR_FAULT=y) a DETACH of the id an
+ *                            ATTACH linked but has not returned: the
+ *                            ATTACH still reports the device right (it
+ *                            read the freed handle)
  *  attach_errors             O_RDONLY / O_WRONLY fds: EBADF; unknown
  *                            flags, reserved fields: EINVAL; a read-only
  *                            instance fd: EBADF; DETACH of an unknown or
@@ -126,6 +130,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -425,6 +430,59 @@ TEST_F(bdev, attach_reports_device)
 	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, ro2.id));
 	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, ro.id));
 	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
+}
+
+#define FAULT_BDEV_ATTACHED	(1U << 13)	/* enum kmsgr_fault_point */
+
+/* ATTACH_BDEV of @path O_RDWR in a thread. */
+struct held_attach {
+	struct kmsgr *k;
+	const char *path;
+	struct kmsgr_bdev b;
+	int ret;
+};
+
+static void *held_attach(void *arg)
+{
+	struct held_attach *a = arg;
+
+	a->ret = attach_path(a->k, a->path, O_RDWR, 0, &a->b);
+	return NULL;
+}
+
+/*
+ * (KMSGR_FAULT=y) A DETACH of the id an ATTACH has linked but not yet
+ * returned (fault point BDEV_ATTACHED holds the ATTACH 300 ms there):
+ * the handle is detached and freed, and the ATTACH still reports the
+ * device as it is.  It used to read the handle after linking it, freed
+ * by then (under slub_debug: poison for capacity and sizes).
+ */
+TEST_F(bdev, detach_during_attach)
+{
+	struct held_attach a = { 0 };
+	pthread_t t;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	a.k = self->ti.k;
+	a.path = self->path;
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_ATTACHED, 300000));
+	ASSERT_EQ(0, pthread_create(&t, NULL, held_attach, &a));
+	usleep(100000);
+	/* this instance's first handle */
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, 1));
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
+	ASSERT_EQ(0, a.ret);
+	EXPECT_EQ(1, a.b.id);
+	EXPECT_EQ(self->cap, a.b.capacity);
+	EXPECT_EQ(self->lbs, a.b.lbs);
+	EXPECT_EQ(self->pbs, a.b.pbs);
+	EXPECT_EQ(0, a.b.attrs & ~(KMSGR_BDEV_A_RDONLY | KMSGR_BDEV_A_WCACHE |
+				   KMSGR_BDEV_A_FUA | KMSGR_BDEV_A_POLL));
+	EXPECT_EQ(-ENODEV, kmsgr_bdev_detach(self->ti.k, 1));
 }
 
 TEST_F(bdev, attach_errors)
