@@ -433,7 +433,9 @@ static int kmsgr_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
 
 /*
  * cb->args[0]: id of the last instance fully dumped; cb->args[1]: the
- * object id to go on from in the next one.
+ * object id to go on from in instance cb->args[2], where the last pass
+ * stopped (if that one has gone meanwhile, the next starts from its
+ * first object).
  */
 struct kmsgr_nl_dump {
 	struct sk_buff *skb;
@@ -444,20 +446,26 @@ struct kmsgr_nl_dump {
 	struct kmsgr_bdev_info b;	/* block devices */
 };
 
-/* An instance's block devices from handle cb->args[1] on. */
+/* The reply is full: object @id of @inst goes first next time. */
+static int kmsgr_nl_dump_stop(struct netlink_callback *cb,
+			      struct kmsgr_instance *inst, u32 id)
+{
+	cb->args[1] = id;
+	cb->args[2] = inst->id;
+	return -EMSGSIZE;
+}
+
+/* An instance's block devices from handle @id on. */
 static int kmsgr_nl_dump_bdevs(struct kmsgr_nl_dump *d,
-			       struct kmsgr_instance *inst)
+			       struct kmsgr_instance *inst, u32 id)
 {
 	struct netlink_callback *cb = d->cb;
-	u32 id = cb->args[1];
 
 	while (!kmsgr_bdev_info_next(inst, &id, &d->b)) {
 		if (kmsgr_nl_put_bdev(d->skb, NETLINK_CB(cb->skb).portid,
 				      cb->nlh->nlmsg_seq, NLM_F_MULTI, inst,
-				      &d->b)) {
-			cb->args[1] = id;	/* this one goes next time */
-			return -EMSGSIZE;
-		}
+				      &d->b))
+			return kmsgr_nl_dump_stop(cb, inst, id);
 		if (id == U32_MAX)
 			break;
 		id++;
@@ -471,7 +479,7 @@ static int kmsgr_nl_dump_one(struct kmsgr_instance *inst, void *arg)
 	struct netlink_callback *cb = d->cb;
 	u32 portid = NETLINK_CB(cb->skb).portid;
 	u32 seq = cb->nlh->nlmsg_seq;
-	u32 id = cb->args[1];
+	u32 id = cb->args[2] == inst->id ? cb->args[1] : 0;
 
 	if ((d->only && inst->id != d->only) ||
 	    !kmsgr_nl_visible(cb->skb, inst))
@@ -482,23 +490,22 @@ static int kmsgr_nl_dump_one(struct kmsgr_instance *inst, void *arg)
 		goto next;
 	}
 	if (d->cmd == KMSGR_CMD_BDEV_GET) {
-		if (kmsgr_nl_dump_bdevs(d, inst))
+		if (kmsgr_nl_dump_bdevs(d, inst, id))
 			return -EMSGSIZE;
 		goto next;
 	}
 	while (!kmsgr_obj_info_next(inst, &id,
 				    d->cmd == KMSGR_CMD_LISTENER_GET, d->o)) {
 		if (kmsgr_nl_put_obj(d->skb, portid, seq, NLM_F_MULTI, inst,
-				     d->o, NULL)) {
-			cb->args[1] = id;	/* this one goes next time */
-			return -EMSGSIZE;
-		}
+				     d->o, NULL))
+			return kmsgr_nl_dump_stop(cb, inst, id);
 		if (id == U32_MAX)
 			break;
 		id++;
 	}
 next:
 	cb->args[1] = 0;
+	cb->args[2] = 0;
 	return 0;
 }
 

@@ -69,6 +69,11 @@
  *                                 CONNECT has not returned yet fails with
  *                                 ENOENT (it went on a session that a
  *                                 failing CONNECT then freed, no CQE ever)
+ *  dump_past_a_closed_instance   a listener dump that spans replies
+ *                                 lists every listener of the instance
+ *                                 after one that closed between two
+ *                                 replies (it skipped those with ids below
+ *                                 where it had stopped)
  *  netlink_not_held_by_an_owner  an INFO held inside its copy (its
  *                                 argument in a userfaultfd page) does not
  *                                 hold up netlink's instance dump or an
@@ -91,6 +96,7 @@
  *  pool_withholders, silent_peer_times_out, close_fails_queued_sends,
  *  forged_reconnect_leaves_session_alone  the rogue peer (kmsgr_rogue)
  *                                 speaks msgr2 over TCP only
+ *  dump_past_a_closed_instance    800 TCP listeners
  * No session: wait_cqe_ready_while_cq_full, readonly_fd_refused,
  * netlink_not_held_by_an_owner.
  *
@@ -1987,6 +1993,63 @@ TEST(netlink_not_held_by_an_owner)
 	close(h.fd);
 	close(uffd);
 	munmap(h.page, 4096);
+}
+
+/* ---- a dump goes on right when an instance goes between its passes ------- */
+
+#define DUMP_A		800	/* listeners of the instance that goes */
+#define DUMP_B		3	/* of the one after it */
+
+struct dump_state {
+	struct kt_inst *a;
+	unsigned int a_seen, b_seen;
+};
+
+static int dump_listener(const struct kmsgr_listener_info *li, void *arg)
+{
+	struct dump_state *st = arg;
+
+	if (li->user_data == 0xa) {
+		/* the first reply is in: A goes before the rest is made */
+		if (!st->a_seen++)
+			kt_inst_close(st->a);
+	} else if (li->user_data == 0xb) {
+		st->b_seen++;
+	}
+	return 0;
+}
+
+/*
+ * A listener dump spans several replies; the instance it is in the middle
+ * of closes meanwhile.  The next instance's listeners must all be there:
+ * the id to go on from belonged to the closed instance, and used to be
+ * applied to the next one, skipping every listener of it with a lower id.
+ */
+TEST_F_TIMEOUT(core_tcp, dump_past_a_closed_instance, 120)
+{
+	struct dump_state st = { .a = &self->c.srv };
+	struct kmsgr_listen l;
+	struct kmsgr_nl *nl;
+	unsigned int old, i;
+
+	if (self->c.why)
+		SKIP(return, "%s", self->c.why);
+	ASSERT_EQ(0, param_set("max_sessions", DUMP_A + 16, &old));
+	for (i = 0; i < DUMP_A; i++)
+		ASSERT_EQ(0, kt_listen(&self->c.srv, "127.0.0.1", 0, 0xa, &l));
+	for (i = 0; i < DUMP_B; i++)
+		ASSERT_EQ(0, kt_listen(&self->c.cli, "127.0.0.1", 0, 0xb, &l));
+	ASSERT_EQ(0, kmsgr_nl_open(&nl));
+	EXPECT_LE(0, kmsgr_nl_listeners(nl, 0, dump_listener, &st));
+	kmsgr_nl_close(nl);
+	EXPECT_EQ(0, param_set("max_sessions", old, NULL));
+	EXPECT_LT(0, st.a_seen);
+	EXPECT_GT(DUMP_A, st.a_seen)
+		TH_LOG("all %u of the closed instance's listeners came: the dump was not cut there",
+		       st.a_seen);
+	EXPECT_EQ(DUMP_B, st.b_seen)
+		TH_LOG("%u of the next instance's %u listeners in the dump",
+		       st.b_seen, DUMP_B);
 }
 
 /* ---- D13: a read-only fd can only ask INFO ------------------------------- */
