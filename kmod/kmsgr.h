@@ -343,6 +343,9 @@ void kmsgr_cq_unreserve(struct kmsgr_instance *inst);
 /* Post a session event; queued on the overflow list if the CQ is full. */
 void kmsgr_cq_post_event(struct kmsgr_instance *inst,
 			 const struct kmsgr_cqe *cqe);
+/* The same for an event that may be left out when the CQ is long full. */
+void kmsgr_cq_post_note(struct kmsgr_instance *inst,
+			const struct kmsgr_cqe *cqe);
 /*
  * Free CQ slots now (not counting reservations).  0 marks delivery paused:
  * kmsgr_sess_resume() is called when ENTER or poll() finds room again.

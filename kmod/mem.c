@@ -82,6 +82,14 @@
  * sessions kept changing state.  Beyond it events are counted and lost.
  */
 #define KMSGR_CQ_OVERFLOW_MAX	4096
+/*
+ * A listener's REFUSED events, which a remote peer can cause as fast as it
+ * can connect, wait on that list only while it holds fewer than this many
+ * entries: a flood of refusals leaves the rest to the sessions' own events.
+ * Beyond it a refusal posts no event (the listener's refused count, in
+ * netlink, has them all).
+ */
+#define KMSGR_CQ_OVERFLOW_NOTES	(KMSGR_CQ_OVERFLOW_MAX / 4)
 
 /*
  * A pool waiter that has not asked again for this long has gone (paused
@@ -711,18 +719,9 @@ out_unlock:
 	return ret;
 }
 
-/**
- * kmsgr_cq_post_event() - post a session event, never refused
- * @inst: the instance (set up)
- * @cqe:  the event, copied
- *
- * When the CQ is full the event waits on the overflow list (in order) and
- * is moved into the CQ when room appears.  That list is bounded; an event
- * beyond the bound, or when GFP_ATOMIC fails, is counted in
- * inst->stats.cq_lost and logged.  Callable from any context.
- */
-void kmsgr_cq_post_event(struct kmsgr_instance *inst,
-			 const struct kmsgr_cqe *cqe)
+/* An event; @note: kmsgr_cq_post_note()'s, else kmsgr_cq_post_event()'s. */
+static void kmsgr_cq_post_ev(struct kmsgr_instance *inst,
+			     const struct kmsgr_cqe *cqe, bool note)
 {
 	struct kmsgr_cq_ovf *ovf;
 	unsigned long flags;
@@ -740,8 +739,11 @@ void kmsgr_cq_post_event(struct kmsgr_instance *inst,
 	}
 
 	ovf = NULL;
-	if (inst->cq_overflow_nr < KMSGR_CQ_OVERFLOW_MAX)
+	if (inst->cq_overflow_nr < (note ? KMSGR_CQ_OVERFLOW_NOTES :
+					   KMSGR_CQ_OVERFLOW_MAX))
 		ovf = kmalloc(sizeof(*ovf), GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
+	if (!ovf && note)
+		goto out_unlock;	/* no event: see KMSGR_CQ_OVERFLOW_NOTES */
 	if (!ovf) {
 		lost = ++inst->stats.cq_lost;
 		WRITE_ONCE(inst->cq->dropped, (u32)lost);
@@ -758,6 +760,38 @@ out_unlock:
 	if (lost)
 		kmsgr_inst_warn_ratelimited(inst, "CQ overflow list full, event %u of session %u lost (%llu lost)\n",
 					    cqe->event, cqe->session, lost);
+}
+
+/**
+ * kmsgr_cq_post_event() - post a session event, never refused
+ * @inst: the instance (set up)
+ * @cqe:  the event, copied
+ *
+ * When the CQ is full the event waits on the overflow list (in order) and
+ * is moved into the CQ when room appears.  That list is bounded; an event
+ * beyond the bound, or when GFP_ATOMIC fails, is counted in
+ * inst->stats.cq_lost and logged.  Callable from any context.
+ */
+void kmsgr_cq_post_event(struct kmsgr_instance *inst,
+			 const struct kmsgr_cqe *cqe)
+{
+	kmsgr_cq_post_ev(inst, cqe, false);
+}
+
+/**
+ * kmsgr_cq_post_note() - post an event the application may miss (a
+ * listener's REFUSED)
+ * @inst: the instance (set up)
+ * @cqe:  the event, copied
+ *
+ * As kmsgr_cq_post_event(), but while the CQ is full it waits on the
+ * overflow list only below KMSGR_CQ_OVERFLOW_NOTES entries, else it is not
+ * posted (and not counted as lost).  Callable from any context.
+ */
+void kmsgr_cq_post_note(struct kmsgr_instance *inst,
+			const struct kmsgr_cqe *cqe)
+{
+	kmsgr_cq_post_ev(inst, cqe, true);
 }
 
 /**

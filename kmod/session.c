@@ -256,7 +256,8 @@ static void kmsgr_obj_notify(struct kmsgr_obj *obj, u8 ev, u16 reason,
 	kfree(info);
 }
 
-static void kmsgr_obj_event(struct kmsgr_obj *obj, u8 ev, u16 reason, int res)
+static void kmsgr_obj_post(struct kmsgr_obj *obj, u8 ev, u16 reason, int res,
+			   bool note)
 {
 	struct kmsgr_cqe cqe = {
 		.user_data = obj->user_data,
@@ -268,7 +269,15 @@ static void kmsgr_obj_event(struct kmsgr_obj *obj, u8 ev, u16 reason, int res)
 	};
 
 	trace_kmsgr_event(obj, ev, reason, res);
-	kmsgr_cq_post_event(obj->inst, &cqe);
+	if (note)
+		kmsgr_cq_post_note(obj->inst, &cqe);
+	else
+		kmsgr_cq_post_event(obj->inst, &cqe);
+}
+
+static void kmsgr_obj_event(struct kmsgr_obj *obj, u8 ev, u16 reason, int res)
+{
+	kmsgr_obj_post(obj, ev, reason, res, false);
 }
 
 static void kmsgr_sess_event(struct kmsgr_sess *s, u8 ev, u16 reason, int res)
@@ -691,7 +700,8 @@ static void kmsgr_listener_refused(struct kmsgr_listener *l,
 	l->refused++;
 	spin_unlock(&l->lock);
 	kmsgr_count(refused, 1);
-	kmsgr_obj_event(&l->obj, KMSGR_EV_REFUSED, reason, err);
+	/* a peer may connect as fast as it likes: an event that may be left out */
+	kmsgr_obj_post(&l->obj, KMSGR_EV_REFUSED, reason, err, true);
 	kmsgr_obj_notify(&l->obj, KMSGR_EV_REFUSED, reason, err);
 }
 

@@ -69,6 +69,11 @@
  *                                 CONNECT has not returned yet fails with
  *                                 ENOENT (it went on a session that a
  *                                 failing CONNECT then freed, no CQE ever)
+ *  refusal_flood_keeps_session_events  4400 refused connections while
+ *                                 the application reads nothing: a
+ *                                 session's ACCEPTED after them is still
+ *                                 delivered, no event lost (the refusals
+ *                                 used to fill the overflow list)
  *  dump_past_a_closed_instance   a listener dump that spans replies
  *                                 lists every listener of the instance
  *                                 after one that closed between two
@@ -97,6 +102,7 @@
  *  forged_reconnect_leaves_session_alone  the rogue peer (kmsgr_rogue)
  *                                 speaks msgr2 over TCP only
  *  dump_past_a_closed_instance    800 TCP listeners
+ *  refusal_flood_keeps_session_events  raw TCP connections
  * No session: wait_cqe_ready_while_cq_full, readonly_fd_refused,
  * netlink_not_held_by_an_owner.
  *
@@ -2050,6 +2056,105 @@ TEST_F_TIMEOUT(core_tcp, dump_past_a_closed_instance, 120)
 	EXPECT_EQ(DUMP_B, st.b_seen)
 		TH_LOG("%u of the next instance's %u listeners in the dump",
 		       st.b_seen, DUMP_B);
+}
+
+/* ---- a flood of refused connections leaves the sessions' events -------- */
+
+#define REFUSALS	4400	/* more refusals than the overflow list holds */
+
+struct flood_inst {
+	uint64_t lost;
+	int found;
+};
+
+/* this process's instance with a 16-entry CQ: its lost events */
+static int flood_inst_of(const struct kmsgr_instance_info *i, void *arg)
+{
+	struct flood_inst *f = arg;
+
+	if (i->pid == (uint32_t)getpid() && i->cq_entries == 16) {
+		f->lost = i->cq_lost;
+		f->found++;
+	}
+	return 0;
+}
+
+/*
+ * A listener whose one handshake slot is taken (max_half_open 1) refuses
+ * 4400 connections while its application reads nothing (a 16-entry CQ):
+ * only the first refusals wait for room, so that the ACCEPTED of a client
+ * that comes after the flood is still delivered and no event is lost.
+ * The refusals used to take the whole overflow list (4096), and every
+ * event after them was lost.
+ */
+TEST_F_TIMEOUT(core_tcp, refusal_flood_keeps_session_events, 300)
+{
+	unsigned int old, refused = 0, accepted = 0, i, idle;
+	struct flood_inst f = { 0 };
+	struct kmsgr_listen l;
+	struct kmsgr_nl *nl;
+	struct kmsgr_cqe *c;
+	struct kt_inst fl;
+	uint32_t cli_id;
+	uint64_t t0;
+	int silent, fd;
+
+	if (self->c.why)
+		SKIP(return, "%s", self->c.why);
+	ASSERT_EQ(0, kt_inst_open_cq(&fl, "flood", 8, 16, TX_AREA, RX_POOL,
+				     7));
+	ASSERT_EQ(0, param_set("max_half_open", 1, &old));
+	ASSERT_EQ(0, kt_listen(&fl, "127.0.0.1", 0, 0xf1, &l));
+	silent = raw_connect(l.bound.port);	/* holds the one slot */
+	ASSERT_LE(0, silent);
+	usleep(300000);
+	t0 = kt_now_ms();
+	for (i = 0; i < REFUSALS; i++) {
+		fd = raw_connect(l.bound.port);
+		ASSERT_LE(0, fd) TH_LOG("connection %u: %s", i, strerror(-fd));
+		close(fd);
+	}
+	TH_LOG("%u connections in %llu ms", REFUSALS,
+	       (unsigned long long)(kt_now_ms() - t0));
+	usleep(500000);		/* the last refusals */
+	close(silent);
+	EXPECT_EQ(0, param_set("max_half_open", old, NULL));
+
+	/* a client after the flood; its server session's ACCEPTED */
+	ASSERT_EQ(0, kt_connect(&self->c.cli, &l.bound, 0, KT_PEER_ANY, 0xc,
+				&cli_id));
+	self->c.lp.nr_inst = 0;
+	kt_loop_add(&self->c.lp, &self->c.cli);
+	ASSERT_LE(0, wait_event(&self->c.lp, &self->c.cli, cli_id,
+				KMSGR_EV_UP, 0, SETUP_MS));
+	for (idle = 0; idle < 10; ) {
+		c = kmsgr_peek_cqe(fl.k);
+		if (!c) {
+			kmsgr_submit(fl.k, 0, 0);	/* room: the list moves */
+			usleep(50000);
+			idle++;
+			continue;
+		}
+		idle = 0;
+		if (c->kind == KMSGR_CQE_EVENT && c->event == KMSGR_EV_REFUSED)
+			refused++;
+		else if (c->kind == KMSGR_CQE_EVENT &&
+			 c->event == KMSGR_EV_ACCEPTED)
+			accepted++;
+		else if (c->kind == KMSGR_CQE_RECV)
+			kt_release(&fl, c);
+		kmsgr_cqe_seen(fl.k);
+	}
+	ASSERT_EQ(0, kmsgr_nl_open(&nl));
+	EXPECT_LE(0, kmsgr_nl_instances(nl, flood_inst_of, &f));
+	kmsgr_nl_close(nl);
+	TH_LOG("%u REFUSED events delivered, %u ACCEPTED, %llu lost",
+	       refused, accepted, (unsigned long long)f.lost);
+	EXPECT_EQ(1, f.found);
+	EXPECT_EQ(1, accepted);
+	EXPECT_EQ(0, f.lost);
+	EXPECT_LT(refused, REFUSALS);
+	kt_inst_close(&fl);
 }
 
 /* ---- D13: a read-only fd can only ask INFO ------------------------------- */

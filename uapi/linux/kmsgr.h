@@ -596,6 +596,10 @@ struct kmsgr_sqe {
  * handshakes in progress, module parameter max_half_open),
  * KMSGR_REASON_SESSIONS (max_sessions reached when the handshake ended)
  * or KMSGR_REASON_NOMEM; @res the errno.  The peer's address is logged.
+ * Remote peers can cause these as fast as they connect: while the CQ is
+ * full, only the first 1024 wait for room (behind the sessions' events,
+ * which are kept up to 4096), the rest post nothing; the listener's
+ * refused count (netlink) has every one.
  */
 #define KMSGR_EV_REFUSED	6
 
