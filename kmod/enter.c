@@ -236,11 +236,12 @@ static void kmsgr_sq_peek(struct kmsgr_instance *inst, struct kmsgr_sqe *sqe)
 }
 
 /*
- * Consume up to @max SQEs, each only after reserving its CQ slot.  Sets
- * *@cq_full when it stopped for lack of CQ room.  Returns the count.
+ * Consume up to @max SQEs, each only after reserving its CQ slot.  When
+ * it stopped for lack of CQ room, *@need is the slots the next SQE wants
+ * (2 for a linked pair), else it is left alone.  Returns the count.
  */
 static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
-			    bool *cq_full, struct kmsgr_push *push)
+			    u32 *need, struct kmsgr_push *push)
 	__must_hold(&inst->submit_lock)
 {
 	u32 tail, avail, n, done = 0, batch = 0;
@@ -256,7 +257,7 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 
 	while (done < max) {
 		if (!kmsgr_cq_reserve(inst)) {
-			*cq_full = true;
+			*need = 1;
 			break;
 		}
 		kmsgr_sq_peek(inst, &sqe);
@@ -269,7 +270,7 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 		linked = link && done + 1 < max && inst->cq_entries >= 4;
 		if (linked && !kmsgr_cq_reserve(inst)) {
 			kmsgr_cq_unreserve(inst);
-			*cq_full = true;
+			*need = 2;
 			break;
 		}
 		inst->sq_head++;
@@ -304,7 +305,7 @@ struct kmsgr_cq_waiter {
 	struct wait_queue_entry wqe;
 	struct kmsgr_instance *inst;
 	u32 want;
-	bool room;		/* also for a slot given back */
+	u32 room;		/* also for this many slots given back */
 	bool woken_for_room;
 };
 
@@ -424,8 +425,9 @@ static bool kmsgr_cq_run_expired(u64 timeout_ns, unsigned long *run_j)
 }
 
 /*
- * Wait until @want CQEs are ready, or with @room until a reserved slot is
- * given back (SQEs were left for want of one); 0, -ETIME or -EINTR.
+ * Wait until @want CQEs are ready, or with @room until that many slots
+ * can be reserved (SQEs were left for want of them: 2 for a linked
+ * pair); 0, -ETIME or -EINTR.
  * While polled block I/O is out (KMSGR_BDEV_F_POLL) it polls the devices
  * and spins rather than sleeps: nothing else would complete that I/O.
  * With @busy_ns it spins that long first, its time taken from @timeout_ns;
@@ -433,7 +435,7 @@ static bool kmsgr_cq_run_expired(u64 timeout_ns, unsigned long *run_j)
  * meanwhile are queued for it and it runs them at its next look.
  */
 static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
-			 u64 timeout_ns, u64 busy_ns, bool room)
+			 u64 timeout_ns, u64 busy_ns, u32 room)
 {
 	struct kmsgr_cq_waiter w = {
 		.inst = inst,
@@ -474,7 +476,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 					TASK_INTERRUPTIBLE);
 		if (kmsgr_cq_ready(inst) >= w.want ||
 		    READ_ONCE(w.woken_for_room) ||
-		    (w.room && kmsgr_cq_can_reserve(inst)))
+		    (w.room && kmsgr_cq_can_reserve(inst, w.room)))
 			break;
 		if (runner && !expired && !signal_pending(current) &&
 		    (kmsgr_sess_rx_pending(inst) ||
@@ -564,8 +566,7 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 {
 	struct kmsgr_push push = { .n = 0 };
 	struct kmsgr_enter e;
-	bool cq_full = false;
-	u32 done = 0;
+	u32 done = 0, need = 0;
 	int ret = 0;
 
 	if (copy_from_user(&e, uarg, sizeof(e)))
@@ -579,7 +580,7 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 
 	if (e.to_submit) {
 		mutex_lock(&inst->submit_lock);
-		done = kmsgr_sq_consume(inst, e.to_submit, &cq_full, &push);
+		done = kmsgr_sq_consume(inst, e.to_submit, &need, &push);
 		mutex_unlock(&inst->submit_lock);
 		/* write the SENDs out from here: no work-item hop */
 		kmsgr_sess_push(&push);
@@ -594,8 +595,8 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 	if (e.flags & KMSGR_ENTER_F_GETEVENTS && e.min_complete)
 		ret = kmsgr_cq_wait(inst, e.min_complete, e.timeout_ns,
 				    (u64)e.busy_poll_us * NSEC_PER_USEC,
-				    cq_full && done < e.to_submit);
-	else if (!done && cq_full)
+				    done < e.to_submit ? need : 0);
+	else if (!done && need)
 		ret = -EBUSY;
 	/* GETEVENTS without a wait still reaps polled block I/O, once */
 	if (e.flags & KMSGR_ENTER_F_GETEVENTS && !e.min_complete &&

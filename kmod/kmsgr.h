@@ -336,8 +336,8 @@ u32 kmsgr_cq_refresh(struct kmsgr_instance *inst, bool *resume);
 u32 kmsgr_cq_ready(struct kmsgr_instance *inst);
 /* Reserve a slot for the completion of one SQE; false when none may be. */
 bool kmsgr_cq_reserve(struct kmsgr_instance *inst);
-/* Whether kmsgr_cq_reserve() could succeed now. */
-bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst);
+/* Whether @n calls of kmsgr_cq_reserve() could succeed now. */
+bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst, u32 n);
 /* A consumed SQE completes without a CQE: give its reserved slot back. */
 void kmsgr_cq_unreserve(struct kmsgr_instance *inst);
 /* Post a session event; queued on the overflow list if the CQ is full. */
@@ -359,8 +359,7 @@ u32 kmsgr_cq_room(struct kmsgr_instance *inst);
 int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 			 const u32 *len, u32 *off, unsigned int n);
 void kmsgr_pool_unwait(struct kmsgr_instance *inst, u32 who);
-u32 kmsgr_pool_deliver(struct kmsgr_instance *inst,
-		       const struct kmsgr_slice *seg);
+u32 kmsgr_pool_token(void);
 int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token);
 /*
  * Kernel address of buffer-area bytes [off, off + len), or NULL when the

@@ -608,22 +608,22 @@ static u32 kmsgr_cq_reserve_max(const struct kmsgr_instance *inst)
 }
 
 /* Whether a slot may be reserved now, the CQ's head synced. */
-static bool kmsgr_cq_reservable(struct kmsgr_instance *inst)
+static bool kmsgr_cq_reservable(struct kmsgr_instance *inst, u32 n)
 	__must_hold(&inst->cq_lock)
 {
 	kmsgr_cq_sync_head(inst);
-	return list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst) &&
-	       inst->cq_reserved < kmsgr_cq_reserve_max(inst);
+	return list_empty(&inst->cq_overflow) && kmsgr_cq_free(inst) >= n &&
+	       inst->cq_reserved + n <= kmsgr_cq_reserve_max(inst);
 }
 
-/* Whether kmsgr_cq_reserve() could succeed now. */
-bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst)
+/* Whether @n calls of kmsgr_cq_reserve() could succeed now. */
+bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst, u32 n)
 {
 	unsigned long flags;
 	bool ok;
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
-	ok = kmsgr_cq_reservable(inst);
+	ok = kmsgr_cq_reservable(inst, n);
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
 	return ok;
 }
@@ -642,7 +642,7 @@ bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
 	tail = inst->cq_tail;
 	kmsgr_cq_sync_head(inst);
 	kmsgr_cq_flush(inst);
-	if (kmsgr_cq_reservable(inst)) {
+	if (kmsgr_cq_reservable(inst, 1)) {
 		inst->cq_reserved++;
 		ok = true;
 	}
@@ -669,6 +669,9 @@ void kmsgr_cq_unreserve(struct kmsgr_instance *inst)
 	if (wq_has_sleeper(&inst->cq_wait))
 		__wake_up(&inst->cq_wait, TASK_NORMAL, 0, KMSGR_WAKE_ROOM);
 }
+
+static void kmsgr_pool_hand_out(struct kmsgr_instance *inst,
+				const struct kmsgr_cqe *cqe);
 
 /**
  * kmsgr_cq_post() - post a completion
@@ -712,6 +715,8 @@ int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
 		goto out_unlock;
 	}
 	kmsgr_cq_write(inst, cqe);
+	if (cqe->kind == KMSGR_CQE_RECV)
+		kmsgr_pool_hand_out(inst, cqe);
 out_unlock:
 	spin_unlock_irqrestore(&inst->cq_lock, irqflags);
 	if (!(flags & KMSGR_CQ_QUIET))
@@ -969,7 +974,8 @@ static unsigned long kmsgr_pool_find(struct kmsgr_instance *inst, u32 who,
  * (released one by one), so that a message either fits whole or waits
  * whole: a message never holds part of the pool while it waits for the
  * rest.  First fit from a rotating hint.  The slices are "being received"
- * until kmsgr_pool_deliver().  Never sleeps; callable from any context.
+ * until their RECV CQE is posted (kmsgr_pool_token()).  Never sleeps;
+ * callable from any context.
  *
  * Alignment: a message of KMSGR_NSEG segments whose data segment (the
  * last) is a non-zero multiple of 4 KiB (KMSGR_POOL_DATA_ALIGN) gets its
@@ -1110,36 +1116,40 @@ static long kmsgr_pool_grain(struct kmsgr_instance *inst, u32 off, u32 len)
 }
 
 /**
- * kmsgr_pool_deliver() - the slices of a received message go to the
- * application: give them a release token
- * @inst: the instance
- * @seg:  the message's slices (len 0: none)
+ * kmsgr_pool_token() - a release token for the slices of a received message
  *
- * Return: the token (1 .. 2^31 - 1), random, for the RECV CQE; a RELEASE
- * that names it frees exactly these slices and nothing that reuses their
- * space later.
+ * Return: the token (1 .. 2^31 - 1), random, for the RECV CQE.  The slices
+ * take it when that CQE goes into the CQ (kmsgr_cq_post()), not before: a
+ * RECV held back for want of CQ room names slices that no RELEASE can
+ * free yet.  A RELEASE that names the token frees exactly these slices and
+ * nothing that reuses their space later.
  */
-u32 kmsgr_pool_deliver(struct kmsgr_instance *inst,
-		       const struct kmsgr_slice *seg)
+u32 kmsgr_pool_token(void)
 {
-	unsigned long flags;
-	unsigned int i;
-	long first;
 	u32 token;
 
 	do {
 		token = get_random_u32() & KMSGR_RELEASE_TOKEN_MAX;
 	} while (!token);
-	spin_lock_irqsave(&inst->cq_lock, flags);
-	for (i = 0; i < KMSGR_NSEG; i++) {
-		if (!seg[i].len)
-			continue;
-		first = kmsgr_pool_grain(inst, seg[i].off, seg[i].len);
-		if (!WARN_ON_ONCE(first < 0))
-			inst->pool_token[first] = token;
-	}
-	spin_unlock_irqrestore(&inst->cq_lock, flags);
 	return token;
+}
+
+/* The RECV @cqe is in the CQ: its slices are the application's now. */
+static void kmsgr_pool_hand_out(struct kmsgr_instance *inst,
+				const struct kmsgr_cqe *cqe)
+	__must_hold(&inst->cq_lock)
+{
+	unsigned int i;
+	long first;
+
+	for (i = 0; i < KMSGR_NSEG; i++) {
+		if (!cqe->seg[i].len)
+			continue;
+		first = kmsgr_pool_grain(inst, cqe->seg[i].off,
+					 cqe->seg[i].len);
+		if (!WARN_ON_ONCE(first < 0))
+			inst->pool_token[first] = cqe->res;
+	}
 }
 
 /*
@@ -1169,7 +1179,7 @@ static bool kmsgr_pool_is_alloc(struct kmsgr_instance *inst, u32 first,
  * @off:   offset in the buffer area, as kmsgr_pool_alloc_msg() gave it
  * @len:   bytes, as allocated (the same number of grains); 0 is a no-op
  * @token: KMSGR_POOL_KERNEL for the kernel's own frees; else the slice must
- *         have been delivered (kmsgr_pool_deliver()) and, unless @token is
+ *         have been handed out (kmsgr_pool_token()) and, unless @token is
  *         0 (RELEASE without a token, ABI 1), with this token
  *
  * Callable from any context.

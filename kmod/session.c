@@ -576,7 +576,8 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 	kmsgr_count(msgs_in, 1);
 	kmsgr_count(bytes_in, total);
 	cqe->user_data = s->obj.user_data;
-	cqe->res = kmsgr_pool_deliver(s->obj.inst, cqe->seg);
+	/* the slices take it when the CQE is posted (kmsgr_cq_post()) */
+	cqe->res = kmsgr_pool_token();
 	cqe->kind = KMSGR_CQE_RECV;
 	cqe->session = s->obj.id;
 	cqe->type = hdr->type;
