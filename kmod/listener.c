@@ -219,7 +219,7 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	if (ret)
 		goto out_free;
 	/* a CLOSE naming the id finds nothing until it is returned */
-	ret = kmsgr_obj_reserve(inst, &l->obj);
+	ret = kmsgr_obj_reserve(inst, &l->obj.id);
 	if (ret)
 		goto out_uncharge;
 	ret = l->xtype->listen(inst->net, &inst->xacct, &ss,
@@ -244,10 +244,10 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 out_close:
 	id = l->obj.id;
 	kmsgr_listener_teardown(l);	/* no event with its id after this */
-	xa_erase(&inst->objs, id);
+	xa_release(&inst->objs, id);
 	return ret;
 out_release:
-	xa_erase(&inst->objs, l->obj.id);
+	xa_release(&inst->objs, l->obj.id);
 out_uncharge:
 	atomic_dec(&inst->nr_sessions);
 out_free:

@@ -189,8 +189,9 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 {
 	const int pad = KMSGR_A_INSTANCE_PAD;
 	struct kmsgr_inst_stats st;
-	u64 buf_size, pool_size, pool_used, locked, pinned, registered;
-	u32 sq_entries, cq_entries, bdevs;
+	u64 buf_size = 0, pool_size = 0, locked = 0;
+	u32 sq_entries = 0, cq_entries = 0, bdevs;
+	u64 pool_used, pinned, registered;
 	bool paused;
 	void *hdr;
 
@@ -207,12 +208,6 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 		buf_size = inst->buf_size;
 		pool_size = inst->buf_size - inst->pool_off;
 		locked = (u64)inst->locked_pages << PAGE_SHIFT;
-	} else {
-		sq_entries = 0;
-		cq_entries = 0;
-		buf_size = 0;
-		pool_size = 0;
-		locked = 0;
 	}
 	pool_used = kmsgr_pool_in_use(inst);
 	/* counters: read racily, as struct kmsgr_inst_stats allows */

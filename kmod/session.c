@@ -188,28 +188,30 @@ static struct kmsgr_obj *kmsgr_obj_get(struct kmsgr_instance *inst, u32 id)
 }
 
 /*
- * Give @obj a new id (cyclic from 1) whose slot stays reserved: a lookup
- * (SEND, CLOSE) finds nothing there until kmsgr_obj_publish(), so an
- * object that fails before then is its creator's alone.  xa_erase()
- * gives the id back.
+ * A new id (cyclic from 1) into *@id, its slot reserved: a lookup (SEND,
+ * CLOSE) finds nothing there until kmsgr_obj_publish(), so an object that
+ * fails before then is its creator's alone.  xa_release() gives it back.
  */
-int kmsgr_obj_reserve(struct kmsgr_instance *inst, struct kmsgr_obj *obj)
+int kmsgr_obj_reserve(struct kmsgr_instance *inst, u32 *id)
 {
 	int ret;
 
-	ret = xa_alloc_cyclic(&inst->objs, &obj->id, NULL, xa_limit_31b,
+	ret = xa_alloc_cyclic(&inst->objs, id, NULL, xa_limit_31b,
 			      &inst->next_id, GFP_KERNEL);
 	return ret < 0 ? ret : 0;
 }
 
 /*
- * Put @obj into the slot kmsgr_obj_reserve() gave it: from now on whoever
- * takes it out of inst->objs tears it down.  The slot exists, so the
- * store allocates nothing and cannot fail (see kmsgr_sess_announce()).
+ * Put @obj into the slot kmsgr_obj_reserve() gave it (@obj->id): from now
+ * on whoever takes it out of inst->objs tears it down.  The slot exists
+ * and nothing erases a reservation (see CLOSE), so the store allocates
+ * nothing: it cannot fail, and any context may call this.  xa_cmpxchg()
+ * would not do: it sees the reservation, not NULL, and stores nothing.
  */
-void kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj)
+int kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj)
 {
-	WARN_ON_ONCE(xa_err(xa_store(&inst->objs, obj->id, obj, GFP_KERNEL)));
+	return WARN_ON_ONCE(xa_err(xa_store(&inst->objs, obj->id, obj,
+					    GFP_ATOMIC)));
 }
 
 /* Count a session against kmsgr_max_sessions. */
@@ -745,9 +747,8 @@ static int kmsgr_sess_announce(struct kmsgr_sess *s, struct kmsgr_conn *kc)
 	u32 id;
 	int ret;
 
-	ret = xa_alloc_cyclic(&inst->objs, &id, NULL, xa_limit_31b,
-			      &inst->next_id, GFP_KERNEL);
-	if (ret < 0)
+	ret = kmsgr_obj_reserve(inst, &id);
+	if (ret)
 		goto out_refused;
 	ret = kmsgr_sess_charge(inst);
 	if (ret)
@@ -760,13 +761,8 @@ static int kmsgr_sess_announce(struct kmsgr_sess *s, struct kmsgr_conn *kc)
 		goto out_uncharge;
 	}
 	s->obj.id = id;
-	/*
-	 * The slot is reserved (nothing erases a reservation: see CLOSE), so
-	 * this store allocates nothing.  xa_cmpxchg() would not do: it sees
-	 * the reservation, not NULL, and stores nothing.
-	 */
-	ret = xa_err(xa_store(&inst->objs, id, &s->obj, GFP_ATOMIC));
-	if (WARN_ON_ONCE(ret)) {
+	ret = kmsgr_obj_publish(inst, &s->obj);
+	if (ret) {
 		spin_unlock(&l->lock);
 		s->obj.id = 0;
 		goto out_uncharge;
@@ -1988,7 +1984,7 @@ int kmsgr_sess_connect(struct kmsgr_instance *inst,
 	if (ret)
 		goto out_free;
 	/* a SEND or CLOSE naming the id finds nothing until it is returned */
-	ret = kmsgr_obj_reserve(inst, &s->obj);
+	ret = kmsgr_obj_reserve(inst, &s->obj.id);
 	if (ret)
 		goto out_uncharge;
 	kmsgr_fault(KMSGR_FAULT_CONNECT_ID, false);
@@ -2012,7 +2008,7 @@ out_stop:
 	kmsgr_sess_unarm(s);
 	cancel_work_sync(&s->work);
 out_release:
-	xa_erase(&inst->objs, s->obj.id);
+	xa_release(&inst->objs, s->obj.id);
 out_uncharge:
 	atomic_dec(&inst->nr_sessions);
 out_free:

@@ -213,12 +213,13 @@ struct kmsgr_sess {
 
 void kmsgr_obj_put(struct kmsgr_obj *obj);
 /*
- * A new id for @obj (cyclic from 1), its slot in inst->objs reserved:
- * lookups find nothing there until kmsgr_obj_publish() puts @obj in it
- * (xa_erase() gives it back instead).
+ * A new id (cyclic from 1) into *@id, its slot in inst->objs reserved:
+ * lookups find nothing there until kmsgr_obj_publish() puts the object
+ * with that id in it (cannot fail: 0, or a WARN), or xa_release() gives
+ * it back.
  */
-int kmsgr_obj_reserve(struct kmsgr_instance *inst, struct kmsgr_obj *obj);
-void kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj);
+int kmsgr_obj_reserve(struct kmsgr_instance *inst, u32 *id);
+int kmsgr_obj_publish(struct kmsgr_instance *inst, struct kmsgr_obj *obj);
 /* Count a session or listener against max_sessions: 0 or -ENOSPC. */
 int kmsgr_sess_charge(struct kmsgr_instance *inst);
 /*
