@@ -151,6 +151,11 @@ struct kmsgr_rdma_done {
 #define KMSGR_RDMA_READ_MAX	SZ_1M	/* largest read_size */
 #define KMSGR_RDMA_READ_SGE	16	/* pages per READ work request */
 #define KMSGR_RDMA_DONES	16	/* DONEs waiting for a credit */
+/*
+ * The address a PULL offers: this base plus the first byte's offset in its
+ * page, never the DMA address (a kernel address on software devices).
+ */
+#define KMSGR_RDMA_IOVA		BIT_ULL(32)
 
 /* ---- parameters ---- */
 
@@ -1867,6 +1872,7 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 	u32 len = be32_to_cpu(d->len), rkey = be32_to_cpu(d->rkey);
 	enum ib_wc_status st;
 	ssize_t ret;
+	u64 addr;
 	u32 k;
 
 	mutex_lock(&c->mutex);
@@ -1875,6 +1881,7 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 		goto out;
 	}
 	if (!c->rd_busy) {
+		addr = get_unaligned_be64(&d->addr) + c->pull_off;
 		k = min_t(size_t, iov->len, len - c->pull_off);
 		k = min_t(u32, k, clamp_t(u32, READ_ONCE(read_size), SZ_4K,
 					  KMSGR_RDMA_READ_MAX) -
@@ -1884,8 +1891,7 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 			goto out;
 		ret = rdma_rw_ctx_init(&c->rw, c->qp, c->port, c->rd_sgt.sgl,
 				       c->rd_sgt.orig_nents, 0,
-				       get_unaligned_be64(&d->addr) + c->pull_off,
-				       rkey, DMA_FROM_DEVICE);
+				       addr, rkey, DMA_FROM_DEVICE);
 		if (ret < 0) {
 			sg_free_table(&c->rd_sgt);
 			/*
@@ -1914,7 +1920,8 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 				mod_timer(&c->rd_timer, c->rd_at +
 					  msecs_to_jiffies(READ_ONCE(read_timeout)));
 		}
-		trace_kmsgr_rdma_read_post(c->qp, &c->peer, k, rkey, ret);
+		trace_kmsgr_rdma_read_post(c->qp, &c->peer, addr, k, rkey,
+					   ret);
 		spin_unlock_bh(&c->lock);
 		ret = ret ? ret : -EAGAIN;
 		goto out;
@@ -2148,6 +2155,8 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
 		ret = ret < 0 ? ret : -EINVAL;
 		goto out_unmap;
 	}
+	/* the peer reads [iova, iova + k) whatever addresses back it */
+	m->mr->iova = KMSGR_RDMA_IOVA | (m->mr->iova & ~PAGE_MASK);
 	ib_update_fast_reg_key(m->mr, ib_inc_rkey(m->mr->rkey));
 	reg.wr.opcode = IB_WR_REG_MR;
 	reg.wr.wr_cqe = &m->reg_cqe;

@@ -68,19 +68,20 @@ static inline void kmsgr_rdma_trace_peer(u8 *dst,
 #endif
 
 /*
- * kmsgr_rdma_read_post - the READ of @len bytes of a PULL (@rkey) was
- * posted on the QP, @res 0, or could not be (@res the errno: the
- * connection fails).
+ * kmsgr_rdma_read_post - the READ of @len bytes at the peer's @addr (what
+ * its PULL offered, plus what was read of it) under @rkey was posted on
+ * the QP, @res 0, or could not be (@res the errno: the connection fails).
  */
 TRACE_EVENT(kmsgr_rdma_read_post,
 	TP_PROTO(const struct ib_qp *qp, const struct sockaddr_storage *peer,
-		 u32 len, u32 rkey, int res),
+		 u64 addr, u32 len, u32 rkey, int res),
 
-	TP_ARGS(qp, peer, len, rkey, res),
+	TP_ARGS(qp, peer, addr, len, rkey, res),
 
 	TP_STRUCT__entry(
 		__string(dev, dev_name(&qp->device->dev))
 		__array(u8, peer, sizeof(struct sockaddr_in6))
+		__field(u64, addr)
 		__field(u32, qpn)
 		__field(u32, len)
 		__field(u32, rkey)
@@ -90,15 +91,16 @@ TRACE_EVENT(kmsgr_rdma_read_post,
 	TP_fast_assign(
 		kmsgr_assign_str(dev, dev_name(&qp->device->dev));
 		kmsgr_rdma_trace_peer(__entry->peer, peer);
+		__entry->addr = addr;
 		__entry->qpn = qp->qp_num;
 		__entry->len = len;
 		__entry->rkey = rkey;
 		__entry->res = res;
 	),
 
-	TP_printk("dev=%s qpn=%u peer=%pISpc len=%u rkey=0x%x res=%d",
-		  __get_str(dev), __entry->qpn, __entry->peer, __entry->len,
-		  __entry->rkey, __entry->res)
+	TP_printk("dev=%s qpn=%u peer=%pISpc addr=0x%llx len=%u rkey=0x%x res=%d",
+		  __get_str(dev), __entry->qpn, __entry->peer, __entry->addr,
+		  __entry->len, __entry->rkey, __entry->res)
 );
 
 /*

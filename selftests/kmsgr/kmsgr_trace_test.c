@@ -353,7 +353,9 @@ static void check_events(struct __test_metadata *_metadata,
 /*
  * kmsgr_rdma: every READ posted (res 0) completed with SUCCESS, their
  * bytes are what pulled_bytes grew by (@pulled), and both 64 KiB
- * payloads were among them.
+ * payloads were among them.  Every READ is of an address kmsgr offered:
+ * 2^32 plus an offset, never the DMA address of the sender's memory (a
+ * kernel address under rxe).
  */
 static void check_pulls(struct __test_metadata *_metadata,
 			const struct tev *ev, unsigned int n, const char *ip,
@@ -379,6 +381,12 @@ static void check_pulls(struct __test_metadata *_metadata,
 			posted++;
 			EXPECT_EQ(0, tev_num(&ev[i], "res"))
 				TH_LOG("%s:%s", ev[i].name, ev[i].args);
+			/* kmsgr offers an opaque address, not its own */
+			EXPECT_TRUE(tev_str(&ev[i], "addr", peer,
+					    sizeof(peer)) &&
+				    strtoull(peer, NULL, 0) >> 32 == 1)
+				TH_LOG("a PULL offered addr %s, not 2^32 + offset",
+				       peer);
 		} else {
 			done++;
 			bytes += tev_num(&ev[i], "len");
