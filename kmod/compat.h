@@ -55,7 +55,8 @@
 /*
  * Generic netlink multicast groups that only CAP_NET_ADMIN may join
  * (GENL_MCAST_CAP_NET_ADMIN): Linux 6.7, and the stable 6.1.64 and 6.6.3.
- * Without it kmsgr's "monitor" group is open to every local user.
+ * Without it the group would be open to every local user, so kmsgr does not
+ * register its "monitor" group there (KMSGR_GENL_MCAST_ADMIN 0, netlink.c).
  */
 #define KMSGR_LINUX_VERSION_6_1_64	KERNEL_VERSION(6, 1, 64)
 #define KMSGR_LINUX_VERSION_6_2		KERNEL_VERSION(6, 2, 0)

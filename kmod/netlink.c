@@ -666,9 +666,16 @@ static int kmsgr_nl_dev_dumpit(struct sk_buff *skb,
 
 /* ---- monitor --------------------------------------------------------- */
 
+/*
+ * Events name every instance's peers and processes: a kernel that cannot
+ * keep the group to CAP_NET_ADMIN (compat.h) gets no monitor group.
+ */
+#define KMSGR_NL_MONITOR	(KMSGR_GENL_MCAST_ADMIN != 0)
+
 static bool kmsgr_nl_want(struct kmsgr_instance *inst)
 {
-	return genl_has_listeners(&kmsgr_nl_family, inst->net,
+	return KMSGR_NL_MONITOR &&
+	       genl_has_listeners(&kmsgr_nl_family, inst->net,
 				  KMSGR_NL_GRP_MONITOR);
 }
 
@@ -776,7 +783,7 @@ static struct genl_family kmsgr_nl_family __ro_after_init = {
 	.ops		= kmsgr_nl_ops,
 	.n_ops		= ARRAY_SIZE(kmsgr_nl_ops),
 	.mcgrps		= kmsgr_nl_mcgrps,
-	.n_mcgrps	= ARRAY_SIZE(kmsgr_nl_mcgrps),
+	.n_mcgrps	= KMSGR_NL_MONITOR ? ARRAY_SIZE(kmsgr_nl_mcgrps) : 0,
 };
 
 int kmsgr_nl_init(void)

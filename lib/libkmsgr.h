@@ -950,7 +950,9 @@ struct kmsgr_nl_monitor_ops {
  * @nl: the handle
  *
  * Return: a descriptor to poll(2) for events (owned by @nl), or -EPERM
- * without CAP_NET_ADMIN, or another negative errno.
+ * without CAP_NET_ADMIN, or -EOPNOTSUPP where the module offers no monitor
+ * group (kernels before 6.1.64, and 6.2 to 6.6.2, cannot keep it to
+ * CAP_NET_ADMIN), or another negative errno.
  */
 int kmsgr_nl_monitor_start(struct kmsgr_nl *nl);
 

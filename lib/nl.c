@@ -631,6 +631,9 @@ int kmsgr_nl_monitor_start(struct kmsgr_nl *nl)
 		return nl_socket_get_fd(nl->mon);
 	grp = genl_ctrl_resolve_grp(nl->sk, KMSGR_GENL_NAME,
 				    KMSGR_MCGRP_MONITOR);
+	/* the family is there (kmsgr_nl_open()), its group is not */
+	if (grp == -NLE_OBJ_NOTFOUND)
+		return -EOPNOTSUPP;
 	if (grp < 0)
 		return kmsgr_nl_errno(grp);
 	nl->mon = nl_socket_alloc();

@@ -802,6 +802,8 @@ int cmd_monitor(int argc, char **argv)
 	if (fd < 0) {
 		if (fd == -EPERM)
 			error("monitor: joining the monitor group needs CAP_NET_ADMIN");
+		else if (fd == -EOPNOTSUPP)
+			error("monitor: this kernel cannot keep the monitor group to CAP_NET_ADMIN, so kmsgr does not offer it (Linux 6.1.64, 6.6.3 or 6.7 and later can)");
 		else
 			error("monitor: %s", strerror(-fd));
 		kmsgr_nl_close(nl);

@@ -27,7 +27,9 @@
  * Visibility: a caller sees the objects of the instances opened in its
  * network namespace by its own effective uid; with CAP_NET_ADMIN (in the
  * namespace's user namespace) it sees every instance of the namespace.
- * Joining "monitor" needs CAP_NET_ADMIN.  A do request for an object the
+ * Joining "monitor" needs CAP_NET_ADMIN; a kernel that cannot keep a group
+ * to CAP_NET_ADMIN (before 6.1.64, and 6.2 to 6.6.2) has no "monitor"
+ * group.  A do request for an object the
  * caller may not see fails with ENOENT, like one that does not exist.
  *
  * Attribute types: u64 counters are padded (KMSGR_A_*_PAD); addresses are
