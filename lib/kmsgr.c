@@ -86,6 +86,7 @@ static const char *const kmsgr_feature_names[] = {
 	[14] = "bdev-link",	/* KMSGR_FEAT_BDEV_LINK */
 	[15] = "bdev-poll",	/* KMSGR_FEAT_BDEV_POLL */
 	[16] = "busy-poll",	/* KMSGR_FEAT_BUSY_POLL */
+	[17] = "peer-key",	/* KMSGR_FEAT_PEER_KEY */
 };
 
 /* ioctl() returning 0 or a negative errno. */
@@ -386,7 +387,11 @@ int kmsgr_cq_resume(struct kmsgr *k)
 {
 	if (!k->sq)
 		return -EINVAL;
-	store_release(k->sq_ktail, k->sq_tail);
+	/*
+	 * Only what kmsgr_submit() or kmsgr_wait_cqe() published: the peek
+	 * helpers come here, and the caller may be filling an SQE it took
+	 * (the kernel consumes no more than the published tail).
+	 */
 	return kmsgr_enter_nowait(k, kmsgr_sq_pending(k));
 }
 

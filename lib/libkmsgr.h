@@ -236,7 +236,9 @@ int kmsgr_submit(struct kmsgr *k, unsigned int wait_nr, __u64 timeout_ns);
  * @k: handle after kmsgr_setup()
  *
  * The slow path of the completion helpers below: one KMSGR_IOC_ENTER that
- * submits the pending SQEs (if any) and waits for nothing.  It resumes
+ * submits the SQEs already published by kmsgr_submit() or kmsgr_wait_cqe()
+ * and not yet consumed (if any), never one still being prepared, and
+ * waits for nothing.  It resumes
  * delivery the kernel paused for want of CQ room (KMSGR_RING_F_CQ_PAUSED),
  * see kmsgr_cq_check_paused().
  *

@@ -50,6 +50,18 @@ struct kmsgr_nl_req {
 	int stop;			/* what @fn returned, when not 0 */
 };
 
+/* A copy of @sk's callbacks (nl_socket_get_cb() gives a reference). */
+static struct nl_cb *kmsgr_nl_cb_clone(struct nl_sock *sk)
+{
+	struct nl_cb *own = nl_socket_get_cb(sk), *cb;
+
+	if (!own)
+		return NULL;
+	cb = nl_cb_clone(own);
+	nl_cb_put(own);
+	return cb;
+}
+
 static int kmsgr_nl_errno(int nlerr)
 {
 	switch (-nlerr) {
@@ -359,28 +371,35 @@ static int parse_dev(struct nlattr **tb, void *out)
 
 /* ---- requests ------------------------------------------------------------ */
 
+/*
+ * A callback's non-zero return or a bad answer stops the calls, not the
+ * reading: the rest of a dump (and a do request's ack) is read and
+ * dropped, so that it is not taken for the answer to the next request.
+ */
 static int kmsgr_nl_valid_cb(struct nl_msg *msg, void *arg)
 {
 	struct kmsgr_nl_req *r = arg;
 	struct nlattr *tb[64];
 	int ret;
 
+	if (r->stop)
+		return NL_SKIP;
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, r->maxattr, NULL) < 0) {
 		r->stop = -EPROTO;
-		return NL_STOP;
+		return NL_SKIP;
 	}
 	memset(r->out, 0, r->out_size);
 	ret = r->parse(tb, r->out);
 	if (ret) {
 		r->stop = ret;
-		return NL_STOP;
+		return NL_SKIP;
 	}
 	r->count++;
 	if (r->fn) {
 		ret = r->fn(r->out, r->arg);
 		if (ret) {
 			r->stop = ret;
-			return NL_STOP;
+			return NL_SKIP;
 		}
 	}
 	return NL_OK;
@@ -412,7 +431,7 @@ static int kmsgr_nl_request(struct kmsgr_nl *nl, __u8 cmd, bool dump,
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	cb = nl_cb_clone(nl_socket_get_cb(nl->sk));
+	cb = kmsgr_nl_cb_clone(nl->sk);
 	if (!cb) {
 		nlmsg_free(msg);
 		return -ENOMEM;
@@ -424,7 +443,7 @@ static int kmsgr_nl_request(struct kmsgr_nl *nl, __u8 cmd, bool dump,
 	if (ret >= 0)
 		ret = nl_recvmsgs(nl->sk, cb);
 	/* a do request ends with its ack */
-	if (ret >= 0 && !dump && !r->stop && !nl->err)
+	if (ret >= 0 && !dump && !nl->err)
 		ret = nl_wait_for_ack(nl->sk);
 	nl_cb_put(cb);
 	if (nl->err)
@@ -707,7 +726,7 @@ int kmsgr_nl_monitor_read(struct kmsgr_nl *nl,
 	if (!nl->mon)
 		return -EINVAL;
 	/* the socket's callbacks: no sequence check on events */
-	cb = nl_cb_clone(nl_socket_get_cb(nl->mon));
+	cb = kmsgr_nl_cb_clone(nl->mon);
 	if (!cb)
 		return -ENOMEM;
 	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, kmsgr_nl_mon_cb, &m);

@@ -515,6 +515,7 @@ static void test_cq_paused(void)
 {
 	struct kmsgr *k = fake_open(1);
 	struct kmsgr_cqe *c, *batch[4];
+	struct kmsgr_sqe *sqe;
 	unsigned int n = 0;
 	__u32 head;
 
@@ -540,6 +541,17 @@ static void test_cq_paused(void)
 	   "check_paused enters");
 	kmsgr_cq_check_paused(k);
 	ok(fake.enters == 4, "paused: %s", "check_paused, not paused: none");
+
+	/* an SQE taken but not yet filled stays the application's */
+	sqe = kmsgr_get_sqe(k);
+	fake.cq->flags = KMSGR_RING_F_CQ_PAUSED;
+	ok(sqe && !kmsgr_peek_cqe(k) && fake.enters == 5 &&
+	   *fake.sq_head == *fake.sq_tail && kmsgr_sq_pending(k) == 1,
+	   "paused: %s", "a resume publishes no SQE the caller is filling");
+	kmsgr_prep_nop(sqe, 0x5e);
+	ok(kmsgr_submit(k, 0, 0) == 1 && (c = kmsgr_peek_cqe(k)) &&
+	   c->user_data == 0x5e, "paused: %s",
+	   "the SQE goes when submitted, as filled");
 	kmsgr_close(k);
 }
 
