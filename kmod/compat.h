@@ -82,4 +82,26 @@
 #define kmsgr_assign_str(dst, src)	__assign_str(dst)
 #endif
 
+/*
+ * A kernel socket taking a reference on its network namespace, as user
+ * sockets hold one (TCP keeps an orphan's timers running only then):
+ * sk_net_refcnt_upgrade() from Linux 6.15, which also drops the passive
+ * reference kernel sockets hold there; by hand before, as 6.1's own users
+ * of kernel TCP sockets (mptcp, sunrpc) do.  A macro: <net/sock.h> is
+ * the caller's (xprt_tcp.c).
+ */
+#define KMSGR_LINUX_VERSION_NET_UPGRADE KERNEL_VERSION(6, 15, 0)
+#if KMSGR_LINUX_VERSION >= KMSGR_LINUX_VERSION_NET_UPGRADE
+#define kmsgr_sk_hold_net(sk)	sk_net_refcnt_upgrade(sk)
+#else
+#define kmsgr_sk_hold_net(sk) do {					\
+	struct sock *__kmsgr_sk = (sk);					\
+									\
+	__kmsgr_sk->sk_net_refcnt = 1;					\
+	get_net_track(sock_net(__kmsgr_sk), &__kmsgr_sk->ns_tracker,	\
+		      GFP_KERNEL);					\
+	sock_inuse_add(sock_net(__kmsgr_sk), 1);			\
+} while (0)
+#endif
+
 #endif /* KMSGR_COMPAT_H */

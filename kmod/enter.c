@@ -246,7 +246,7 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 {
 	u32 tail, avail, n, done = 0, batch = 0;
 	struct kmsgr_sqe sqe, next;
-	bool link, linked;
+	bool cancel, link, linked;
 
 	lockdep_assert_held(&inst->submit_lock);
 
@@ -261,11 +261,13 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 			break;
 		}
 		kmsgr_sq_peek(inst, &sqe);
+		cancel = inst->sq_cancel_next;
 		/*
 		 * A linked pair is consumed whole, with both slots, or not.
 		 * LINK on another opcode is a bad flag of that SQE alone.
 		 */
-		link = kmsgr_sqe_is_bdev(&sqe) && sqe.flags & KMSGR_SQE_F_LINK;
+		link = !cancel && kmsgr_sqe_is_bdev(&sqe) &&
+		       sqe.flags & KMSGR_SQE_F_LINK;
 		/* a CQ of under 4 entries never has 2 slots to reserve */
 		linked = link && done + 1 < max && inst->cq_entries >= 4;
 		if (linked && !kmsgr_cq_reserve(inst)) {
@@ -282,7 +284,16 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 		done += n;
 		batch += n;
 		inst->stats.sqes += n;
-		if (link)
+		/*
+		 * A LINK refused for want of its SEND here (@max ended, or
+		 * too small a CQ): the SQE after it, in this ENTER or a later
+		 * one, must not go out as an ordinary SEND.
+		 */
+		inst->sq_cancel_next = link && !linked;
+		if (cancel)
+			kmsgr_sqe_complete(inst, &sqe, kmsgr_sqe_kind(&sqe),
+					   -ECANCELED);
+		else if (link)
 			kmsgr_sqe_exec_link(inst, &sqe, linked ? &next : NULL);
 		else
 			kmsgr_sqe_exec(inst, &sqe, push);

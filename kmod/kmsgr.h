@@ -66,7 +66,7 @@
 				 KMSGR_FEAT_RING_LINES | KMSGR_FEAT_LOGON_KEYS | \
 				 KMSGR_FEAT_CEPHX_TICKETS | KMSGR_FEAT_BDEV | \
 				 KMSGR_FEAT_BDEV_LINK | KMSGR_FEAT_BDEV_POLL | \
-				 KMSGR_FEAT_BUSY_POLL)
+				 KMSGR_FEAT_BUSY_POLL | KMSGR_FEAT_PEER_KEY)
 
 /* Receive-pool allocation unit (bytes). */
 #define KMSGR_POOL_GRAIN	512
@@ -105,6 +105,7 @@ extern unsigned int kmsgr_handshake_timeout;	/* seconds, 0: 10 */
 extern unsigned int kmsgr_rx_spill_max;		/* bytes per session */
 extern bool kmsgr_enter_runs;		/* ENTER waiters run sessions */
 extern unsigned int kmsgr_tx_zerocopy_min;	/* bytes; 0: off */
+extern bool kmsgr_tcp_zerocopy;		/* TCP: by reference at all */
 
 /*
  * Fault-injection points (params.c; a module built with KMSGR_FAULT=y):
@@ -208,6 +209,10 @@ struct kmsgr_instance {
 	struct kmsgr_cqe *cqes;
 	size_t cq_size;
 	u32 sq_head;			/* kernel copy: next SQE to consume */
+	bool sq_cancel_next;		/* the SQE at sq_head follows a LINK
+					 * that had none after it: it is
+					 * completed with -ECANCELED
+					 */
 	void *buf;			/* vmalloc_user() buffer area */
 	u64 buf_size;
 	u64 pool_off;			/* receive pool: [pool_off, buf_size) */

@@ -45,6 +45,16 @@ unsigned int kmsgr_rx_spill_max = SZ_1M;
 bool kmsgr_enter_runs = true;
 /* Zero-copy transmit of lossless payloads (session.c, xprt_tcp.c), bytes. */
 unsigned int kmsgr_tx_zerocopy_min = SZ_16K;
+/*
+ * Pages by reference over TCP: only for trusted peers, so off by default.
+ * A lossless SEND completes at the peer's msgr2 ack, but nothing makes the
+ * peer's socket let go of the pages first: a peer that acks what it has not
+ * read (its window shut, or on loopback and veth, where the skbs that
+ * reference the pages sit in its receive queue) reads whatever the
+ * application put in those slices after the CQE, and a CLOSE leaves them
+ * in the orphaned socket.  kmsgr_rdma checks this itself (its PULLs).
+ */
+bool kmsgr_tcp_zerocopy;
 #define KMSGR_SPILL_LIMIT	SZ_256M
 
 /*
@@ -201,7 +211,10 @@ MODULE_PARM_DESC(rx_spill_max,
 		 "Bytes of inbound messages a lossless session may hold in kernel memory while the receive pool is full, so that it keeps reading the acks behind them (0: off, up to 256 MiB; default 1 MiB)");
 module_param_named(tx_zerocopy_min, kmsgr_tx_zerocopy_min, uint, 0644);
 MODULE_PARM_DESC(tx_zerocopy_min,
-		 "Lossless sessions send buffer-area payload pieces of at least this many bytes by page reference (sendpage) instead of by copy (0: never; default 16384)");
+		 "Lossless sessions send buffer-area payload pieces of at least this many bytes by page reference instead of by copy: over TCP with tcp_zerocopy, over RDMA as PULLs read in place (0: never; default 16384)");
+module_param_named(tcp_zerocopy, kmsgr_tcp_zerocopy, bool, 0644);
+MODULE_PARM_DESC(tcp_zerocopy,
+		 "Lossless sessions over TCP send buffer-area pieces of at least tx_zerocopy_min bytes by page reference (sendpage) instead of by copy: only with trusted peers, which could otherwise read what a slice holds after the SEND's CQE (default N)");
 module_param_named(enter_runs_sessions, kmsgr_enter_runs, bool, 0644);
 MODULE_PARM_DESC(enter_runs_sessions,
 		 "An ENTER waiting for one completion receives for the sessions of its instance in its own context, instead of waking a worker (default Y)");

@@ -259,7 +259,7 @@ static void kmsgr_obj_notify(struct kmsgr_obj *obj, u8 ev, u16 reason,
 }
 
 static void kmsgr_obj_post(struct kmsgr_obj *obj, u8 ev, u16 reason, int res,
-			   bool note)
+			   u32 key, bool note)
 {
 	struct kmsgr_cqe cqe = {
 		.user_data = obj->user_data,
@@ -268,6 +268,7 @@ static void kmsgr_obj_post(struct kmsgr_obj *obj, u8 ev, u16 reason, int res,
 		.event = ev,
 		.reason = reason,
 		.session = obj->id,
+		.tid = key,
 	};
 
 	trace_kmsgr_event(obj, ev, reason, res);
@@ -277,16 +278,24 @@ static void kmsgr_obj_post(struct kmsgr_obj *obj, u8 ev, u16 reason, int res,
 		kmsgr_cq_post_event(obj->inst, &cqe);
 }
 
-static void kmsgr_obj_event(struct kmsgr_obj *obj, u8 ev, u16 reason, int res)
+/*
+ * Server, cephx: 1 + the index of the listener key @s's connection
+ * authenticated with (its own engine configuration did the auth); 0 none.
+ */
+static u32 kmsgr_sess_auth_key(const struct kmsgr_sess *s)
 {
-	kmsgr_obj_post(obj, ev, reason, res, false);
+	return s->cephx_server ?
+	       msgr2_auth_cephx_server_who(s->cephx_server) + 1 : 0;
 }
 
 static void kmsgr_sess_event(struct kmsgr_sess *s, u8 ev, u16 reason, int res)
 	__must_hold(&s->lock)
 {
+	/* ACCEPTED and UP say who the peer authenticated as */
 	if (!s->no_cq)
-		kmsgr_obj_event(&s->obj, ev, reason, res);
+		kmsgr_obj_post(&s->obj, ev, reason, res,
+			       ev == KMSGR_EV_ACCEPTED || ev == KMSGR_EV_UP ?
+			       s->peer_key : 0, false);
 	kmsgr_obj_notify(&s->obj, ev, reason, res);
 }
 
@@ -704,7 +713,7 @@ static void kmsgr_listener_refused(struct kmsgr_listener *l,
 	spin_unlock(&l->lock);
 	kmsgr_count(refused, 1);
 	/* a peer may connect as fast as it likes: an event that may be left out */
-	kmsgr_obj_post(&l->obj, KMSGR_EV_REFUSED, reason, err, true);
+	kmsgr_obj_post(&l->obj, KMSGR_EV_REFUSED, reason, err, 0, true);
 	kmsgr_obj_notify(&l->obj, KMSGR_EV_REFUSED, reason, err);
 }
 
@@ -797,6 +806,8 @@ static void kmsgr_conn_event(void *priv, enum msgr2_event ev, u64 arg)
 
 	switch (ev) {
 	case MSGR2_EV_READY:
+		if (s->server && !s->announced)
+			s->peer_key = kmsgr_sess_auth_key(s);
 		if (s->server && !s->announced &&
 		    kmsgr_sess_announce(s, kc)) {
 			msgr2_conn_fail(kc->mc, MSGR2_R_LOCAL);
@@ -851,6 +862,7 @@ static struct msgr2_session *kmsgr_conn_attach(void *priv,
 					       struct msgr2_conn *c,
 					       const struct msgr2_addrvec *addrs,
 					       u64 client_cookie,
+					       u64 server_cookie,
 					       bool reconnect)
 {
 	struct kmsgr_conn *kc = priv;
@@ -876,7 +888,8 @@ static struct msgr2_session *kmsgr_conn_attach(void *priv,
 		 */
 		if (!cand->server || cand->listener_id != self->listener_id ||
 		    !READ_ONCE(cand->announced) ||
-		    READ_ONCE(cand->ms.client_cookie) != client_cookie)
+		    READ_ONCE(cand->ms.client_cookie) != client_cookie ||
+		    READ_ONCE(cand->ms.server_cookie) != server_cookie)
 			continue;
 		if (kref_get_unless_zero(&obj->ref)) {
 			x = cand;
@@ -888,9 +901,12 @@ static struct msgr2_session *kmsgr_conn_attach(void *priv,
 		return NULL;
 
 	mutex_lock_nested(&x->lock, SINGLE_DEPTH_NESTING);
+	/* and only by a peer that authenticated with the same key */
 	if ((x->state != KMSGR_SESS_UP && x->state != KMSGR_SESS_WAITING) ||
 	    !x->announced || x->ms.lossy || !x->ms.established ||
-	    x->ms.client_cookie != client_cookie) {
+	    x->ms.client_cookie != client_cookie ||
+	    x->ms.server_cookie != server_cookie ||
+	    x->peer_key != kmsgr_sess_auth_key(self)) {
 		mutex_unlock(&x->lock);
 		kmsgr_obj_put(&x->obj);
 		return NULL;

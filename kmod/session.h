@@ -167,6 +167,10 @@ struct kmsgr_sess {
 	bool handed_over;		/* embryo: its connection went to the
 					 * session its client resumed
 					 */
+	u32 peer_key;			/* server, cephx: 1 + the index of the
+					 * listener key the peer authenticated
+					 * with (set once, at READY); 0: none
+					 */
 	u32 backoff_ms;
 	unsigned long retry_at;		/* jiffies: BACKOFF redial, WAITING end */
 	unsigned long active_at;	/* jiffies: last message in or out */

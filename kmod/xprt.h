@@ -69,10 +69,12 @@ struct kmsgr_xprt_reader {
  * network stack by reference (the instance's buffer area, vmalloc memory).
  * The stack holds page references, so the pages outlive any free; their
  * contents must stay as they are until the bytes can no longer be read by
- * the stack, which the session layer guarantees by offering this only for
- * lossless sessions: a SEND completes when the peer's msgr2 ack arrives,
- * after the peer has read every byte (and TCP has acknowledged them), and
- * the application keeps a SEND's slices untouched until its CQE.
+ * the stack.  The session layer offers this only for lossless sessions,
+ * whose SEND completes at the peer's msgr2 ack, and the application keeps
+ * a SEND's slices untouched until its CQE.  An honest peer acks only what
+ * it has read; a transport that cannot tell an ack of unread bytes (TCP:
+ * its socket may still hold the pages) uses it only where the peer is
+ * trusted (xprt_tcp.c, kmsgr_tcp_zerocopy).
  */
 struct kmsgr_xprt_zc {
 	const void *base;

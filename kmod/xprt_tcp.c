@@ -167,6 +167,14 @@ static int kmsgr_tcp_create(struct net *net, int family,
 	ret = sock_create_kern(net, family, SOCK_STREAM, IPPROTO_TCP, &sock);
 	if (ret)
 		return ret;
+	/*
+	 * A kernel socket holds no reference on its namespace, and TCP then
+	 * stops an orphan's timers at close (no retransmission of what is
+	 * still queued, of the FIN), while a late ACK could arm them again
+	 * after the namespace is gone.  Hold it as user sockets do; accepted
+	 * sockets inherit it from the listener.
+	 */
+	kmsgr_sk_hold_net(sock->sk);
 	/* work items call in from any task: no memory-allocation surprises */
 	sock->sk->sk_allocation = GFP_KERNEL;
 	*sockp = sock;
@@ -381,6 +389,15 @@ static ssize_t kmsgr_tcp_read(struct kmsgr_xprt *x,
 		ret = rd.err;
 		goto out;
 	}
+	/*
+	 * tcp_read_sock() stops at urgent data and never passes it: msgr2
+	 * has none, and the connection would wait there for good.
+	 */
+	if (READ_ONCE(tcp_sk(sk)->urg_data) &&
+	    tcp_sk(sk)->urg_seq == tcp_sk(sk)->copied_seq) {
+		ret = -EPROTO;
+		goto out;
+	}
 	ret = sock_error(sk);
 	if (!ret && !(sk->sk_shutdown & RCV_SHUTDOWN))
 		ret = -EAGAIN;		/* else 0: the peer's FIN, read */
@@ -390,13 +407,17 @@ out:
 	return ret;
 }
 
-/* Whether @iov goes by reference (struct kmsgr_xprt_zc). */
+/*
+ * Whether @iov goes by reference (struct kmsgr_xprt_zc): only with
+ * kmsgr_tcp_zerocopy (trusted peers, params.c).
+ */
 static bool kmsgr_tcp_zc(const struct kmsgr_xprt_zc *zc,
 			 const struct msgr2_iov *iov)
 {
 	const u8 *p = iov->base, *base = zc ? zc->base : NULL;
 
-	return zc && iov->len >= zc->min && p >= base &&
+	return zc && READ_ONCE(kmsgr_tcp_zerocopy) && iov->len >= zc->min &&
+	       p >= base &&
 	       iov->len <= zc->len && p - base <= zc->len - iov->len;
 }
 

@@ -820,12 +820,14 @@ static int cx_srv_challenge(struct msgr2_auth_cephx_server *sv, const u8 *in,
 		return -EACCES;		/* unknown entity */
 	if (cap < 9)
 		return -ENOSPC;
-	if (!gid) {
-		if (!sv->next_global_id)
-			sv->next_global_id = 4096;
-		gid = sv->next_global_id++;
-	}
-	sv->global_id = gid;
+	/*
+	 * Always a new global_id: a client may ask to keep its old one only
+	 * with the ticket that proves it (Ceph since 16.2.1, CVE-2021-20288),
+	 * and this server keeps no tickets to check one against.
+	 */
+	if (!sv->next_global_id)
+		sv->next_global_id = 4096;
+	sv->global_id = sv->next_global_id++;
 	do
 		msgr2_random(&sv->server_challenge,
 			     sizeof(sv->server_challenge));
@@ -888,7 +890,7 @@ static int cx_srv_authenticate(struct msgr2_auth_cephx_server *sv,
 	    cur_u8(&c, &v) || v < 1 || v > CEPHX_AUTHENTICATE_V ||
 	    cur_le64(&c, &cchal) || cur_le64(&c, &key) ||
 	    cur_u8(&c, &tv) || tv != 1 || cur_le64(&c, &secret_id) ||
-	    cur_blob(&c, &old) || (v >= 3 && cur_le32(&c, &other)) || c.left)
+	    cur_blob(&c, &old) || (v >= 2 && cur_le32(&c, &other)) || c.left)
 		goto out;
 	ret = cx_proof(sv->who->key, sv->server_challenge, cchal, proof);
 	if (ret)
@@ -984,6 +986,12 @@ static void cephx_server_reset(void *priv)
 	sv->who = NULL;
 	sv->global_id = 0;
 	msgr2_wipe(&sv->server_challenge, sizeof(sv->server_challenge));
+}
+
+int msgr2_auth_cephx_server_who(const struct msgr2_auth_cephx_server *sv)
+{
+	return sv->state == CX_SRV_DONE && sv->who ?
+	       (int)(sv->who - sv->keys) : -1;
 }
 
 const struct msgr2_auth_ops msgr2_auth_cephx_server_ops = {

@@ -95,7 +95,7 @@ struct msgr2_cephx_entity {
 struct msgr2_auth_cephx_server {
 	const struct msgr2_cephx_entity *keys;
 	u32 n_keys;
-	u64 next_global_id;		/* for clients that send 0; 0: 4096 */
+	u64 next_global_id;		/* the next one given out; 0: 4096 */
 
 	/* ---- per-connection state (engine-private, cleared by reset) ---- */
 	u32 state;
@@ -105,6 +105,12 @@ struct msgr2_auth_cephx_server {
 };
 
 extern const struct msgr2_auth_ops msgr2_auth_cephx_server_ops;
+
+/*
+ * The index in @sv->keys of the entity the connection authenticated as,
+ * once it has (the peer proved it holds that key); else -1.
+ */
+int msgr2_auth_cephx_server_who(const struct msgr2_auth_cephx_server *sv);
 
 /*
  * CephX authorizer, client role towards a service (OSD, MGR, MDS): what

@@ -838,12 +838,13 @@ static int m2_on_client_ident(struct msgr2_conn *c, struct m2_dec *d)
 		return m2_send_u64(c, MSGR2_TAG_IDENT_MISSING_FEATURES,
 				   missing);
 	s = c->cfg.ops->attach ?
-	    c->cfg.ops->attach(c->cfg.priv, c, &v, cookie, false) : NULL;
+	    c->cfg.ops->attach(c->cfg.priv, c, &v, cookie, 0, false) : NULL;
 	m2_use_session(c, s ? s : c->s);
 	s = c->s;
 	m2_sess_fresh(c);
 	s->peer_type = c->peer_type;
-	s->peer_gid = (s64)gid;
+	/* what authentication settled, not what CLIENT_IDENT claims */
+	s->peer_gid = (s64)(c->global_id ? c->global_id : gid);
 	s->peer_addrs = v;
 	s->peer_global_seq = gseq;
 	s->features = sup & c->cfg.features_supported;
@@ -876,7 +877,8 @@ static int m2_on_session_reconnect(struct msgr2_conn *c, struct m2_dec *d)
 	if (++c->retries > M2_MAX_RETRIES)
 		return m2_fail(c, MSGR2_R_PEER);
 	if (c->cfg.ops->attach)
-		s = c->cfg.ops->attach(c->cfg.priv, c, &v, ccookie, true);
+		s = c->cfg.ops->attach(c->cfg.priv, c, &v, ccookie, scookie,
+				       true);
 	/* msgr2.md 5.6, in order */
 	if (!s || s->client_cookie != ccookie || !s->server_cookie ||
 	    s->server_cookie != scookie) {

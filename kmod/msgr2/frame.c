@@ -412,7 +412,16 @@ static int m2_tx_start_msg(struct msgr2_conn *c)
 	u32 nsegs;
 
 	while ((m = s->out_head)) {
+		/*
+		 * msgr2_send() checks the segment limits only with a
+		 * connection: a message queued without one is checked here,
+		 * else a lossless session would resend it forever into the
+		 * peer's OVERSIZE.
+		 */
 		if (!m2_msg_tail_len(m, &nsegs, &tail) &&
+		    m->seg[MSGR2_FRONT].len <= c->cfg.max_seg_len[MSGR2_FRONT] &&
+		    m->seg[MSGR2_MIDDLE].len <= c->cfg.max_seg_len[MSGR2_MIDDLE] &&
+		    m->seg[MSGR2_DATA].len <= c->cfg.max_seg_len[MSGR2_DATA] &&
 		    (!c->secure ||
 		     tail + M2_GCM_TAG_LEN <= c->cfg.tx_scratch_len))
 			break;
@@ -473,8 +482,12 @@ static int m2_tx_fill(struct msgr2_conn *c)
 
 	if (c->state != M2_S_READY || c->tx_vn)
 		return 0;
-	/* each of these needs at most a small frame; keep them pending */
-	if (m2_arena_free(c) < 3 * M2_SECURE_HEAD_LEN)
+	/*
+	 * Up to three small frames follow, each wanting the room
+	 * m2_ctrl_begin() asks for an 8-byte payload (more than the frame
+	 * takes); without it keep them pending, never fail for it.
+	 */
+	if (m2_arena_free(c) < 3 * (M2_FRAME_MAX - MSGR2_CTRL_MAX + 8))
 		return 0;
 	if (c->ka_ack_pending) {
 		c->ka_ack_pending = false;

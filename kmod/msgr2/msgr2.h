@@ -332,10 +332,15 @@ struct msgr2_ops {
 	 * For CLIENT_IDENT a NULL return keeps the connection's own session.
 	 * A returned session is only switched to when the reconnect is
 	 * accepted (not on SESSION_RETRY(_GLOBAL) or SESSION_RESET).
+	 * @server_cookie: SESSION_RECONNECT's server cookie (0 for
+	 * CLIENT_IDENT); a client that redialled before it saw SERVER_IDENT
+	 * may own several sessions with one client cookie, and only the
+	 * server cookie tells which one it resumes.
 	 */
 	struct msgr2_session *(*attach)(void *priv, struct msgr2_conn *c,
 					const struct msgr2_addrvec *addrs,
-					u64 client_cookie, bool reconnect);
+					u64 client_cookie, u64 server_cookie,
+					bool reconnect);
 	/* client: a global_seq greater than @at_least (SESSION_RETRY_GLOBAL) */
 	u64 (*next_global_seq)(void *priv, u64 at_least);
 	/*

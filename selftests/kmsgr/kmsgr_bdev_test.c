@@ -85,9 +85,11 @@
  *                            a bad SEND: EINVAL, the READ -ECANCELED;
  *                            a WRITE (FUA) and a FLUSH linked to their
  *                            SENDs: the message goes when the op is done;
- *                            LINK before a NOP, as the last SQE, on a
- *                            NOP, in a 2-entry CQ: EINVAL (the next NOP
- *                            -ECANCELED, resp. untouched); CLOSE under 8
+ *                            LINK before a NOP, as the last SQE, in a
+ *                            2-entry CQ: EINVAL, the NOP after it (in the
+ *                            same ENTER or the next) -ECANCELED; on a
+ *                            NOP: EINVAL, the next NOP untouched; CLOSE
+ *                            under 8
  *                            pairs in flight: all 16 CQEs come
  *  linked_send_by_waiter     24 READ+SEND pairs, each submitted by the
  *                            ENTER that waits for its SEND: the waiter
@@ -1395,6 +1397,15 @@ TEST_F_TIMEOUT(bdev, error_cqes, 120)
 	s.flags = KMSGR_SQE_F_LINK;
 	expect_op(_metadata, -EINVAL, &self->ti, &s,
 		  "WRITE with KMSGR_SQE_F_LINK and no SQE after it");
+	/* the SQE after it, in the next ENTER, is cancelled */
+	{
+		struct kmsgr_sqe nop;
+
+		memset(&nop, 0, sizeof(nop));
+		kmsgr_prep_nop(&nop, UD(TAG_OP, 98));
+		expect_op(_metadata, -ECANCELED, &self->ti, &nop,
+			  "the SQE after a LINK that had none");
+	}
 	/* a failure is reported even when success is not */
 	s.tid = ERR_BASE + 1;
 	s.flags = KMSGR_SQE_F_SKIP_SUCCESS;
@@ -2631,6 +2642,11 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 	ASSERT_EQ(0, submit_all(&x.srv));
 	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
 		  "LINK with no SQE after it");
+	/* the SQE after it, in the next ENTER, never goes out on its own */
+	kmsgr_prep_nop(kmsgr_get_sqe(x.srv.k), UD(TAG_LK_NOP, tid));
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -ECANCELED,
+		  UD(TAG_LK_NOP, tid), "the SQE after a LINK, a later ENTER");
 	tid++;
 	/* a CQ of 2 entries: a pair never fits, LINK fails alone */
 	{
@@ -2655,7 +2671,7 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 		ASSERT_EQ(0, submit_all(&tiny));
 		ASSERT_EQ(0, next_cqe(&tiny, &c, OP_MS));
 		EXPECT_EQ(UD(TAG_LK_NOP, tid), c.user_data);
-		EXPECT_EQ(0, c.res);
+		EXPECT_EQ(-ECANCELED, c.res) TH_LOG("the SQE after the LINK");
 		EXPECT_EQ(0, kmsgr_bdev_detach(tiny.k, tb.id));
 		kt_inst_close(&tiny);
 		tid++;

@@ -103,6 +103,7 @@
  *                                 speaks msgr2 over TCP only
  *  dump_past_a_closed_instance    800 TCP listeners
  *  refusal_flood_keeps_session_events  raw TCP connections
+ *  urgent_data_closes             a raw TCP peer sends an urgent byte
  * No session: wait_cqe_ready_while_cq_full, readonly_fd_refused,
  * netlink_not_held_by_an_owner.
  *
@@ -621,6 +622,42 @@ static void half_open_limit(struct __test_metadata *_metadata,
 		close(fd[i]);
 	EXPECT_EQ(0, param_set("max_half_open", old, NULL));
 	EXPECT_EQ(0, param_set("handshake_timeout", old_hs, NULL));
+}
+
+/*
+ * Urgent data: msgr2 has none, and tcp_read_sock() never reads past it.
+ * A connection that gets an urgent byte is closed at once, not left
+ * waiting at it until its handshake deadline (60 s here).
+ */
+static void urgent_data_closes(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(core) *self)
+{
+	static const char banner[] = "ceph v2\n";
+	struct kmsgr_listen l;
+	unsigned int old_hs;
+	int fd;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, param_set("handshake_timeout", 60, &old_hs));
+	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", 0, 0x8, &l));
+	fd = raw_connect(l.bound.port);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)strlen(banner),
+		  send(fd, banner, strlen(banner), MSG_NOSIGNAL));
+	EXPECT_FALSE(raw_closed_within(fd, 500))
+		TH_LOG("closed on the start of a banner");
+	ASSERT_EQ(1, send(fd, "!", 1, MSG_OOB | MSG_NOSIGNAL));
+	EXPECT_TRUE(raw_closed_within(fd, 5000))
+		TH_LOG("still open 5 s after an urgent byte");
+	close(fd);
+	EXPECT_EQ(0, kmsgr_close_id(self->srv.k, l.id));
+	EXPECT_EQ(0, param_set("handshake_timeout", old_hs, NULL));
+}
+
+TEST_F_TIMEOUT(core_tcp, urgent_data_closes, 60)
+{
+	urgent_data_closes(_metadata, &self->c);
 }
 
 TEST_F_TIMEOUT(core_tcp, half_open_limit, 120)
@@ -1390,9 +1427,10 @@ TEST_F_TIMEOUT(core_tcp, close_fails_queued_sends, 120)
 
 /* ---- D15: server-side cephx ----------------------------------------------- */
 
-static int cephx_listen(struct kt_inst *ti, const struct kt_xprt *x,
-			uint32_t flags, const struct kmsgr_listen_key *k,
-			struct kmsgr_listen *l)
+/* A cephx listener with @n keys at @k. */
+static int cephx_listen_n(struct kt_inst *ti, const struct kt_xprt *x,
+			  uint32_t flags, const struct kmsgr_listen_key *k,
+			  uint32_t n, struct kmsgr_listen *l)
 {
 	memset(l, 0, sizeof(*l));
 	if (kt_addr(&l->addr, x->ip, 0))
@@ -1402,8 +1440,39 @@ static int cephx_listen(struct kt_inst *ti, const struct kt_xprt *x,
 	l->user_data = 0xc5;
 	l->auth = KMSGR_AUTH_CEPHX;
 	l->keys = (uintptr_t)k;
-	l->n_keys = 1;
+	l->n_keys = n;
 	return kmsgr_listen(ti->k, l);
+}
+
+static int cephx_listen(struct kt_inst *ti, const struct kt_xprt *x,
+			uint32_t flags, const struct kmsgr_listen_key *k,
+			struct kmsgr_listen *l)
+{
+	return cephx_listen_n(ti, x, flags, k, 1, l);
+}
+
+/*
+ * The server's latest @ev of session @id and the client's UP of @cli_id
+ * name the key: 1 + @key, and 0 for the client.
+ */
+static void expect_peer_key(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(core) *self, uint32_t cli_id,
+			    uint32_t srv_id, uint8_t ev, uint64_t key)
+{
+	const struct kt_event *e = NULL;
+	unsigned int i;
+
+	for (i = 0; i < self->lp.nr_ev; i++)
+		if (self->lp.ev[i].inst == &self->srv &&
+		    self->lp.ev[i].session == srv_id &&
+		    self->lp.ev[i].event == ev)
+			e = &self->lp.ev[i];
+	ASSERT_NE(NULL, e) TH_LOG("no event %u of server session %u", ev,
+				  srv_id);
+	EXPECT_EQ(key + 1, e->tid) TH_LOG("event %u", ev);
+	e = kt_find_event(&self->lp, &self->cli, cli_id, KMSGR_EV_UP, 0);
+	ASSERT_NE(NULL, e);
+	EXPECT_EQ(0, e->tid) TH_LOG("the client's UP");
 }
 
 /*
@@ -1459,7 +1528,7 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 	static const uint8_t good[16] = "kmsgr-cephx-key!";
 	static const uint8_t bad[16] = "another-key-....";
 	struct kmsgr_slice none = { 0 }, data = { 0, 2048 };
-	struct kmsgr_listen_key k;
+	struct kmsgr_listen_key k, two[2];
 	struct kmsgr_listen l;
 	struct kmsgr_sqe *sqe;
 	struct kmsgr_cqe c;
@@ -1512,6 +1581,36 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 		EXPECT_EQ(0, kmsgr_close_id(self->cli.k, cli_id));
 		EXPECT_EQ(0, kmsgr_close_id(self->srv.k, l.id));
 	}
+
+	/*
+	 * Two entities: ACCEPTED and UP name the one each peer proved it
+	 * holds the key of (KMSGR_FEAT_PEER_KEY).
+	 */
+	memset(two, 0, sizeof(two));
+	two[0] = k;
+	strcpy(two[1].name, "backup");
+	two[1].entity_type = KT_ENTITY_CLIENT;
+	memcpy(two[1].key, bad, 16);
+	ASSERT_EQ(0, cephx_listen_n(&self->srv, &self->x, KMSGR_SESS_F_LOSSLESS,
+				    two, 2, &l));
+	for (i = 1; i >= 0; i--) {
+		ASSERT_EQ(0, kt_connect_as(&self->cli, &l.bound,
+					   KMSGR_SESS_F_LOSSLESS, KT_PEER_ANY,
+					   0xc8, two[i].name, two[i].key,
+					   &cli_id));
+		ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id,
+					  &self->srv, &srv_id, SETUP_MS))
+			TH_LOG("as client.%s", two[i].name);
+		ASSERT_LE(0, wait_event(&self->lp, &self->srv, srv_id,
+					KMSGR_EV_UP, 0, SETUP_MS));
+		expect_peer_key(_metadata, self, cli_id, srv_id,
+				KMSGR_EV_ACCEPTED, i);
+		expect_peer_key(_metadata, self, cli_id, srv_id, KMSGR_EV_UP,
+				i);
+		EXPECT_EQ(0, kmsgr_close_id(self->cli.k, cli_id));
+	}
+	EXPECT_EQ(0, kmsgr_close_id(self->srv.k, l.id));
+	memset(two, 0, sizeof(two));
 
 	/* another key: the listener refuses it, the client is CLOSED */
 	ASSERT_EQ(0, cephx_listen(&self->srv, &self->x, 0, &k, &l));

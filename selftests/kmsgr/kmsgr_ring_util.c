@@ -656,6 +656,7 @@ static void kt_handle(struct kt_loop *lp, struct kt_inst *ti,
 		ev->reason = cqe->reason;
 		ev->res = cqe->res;
 		ev->user_data = cqe->user_data;
+		ev->tid = cqe->tid;
 		if (cqe->event == KMSGR_EV_DOWN ||
 		    cqe->event == KMSGR_EV_CLOSED ||
 		    cqe->event == KMSGR_EV_RESET)

@@ -91,6 +91,7 @@ struct kt_event {
 	uint16_t reason;
 	int32_t res;
 	uint64_t user_data;
+	uint64_t tid;		/* ACCEPTED, UP: 1 + the listener key used */
 };
 
 #define KT_MAX_EVENTS	1024

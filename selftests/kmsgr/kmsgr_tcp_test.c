@@ -59,11 +59,18 @@ FIXTURE(tcp) {
 FIXTURE_VARIANT(tcp) {
 	const char *ip_env;	/* NULL: the transport's (kt_xprt_init()) */
 	uint32_t transport;	/* KMSGR_XPRT_* */
+	bool zerocopy;		/* with tcp_zerocopy (trusted peers) */
 };
 
 FIXTURE_VARIANT_ADD(tcp, loopback) {
 	.ip_env = NULL,
 	.transport = KMSGR_XPRT_TCP,
+};
+
+FIXTURE_VARIANT_ADD(tcp, loopback_zerocopy) {
+	.ip_env = NULL,
+	.transport = KMSGR_XPRT_TCP,
+	.zerocopy = true,
 };
 
 FIXTURE_VARIANT_ADD(tcp, vm_ip) {
@@ -170,14 +177,43 @@ static void tcp_close(struct __test_metadata *_metadata,
 	}
 }
 
+#define TCP_ZEROCOPY	KMSGR_SYS_MODULE "/parameters/tcp_zerocopy"
+
+/* Module parameter tcp_zerocopy: "Y" or "N"; *@old gets what it was. */
+static int set_tcp_zerocopy(const char *v, char *old, size_t size)
+{
+	FILE *f;
+	int ret = 0;
+
+	if (old && kmsgr_read_line(TCP_ZEROCOPY, old, size))
+		return -EIO;
+	f = fopen(TCP_ZEROCOPY, "w");
+	if (!f)
+		return -errno;
+	if (fputs(v, f) < 0)
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
 FIXTURE_SETUP(tcp)
 {
+	char old[8];
+
 	tcp_open(_metadata, self, variant->ip_env, variant->transport);
+	if (self->why || !variant->zerocopy)
+		return;
+	/* copied unless asked: a peer could read reused slices (params.c) */
+	ASSERT_EQ(0, set_tcp_zerocopy("Y", old, sizeof(old)));
+	EXPECT_STREQ("N", old) TH_LOG("tcp_zerocopy's default");
 }
 
 FIXTURE_TEARDOWN(tcp)
 {
 	tcp_close(_metadata, self);
+	if (variant->zerocopy)
+		EXPECT_EQ(0, set_tcp_zerocopy("N", NULL, 0));
 }
 
 /* count events @ev of @session on @ti */

@@ -45,7 +45,8 @@ static struct msgr2_msg fz_msgs[3];
 
 static struct msgr2_session *fz_attach(void *priv, struct msgr2_conn *c,
 				       const struct msgr2_addrvec *addrs,
-				       u64 client_cookie, bool reconnect)
+				       u64 client_cookie, u64 server_cookie,
+				       bool reconnect)
 {
 	struct fz_side *s = priv;
 

@@ -187,7 +187,8 @@ static void cb_event(void *priv, enum msgr2_event ev, u64 arg)
 
 static struct msgr2_session *cb_attach(void *priv, struct msgr2_conn *c,
 				       const struct msgr2_addrvec *addrs,
-				       u64 client_cookie, bool reconnect)
+				       u64 client_cookie, u64 server_cookie,
+				       bool reconnect)
 {
 	struct pair_end *e = priv;
 	struct pair *p = e->p;
@@ -198,7 +199,8 @@ static struct msgr2_session *cb_attach(void *priv, struct msgr2_conn *c,
 		return msgr2_conn_session(c);
 	for (i = 0; i < p->n_sv_sess; i++) {
 		s = p->sv_sess[i];
-		if (s->client_cookie == client_cookie && s->established) {
+		if (s->client_cookie == client_cookie &&
+		    s->server_cookie == server_cookie && s->established) {
 			/* detach a stale connection still holding it */
 			if (s->conn && s->conn != c && !p->attach_keep) {
 				struct msgr2_conn *old = s->conn;

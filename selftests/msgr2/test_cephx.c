@@ -804,4 +804,85 @@ TEST(authorizer_refusals)
 	EXPECT_EQ(0U, res.con_secret_len);
 }
 
+/*
+ * The cephx server (a listener): CephXAuthenticate as Ceph encodes it,
+ * struct_v 1 (no other_keys), 2 and 3 (other_keys); the global_id is the
+ * server's own whatever the client asked for (it keeps no tickets that
+ * could prove a reclaim).
+ */
+static int srv_authenticate(struct msgr2_auth_cephx_server *sv, u8 v,
+			    u64 asked_gid, u64 *gid)
+{
+	u8 in[64], out[2048], chal[16], enc[36];
+	struct msgr2_auth_result res;
+	u64 cch = 0x1122334455667788ULL, key = 0;
+	u32 olen = 0, n;
+	int ret, i;
+
+	memset(&res, 0, sizeof(res));
+	in[0] = 10;				/* AUTH_REQUEST, mon mode */
+	msgr2_put_le32(in + 1, MSGR2_ENTITY_CLIENT);
+	msgr2_put_le32(in + 5, 5);
+	memcpy(in + 9, "admin", 5);
+	msgr2_put_le64(in + 14, asked_gid);
+	ret = msgr2_auth_cephx_server_ops.accept(sv, false, 1, in, 22, out,
+						 sizeof(out), &olen, &res);
+	if (ret != 1)
+		return -1000 + ret;
+	msgr2_put_le64(chal, msgr2_get_le64(out + 1));
+	msgr2_put_le64(chal + 8, cch);
+	if (msgr2_cephx_encrypt(sv->keys[0].key, chal, 16, enc,
+				sizeof(enc)) != sizeof(enc))
+		return -2000;
+	for (i = 0; i < 32; i += 8)
+		key ^= msgr2_get_le64(enc + i);
+	msgr2_put_le16(in, 0x0100);		/* GET_AUTH_SESSION_KEY */
+	n = 2;
+	in[n++] = v;
+	msgr2_put_le64(in + n, cch);
+	n += 8;
+	msgr2_put_le64(in + n, key);
+	n += 8;
+	in[n++] = 1;				/* old ticket: empty blob */
+	msgr2_put_le64(in + n, 0);
+	n += 8;
+	msgr2_put_le32(in + n, 0);
+	n += 4;
+	if (v >= 2) {				/* other_keys */
+		msgr2_put_le32(in + n, 0x17);
+		n += 4;
+	}
+	ret = msgr2_auth_cephx_server_ops.accept(sv, true, 1, in, n, out,
+						 sizeof(out), &olen, &res);
+	*gid = res.global_id;
+	msgr2_auth_cephx_server_ops.reset(sv);
+	return ret;
+}
+
+TEST(server_authenticate_versions_and_gid)
+{
+	struct msgr2_cephx_entity ent = {
+		.entity_type = MSGR2_ENTITY_CLIENT,
+		.name = "admin",
+	};
+	struct msgr2_auth_cephx_server sv;
+	u64 gid = 0;
+	u8 v;
+
+	memset(ent.key, 7, sizeof(ent.key));
+	memset(&sv, 0, sizeof(sv));
+	sv.keys = &ent;
+	sv.n_keys = 1;
+	for (v = 1; v <= 3; v++) {
+		EXPECT_EQ(0, srv_authenticate(&sv, v, 0, &gid))
+			TH_LOG("CephXAuthenticate struct_v %u", v);
+		EXPECT_EQ(4095ULL + v, gid);
+	}
+	/* a global_id of the client's choice, with no ticket: not given */
+	EXPECT_EQ(0, srv_authenticate(&sv, 3, 0x1234, &gid));
+	EXPECT_EQ(4099ULL, gid);
+	memset(&sv, 0, sizeof(sv));
+	memset(&ent, 0, sizeof(ent));
+}
+
 TEST_HARNESS_MAIN

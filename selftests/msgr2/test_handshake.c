@@ -726,6 +726,116 @@ TEST(reconnect_takes_over_stale_server_conn)
 	pair_free(p);
 }
 
+/*
+ * A lossless client that redials before it sees SERVER_IDENT leaves a
+ * server session behind with its client cookie, and a second one is made
+ * for the same cookie.  A later resume names the second by its server
+ * cookie and must continue that one: no reset, nothing delivered twice,
+ * and what the server queued on it reaches the client.
+ */
+TEST(resume_picks_the_session_of_its_server_cookie)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	u8 x = 1;
+	int i;
+
+	ASSERT_EQ(0, pair_connect(p));
+	/* banners, hello, auth and idents: SERVER_IDENT held back */
+	move_limited(p, 26 + 72 + 52 + 68);
+	ASSERT_FALSE(msgr2_conn_ready(p->cl.c));
+	ASSERT_EQ(1, p->n_sv_sess);
+	ASSERT_EQ(0, pair_connect(p));		/* a fresh CLIENT_IDENT */
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	ASSERT_EQ(2, p->n_sv_sess);
+	EXPECT_EQ(p->sv_sess[0]->client_cookie, p->sv_sess[1]->client_cookie);
+	for (i = 0; i < 3; i++)
+		pair_send(&p->cl, 10 + i, &x, 1, NULL, 0, NULL, 0);
+	pair_pump(p);
+	ASSERT_EQ(3, p->sv.n_rx);
+	/* two more reach the server; its acks do not reach the client */
+	pair_send(&p->cl, 20, &x, 1, NULL, 0, NULL, 0);
+	pair_send(&p->cl, 21, &x, 1, NULL, 0, NULL, 0);
+	pair_send(&p->sv, 99, &x, 1, NULL, 0, NULL, 0);
+	pair_move(p, true, 0);
+	ASSERT_EQ(5, p->sv.n_rx);
+	ASSERT_EQ(0, pair_connect(p));		/* a blip: SESSION_RECONNECT */
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(0, p->cl.n_reset);
+	EXPECT_EQ(5, p->sv.n_rx);
+	for (i = 0; i < p->sv.n_rx; i++)
+		EXPECT_EQ(i + 1, p->sv.rx[i].hdr.seq);
+	EXPECT_EQ(1, p->cl.n_rx);
+	EXPECT_EQ(NULL, p->sv_sess[1]->out_head);
+	pair_free(p);
+}
+
+/*
+ * A message above the segment limits, queued while the session has no
+ * connection, fails with -EMSGSIZE when a connection takes it, instead
+ * of reaching the peer (OVERSIZE) again after every redial.
+ */
+TEST(oversize_queued_while_disconnected)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	static u8 big[4096];
+	u8 x = 2;
+
+	p->cl.cfg.max_seg_len[MSGR2_DATA] = 1024;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(-EMSGSIZE, pair_send(&p->cl, 1, NULL, 0, NULL, 0, big,
+				       sizeof(big)));
+	pair_disconnect(p);
+	EXPECT_EQ(0, pair_send(&p->cl, 1, NULL, 0, NULL, 0, big, sizeof(big)));
+	EXPECT_EQ(0, pair_send(&p->cl, 2, &x, 1, NULL, 0, NULL, 0));
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(1, p->cl.n_tx_err);
+	EXPECT_EQ(1, p->sv.n_rx);
+	EXPECT_EQ(2, p->sv.rx[0].hdr.type);
+	pair_free(p);
+}
+
+/*
+ * A secure lossless server whose peer sends but does not read: its arena
+ * fills with small control frames (keepalives, their acks, acks) and the
+ * server must hold them back, not fail its own connection (OVERSIZE).
+ */
+TEST(slow_reader_keeps_the_connection)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+	struct msgr2_iov iov[8];
+	int i, n = 0;
+
+	ASSERT_EQ(0, pair_connect(p));
+	for (i = 0; i < 100 && !msgr2_conn_ready(p->sv.c); i++) {
+		pair_move(p, true, 0);
+		if (!msgr2_conn_ready(p->sv.c))
+			pair_move(p, false, 0);
+	}
+	ASSERT_TRUE(msgr2_conn_ready(p->sv.c));
+	/* a keepalive behind SERVER_IDENT; all but its last byte is taken */
+	msgr2_keepalive(p->sv.c, 1);
+	pair_move(p, false, 160 + 95);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	for (i = 0; i < 100; i++) {
+		pair_send(&p->cl, 42, "x", 1, NULL, 0, NULL, 0);
+		msgr2_keepalive(p->cl.c, 2);
+		pair_move(p, true, 0);
+		msgr2_keepalive(p->sv.c, 3);
+		n = msgr2_tx_iov(p->sv.c, iov, 8);	/* nothing taken */
+		if (n < 0)
+			break;
+	}
+	EXPECT_LE(0, n) TH_LOG("round %d: %s", i,
+			       msgr2_reason_str(msgr2_conn_reason(p->sv.c)));
+	pair_free(p);
+}
+
 TEST(lossy_session)
 {
 	struct pair *p = pair_new(MSGR2_MODE_CRC);

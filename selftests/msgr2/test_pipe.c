@@ -217,7 +217,8 @@ static void cb_event(void *priv, enum msgr2_event ev, u64 arg)
 
 static struct msgr2_session *cb_attach(void *priv, struct msgr2_conn *c,
 				       const struct msgr2_addrvec *addrs,
-				       u64 client_cookie, bool reconnect)
+				       u64 client_cookie, u64 server_cookie,
+				       bool reconnect)
 {
 	struct side *s = priv;
 

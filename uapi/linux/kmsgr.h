@@ -134,6 +134,11 @@
 #define KMSGR_FEAT_BUSY_POLL	_BITULL(16)	/* kmsgr_enter.busy_poll_us:
 						 * ENTER spins in the kernel
 						 */
+#define KMSGR_FEAT_PEER_KEY	_BITULL(17)	/* ACCEPTED and UP events of
+						 * a cephx listener's
+						 * sessions name the key
+						 * (kmsgr_cqe.tid)
+						 */
 
 /*
  * struct kmsgr_info - argument of KMSGR_IOC_INFO.
@@ -554,7 +559,9 @@ struct kmsgr_slice {
  * its own error).  A LINK with no SQE after it in this ENTER (@to_submit
  * ends there) or in an instance whose CQ has fewer than 4 entries (the
  * pair's two slots never fit), or before one that is not a SEND, fails
- * with -EINVAL (and the SQE after it, if consumed, with -ECANCELED).  LINK on any other
+ * with -EINVAL, and the SQE after it, whenever it is consumed (in this
+ * ENTER or a later one), with -ECANCELED: a SEND meant to carry what the
+ * op read never goes out alone.  LINK on any other
  * opcode is a bad flag of that SQE alone (-EINVAL); the SQE after it is
  * not affected.
  */
@@ -607,6 +614,13 @@ struct kmsgr_sqe {
  * struct kmsgr_cqe - one completion (64 bytes).  @user_data is the SQE's
  * for SEND and OP entries, the session's (CONNECT, or the listener's for
  * accepted sessions) for RECV and EVENT entries.
+ *
+ * KMSGR_EV_ACCEPTED and KMSGR_EV_UP of a session accepted by a cephx
+ * listener (KMSGR_FEAT_PEER_KEY): @tid is 1 + the index, in the LISTEN's
+ * @keys, of the entity the peer proved it holds the key of; 0 for other
+ * sessions and other events.  A lossless session is resumed only by a
+ * connection that authenticated with the same key; any other one gets a
+ * new session (the client sees KMSGR_EV_RESET).
  */
 struct kmsgr_cqe {
 	__u64 user_data;	/* SQE's, or the session's for RECV/EVENT */
@@ -618,7 +632,9 @@ struct kmsgr_cqe {
 	__u16 type;		/* RECV: message type */
 	__u16 version;		/* RECV: header version */
 	__u64 seq;		/* RECV: message seq */
-	__u64 tid;		/* RECV: transaction id */
+	__u64 tid;		/* RECV: transaction id; ACCEPTED, UP:
+				 * see above
+				 */
 	struct kmsgr_slice seg[3]; /* RECV: front, middle, data (pool slices) */
 };
 
