@@ -966,7 +966,9 @@ int kmsgr_nl_monitor_start(struct kmsgr_nl *nl);
  *
  * Waits for one batch of events (unless the descriptor was made
  * non-blocking) and calls @ops for each.  Return: the number of events,
- * what a callback returned when it stopped, or a negative errno.
+ * what a callback returned when it stopped, -ENOBUFS when events came
+ * faster than they were read and some were lost (reading goes on), or
+ * another negative errno.
  */
 int kmsgr_nl_monitor_read(struct kmsgr_nl *nl,
 			  const struct kmsgr_nl_monitor_ops *ops, void *arg);

@@ -406,6 +406,25 @@ static int kmsgr_nl_valid_cb(struct nl_msg *msg, void *arg)
 }
 
 /*
+ * The end of a dump: a dump the kernel cut short (out of memory, say)
+ * ends with its errno in NLMSG_DONE's payload, which libnl does not look
+ * at; without this the objects so far would pass for all of them.
+ */
+static int kmsgr_nl_finish_cb(struct nl_msg *msg, void *arg)
+{
+	struct kmsgr_nl_req *r = arg;
+	struct nlmsghdr *h = nlmsg_hdr(msg);
+	int err;
+
+	if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(err))) {
+		memcpy(&err, nlmsg_data(h), sizeof(err));
+		if (err < 0 && !r->stop)
+			r->stop = err;
+	}
+	return NL_STOP;
+}
+
+/*
  * Send @cmd (a dump with @dump) with an optional u64 attribute @a64 and
  * u32 attribute @a32 (0: none) and run @r's callbacks on the answers.
  */
@@ -437,6 +456,7 @@ static int kmsgr_nl_request(struct kmsgr_nl *nl, __u8 cmd, bool dump,
 		return -ENOMEM;
 	}
 	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, kmsgr_nl_valid_cb, r);
+	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, kmsgr_nl_finish_cb, r);
 	nl_cb_err(cb, NL_CB_CUSTOM, kmsgr_nl_err_cb, nl);
 	ret = nl_send_auto(nl->sk, msg);
 	nlmsg_free(msg);
@@ -734,6 +754,9 @@ int kmsgr_nl_monitor_read(struct kmsgr_nl *nl,
 	nl_cb_put(cb);
 	if (m.stop)
 		return m.stop;
+	/* libnl reports the socket's ENOBUFS (events lost) as NLE_NOMEM */
+	if (ret == -NLE_NOMEM)
+		return -ENOBUFS;
 	if (ret < 0 && !m.count)
 		return kmsgr_nl_errno(ret);
 	return m.count;

@@ -433,6 +433,8 @@ static int m2_tx_start_msg(struct msgr2_conn *c)
 	if (!m)
 		return 0;
 	m = m2_sess_next(s);
+	if (m->hdr.seq > s->wire_seq)
+		s->wire_seq = m->hdr.seq;
 	m->hdr.ack_seq = s->in_seq;
 	c->in_seq_told = s->in_seq;
 	if (!s->lossy)

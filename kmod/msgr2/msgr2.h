@@ -210,6 +210,9 @@ struct msgr2_session {
 	u64 out_seq;		/* last seq assigned to an outgoing message */
 	u64 in_seq;		/* last seq received and delivered */
 	u64 acked_seq;		/* highest of our seqs the peer acknowledged */
+	u64 wire_seq;		/* highest of our seqs that went onto a
+				 * connection: no peer can have more
+				 */
 	struct msgr2_msg *out_head, *out_tail;	/* not yet (re)sent */
 	struct msgr2_msg *sent_head, *sent_tail; /* sent, waiting for ack */
 	struct msgr2_conn *conn;	/* attached connection or NULL */

@@ -145,12 +145,17 @@ void m2_sess_ack(struct msgr2_session *s, struct msgr2_conn *c, u64 seq)
 	}
 }
 
-/* Reconnect: drop the requeued messages the peer already has. */
+/*
+ * Reconnect: drop the requeued messages the peer already has.  A peer
+ * that claims more than was ever written (broken or hostile) does not
+ * make the rest count as delivered: they are still sent.
+ */
 void m2_sess_drop_acked(struct msgr2_session *s, struct msgr2_conn *c,
 			u64 seq)
 {
 	struct msgr2_msg *m;
 
+	seq = min_t(u64, seq, s->wire_seq);
 	if (seq > s->acked_seq)
 		s->acked_seq = min_t(u64, seq, s->out_seq);
 	while ((m = s->out_head) && m->hdr.seq <= seq) {
@@ -181,4 +186,5 @@ void m2_sess_reset(struct msgr2_session *s)
 	s->out_seq = 0;
 	s->in_seq = 0;
 	s->acked_seq = 0;
+	s->wire_seq = 0;
 }

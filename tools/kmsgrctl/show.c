@@ -834,6 +834,11 @@ int cmd_monitor(int argc, char **argv)
 		if (!ret)
 			continue;
 		ret = kmsgr_nl_monitor_read(nl, &ops, &m);
+		if (ret == -ENOBUFS) {
+			error("monitor: events came faster than they were read: some were lost");
+			ret = 0;
+			continue;
+		}
 		if (ret < 0) {
 			error("monitor: %s", strerror(-ret));
 			break;

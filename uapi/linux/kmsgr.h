@@ -56,11 +56,13 @@
  *  half the pool (its segments rounded up to 512 bytes each): a larger one
  *  fails its connection (reason BUSY, logged).  When the pool or the CQ is full, the
  *  kernel stops reading from the affected connections (backpressure): no
- *  message or event is ever dropped.
+ *  message is ever dropped, nor a session's event (a listener's REFUSED
+ *  notes are bounded, see KMSGR_EV_REFUSED).
  *
- *  Every SQE field is read once and checked; an invalid SQE completes with
- *  a KMSGR_CQE_OP entry whose res is a negative errno (EINVAL for a bad
- *  opcode, flag, reserved field or slice, ENOENT for an unknown session).
+ *  Every SQE field is read once and checked; an invalid SQE (a bad opcode,
+ *  flag, reserved field or slice) completes with a KMSGR_CQE_OP entry whose
+ *  res is -EINVAL, a SEND too.  A well-formed SEND always completes with
+ *  its KMSGR_CQE_SEND, an error included (ENOENT for an unknown session).
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -428,7 +430,8 @@ struct kmsgr_enter {
 	__u64 timeout_ns;	/* in: with GETEVENTS; 0 = no timeout */
 	__u32 busy_poll_us;	/* in: with GETEVENTS, spin this long before
 				 * sleeping; 0 = no spin; at most
-				 * KMSGR_BUSY_POLL_MAX_US (else EINVAL)
+				 * KMSGR_BUSY_POLL_MAX_US (else EINVAL, as
+				 * without GETEVENTS)
 				 */
 	__u32 reserved32;	/* must be 0 */
 	__u64 reserved;		/* must be 0 */
@@ -451,7 +454,9 @@ struct kmsgr_slice {
 
 /* kmsgr_sqe.opcode */
 #define KMSGR_OP_NOP		0	/* completes at once (KMSGR_CQE_OP) */
-#define KMSGR_OP_SEND		1	/* send a message: one KMSGR_CQE_SEND */
+#define KMSGR_OP_SEND		1	/* send a message: one KMSGR_CQE_SEND
+					 * (malformed: KMSGR_CQE_OP)
+					 */
 #define KMSGR_OP_RELEASE	2	/* give back receive-pool slices */
 #define KMSGR_OP_BDEV_WRITE	3	/* slices to a block device */
 #define KMSGR_OP_BDEV_READ	4	/* a block device range into slices */
@@ -512,7 +517,8 @@ struct kmsgr_slice {
  * and fewer than cq_entries - cq_entries / 2 completions of consumed SQEs
  * are outstanding: the other half of the CQ stays free for inbound
  * messages and events, so SENDs in flight can never block the reading
- * that completes them.  ENTER fails with EBUSY when it could consume none.
+ * that completes them.  ENTER fails with EBUSY when it could consume none
+ * and does not wait (no GETEVENTS, or min_complete 0).
  *
  * BDEV_WRITE, BDEV_READ, BDEV_FLUSH (KMSGR_FEAT_BDEV): @session is the
  * handle of an attached block device (struct kmsgr_bdev), @tid the byte
