@@ -783,6 +783,7 @@ static int kmsgr_sess_announce(struct kmsgr_sess *s, struct kmsgr_conn *kc)
 	WRITE_ONCE(s->announced, true);
 	spin_unlock(&l->lock);
 	kmsgr_count(accepts, 1);
+	s->peer_key = kmsgr_sess_auth_key(s);
 	kmsgr_sess_event(s, KMSGR_EV_ACCEPTED, 0, 0);
 	return 0;
 
@@ -806,8 +807,6 @@ static void kmsgr_conn_event(void *priv, enum msgr2_event ev, u64 arg)
 
 	switch (ev) {
 	case MSGR2_EV_READY:
-		if (s->server && !s->announced)
-			s->peer_key = kmsgr_sess_auth_key(s);
 		if (s->server && !s->announced &&
 		    kmsgr_sess_announce(s, kc)) {
 			msgr2_conn_fail(kc->mc, MSGR2_R_LOCAL);

@@ -169,7 +169,8 @@ struct kmsgr_sess {
 					 */
 	u32 peer_key;			/* server, cephx: 1 + the index of the
 					 * listener key the peer authenticated
-					 * with (set once, at READY); 0: none
+					 * with (set once, when announced);
+					 * 0: none
 					 */
 	u32 backoff_ms;
 	unsigned long retry_at;		/* jiffies: BACKOFF redial, WAITING end */

@@ -403,6 +403,17 @@ out:
 	return 0;
 }
 
+/* Whether @m's segments are within @c's limits (cfg.max_seg_len). */
+bool m2_msg_fits(const struct msgr2_conn *c, const struct msgr2_msg *m)
+{
+	u32 i;
+
+	for (i = 0; i < MSGR2_NSEG; i++)
+		if (m->seg[i].len > c->cfg.max_seg_len[i])
+			return false;
+	return true;
+}
+
 /* Take the next message of the session's out-queue onto the wire. */
 static int m2_tx_start_msg(struct msgr2_conn *c)
 {
@@ -418,10 +429,7 @@ static int m2_tx_start_msg(struct msgr2_conn *c)
 		 * else a lossless session would resend it forever into the
 		 * peer's OVERSIZE.
 		 */
-		if (!m2_msg_tail_len(m, &nsegs, &tail) &&
-		    m->seg[MSGR2_FRONT].len <= c->cfg.max_seg_len[MSGR2_FRONT] &&
-		    m->seg[MSGR2_MIDDLE].len <= c->cfg.max_seg_len[MSGR2_MIDDLE] &&
-		    m->seg[MSGR2_DATA].len <= c->cfg.max_seg_len[MSGR2_DATA] &&
+		if (!m2_msg_tail_len(m, &nsegs, &tail) && m2_msg_fits(c, m) &&
 		    (!c->secure ||
 		     tail + M2_GCM_TAG_LEN <= c->cfg.tx_scratch_len))
 			break;

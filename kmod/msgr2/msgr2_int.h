@@ -279,6 +279,7 @@ void m2_rx_start(struct msgr2_conn *c);
 void m2_rx_abort_msg(struct msgr2_conn *c, int status);
 void m2_tx_abort_msg(struct msgr2_conn *c);
 int m2_msg_tail_len(const struct msgr2_msg *m, u32 *nsegs, size_t *tail);
+bool m2_msg_fits(const struct msgr2_conn *c, const struct msgr2_msg *m);
 int m2_errno(enum msgr2_reason r);
 
 /* conn.c: called by frame.c */

@@ -72,9 +72,8 @@ int msgr2_send(struct msgr2_session *s, struct msgr2_msg *m)
 	if (m2_msg_tail_len(m, &nsegs, &tail))
 		return -EMSGSIZE;
 	if (c) {
-		for (i = 0; i < MSGR2_NSEG; i++)
-			if (m->seg[i].len > c->cfg.max_seg_len[i])
-				return -EMSGSIZE;
+		if (!m2_msg_fits(c, m))
+			return -EMSGSIZE;
 		secure = c->secure;
 		if (!c->mode)
 			for (i = 0; i < c->cfg.n_modes; i++)
