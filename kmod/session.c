@@ -1163,6 +1163,27 @@ static void kmsgr_sess_retire(struct kmsgr_sess *s)
 	}
 }
 
+/*
+ * A DEAD session's owed CLOSED, once nothing it received waits to be
+ * delivered (else its runs try again as the CQ and the pool make room);
+ * a server session then retires.
+ */
+static void kmsgr_sess_post_closed(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	if (!kmsgr_sess_flush_rx(s)) {
+		kmsgr_sess_arm(s, msecs_to_jiffies(KMSGR_SESS_PAUSED_MS));
+		return;
+	}
+	if (s->closed_owed) {
+		s->closed_owed = false;
+		kmsgr_sess_event(s, KMSGR_EV_CLOSED, s->closed_reason,
+				 s->closed_res);
+	}
+	if (s->server)
+		kmsgr_sess_retire(s);
+}
+
 static u16 kmsgr_reason(enum msgr2_reason r)
 {
 	/* the engine's reasons up to BUSY have the uapi's numbers */
@@ -1233,9 +1254,13 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 /*
  * The session is over for good (lossy connection lost, lossless server not
  * resumed in time): complete its queued SENDs with -ECONNRESET, post
- * CLOSED.  A client keeps its id until CLOSE; a server session retires by
- * itself (kmsgr_sess_work(), once a held RECV is delivered), so that ended
- * sessions never hold the instance's session slots.
+ * CLOSED.  Messages it received and has not delivered yet (a RECV held
+ * for CQ room, spilled ones waiting for pool room: a lossless peer was
+ * told they arrived) come first: CLOSED is owed until the DEAD session's
+ * runs have delivered them (kmsgr_sess_service()), so that an application
+ * that CLOSEs on CLOSED has seen every one.  A client keeps its id until
+ * CLOSE; a server session retires by itself once CLOSED is posted, so
+ * that ended sessions never hold the instance's session slots.
  */
 static void kmsgr_sess_end(struct kmsgr_sess *s, u16 reason, int res)
 	__must_hold(&s->lock)
@@ -1246,9 +1271,10 @@ static void kmsgr_sess_end(struct kmsgr_sess *s, u16 reason, int res)
 		kmsgr_sess_retire(s);	/* nobody knows it */
 		return;
 	}
-	kmsgr_sess_event(s, KMSGR_EV_CLOSED, reason, res);
-	if (s->server)
-		queue_work(kmsgr_wq, &s->work);
+	s->closed_owed = true;
+	s->closed_reason = reason;
+	s->closed_res = res;
+	kmsgr_sess_post_closed(s);
 }
 
 static void kmsgr_sess_fail(struct kmsgr_sess *s, int err)
@@ -1560,10 +1586,7 @@ static void kmsgr_sess_service(struct kmsgr_sess *s)
 		kmsgr_sess_end(s, KMSGR_REASON_TIMEOUT, -ETIMEDOUT);
 		break;
 	case KMSGR_SESS_DEAD:
-		if (!kmsgr_sess_flush_rx(s))
-			kmsgr_sess_arm(s, msecs_to_jiffies(KMSGR_SESS_PAUSED_MS));
-		else if (s->server)
-			kmsgr_sess_retire(s);
+		kmsgr_sess_post_closed(s);
 		break;
 	default:
 		break;
@@ -1650,8 +1673,13 @@ void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper)
 	/* before its CLOSED; a later one completes as it is added */
 	kmsgr_sess_take_sendq(s);
 	msgr2_session_drain(&s->ms, kmsgr_sess_drain_done, s, -ECONNRESET);
-	if (!was_dead && (s->announced || !s->server))
+	/* a DEAD one's CLOSED still owed goes now, with its own reason */
+	if (s->closed_owed)
+		kmsgr_sess_event(s, KMSGR_EV_CLOSED, s->closed_reason,
+				 s->closed_res);
+	else if (!was_dead && (s->announced || !s->server))
 		kmsgr_sess_event(s, KMSGR_EV_CLOSED, KMSGR_REASON_NONE, 0);
+	s->closed_owed = false;
 	mutex_unlock(&s->lock);
 
 	/*

@@ -160,6 +160,13 @@ struct kmsgr_sess {
 	unsigned long paused_at;	/* jiffies: since when */
 	bool rx_held;			/* @rx_cqe found the CQ full */
 	struct kmsgr_cqe rx_cqe;
+	/*
+	 * DEAD with a held RECV or spilled messages: its CLOSED waits for
+	 * them (kmsgr_sess_end()), with this reason and result
+	 */
+	bool closed_owed;
+	u16 closed_reason;
+	int closed_res;
 	u32 listener_id;		/* server */
 	struct kmsgr_listener *listener; /* server: holds a reference */
 	struct list_head embryo;	/* on listener->embryos (its lock) */

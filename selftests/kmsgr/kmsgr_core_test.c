@@ -30,6 +30,11 @@
  *                                 that never CLOSEs: every one is served
  *  lossless_server_wait_bounded   a lossless server session whose client is
  *                                 gone closes after resume_timeout
+ *  closed_after_spilled_recvs     a lossless server session that ends
+ *                                 (client gone, resume_timeout) with
+ *                                 messages spilled while the receive pool
+ *                                 was full posts them all, in order,
+ *                                 before its CLOSED (it came first)
  *  idle_server_sessions_time_out  a server session that carries no message
  *                                 for idle_timeout is closed (TIMEOUT)
  *  sockets_in_openers_netns       an instance opened in a new network
@@ -90,6 +95,7 @@
  * on KMSGR_VM_IP with kmsgr_rdma.ko loaded, SKIP without them):
  * sends_never_block_reading, listener_entity_type,
  * ended_sessions_free_slots, lossless_server_wait_bounded,
+ * closed_after_spilled_recvs,
  * idle_server_sessions_time_out, stale_release_token,
  * pool_fragmentation_no_starvation, listener_cephx,
  * session_memory_charged_to_memcg, send_racing_retirement,
@@ -748,6 +754,107 @@ TEST_F_TIMEOUT(core, lossless_server_wait_bounded, 120)
 	usleep(200000);
 	EXPECT_EQ(-ENOENT, kmsgr_close_id(self->srv.k, srv_id));
 	EXPECT_EQ(0, param_set("resume_timeout", old, NULL));
+}
+
+/*
+ * A lossless server session whose application reads nothing until its
+ * client is gone and resume_timeout has passed: every message the client
+ * saw acknowledged comes as a RECV, in order, before the session's CLOSED,
+ * and nothing follows CLOSED.  The receive pool (64 KiB) fills first; the
+ * session reads on into its spill (rx_spill_max), acknowledging, and sees
+ * the end of the connection.  Its CLOSED came at once, and the spilled
+ * messages after it as the pool made room.
+ */
+TEST_F_TIMEOUT(core, closed_after_spilled_recvs, 120)
+{
+	const unsigned int n = 24, size = 8192;
+	unsigned int i, acked = 0, sent = 0, recvs = 0, after = 0, quiet = 0;
+	unsigned int old_resume;
+	struct kmsgr_listen l;
+	struct kmsgr_cqe *cqe;
+	struct kmsgr_sqe *sqe;
+	struct kt_inst srv;
+	struct kt_loop lp;
+	uint32_t cli_id, srv_id;
+	int closed = -1, ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, param_set("resume_timeout", 2, &old_resume));
+	ASSERT_EQ(0, kt_inst_open_cq(&srv, "late", 8, 64, TX_AREA, 64 << 10,
+				     3));
+	srv.transport = self->x.transport;
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &srv);
+	kt_loop_add(&lp, &self->cli);
+	ASSERT_EQ(0, kt_listen(&srv, self->x.ip, KMSGR_SESS_F_LOSSLESS, 0x1a7e,
+			       &l));
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, KMSGR_SESS_F_LOSSLESS,
+				KT_PEER_ANY, 0xc, &cli_id));
+	ASSERT_EQ(0, kt_wait_pair(&lp, &self->cli, cli_id, &srv, &srv_id,
+				  SETUP_MS));
+
+	for (i = 0; i < n; i++) {
+		sqe = kt_sqe(&self->cli);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_send(sqe, cli_id, 42, i, (struct kmsgr_slice){ 0 },
+				(struct kmsgr_slice){ 0 },
+				(struct kmsgr_slice){ i * size, size }, i);
+	}
+	/* the acknowledged SENDs complete */
+	while (sent < n && quiet < 3) {
+		ret = kmsgr_wait_cqe(self->cli.k, &cqe, 500000000ULL);
+		if (ret == -ETIME) {
+			quiet += acked > 0;
+			continue;
+		}
+		ASSERT_EQ(0, ret);
+		quiet = 0;
+		if (cqe->kind == KMSGR_CQE_SEND) {
+			sent++;
+			acked += !cqe->res;
+		}
+		kmsgr_cqe_seen(self->cli.k);
+	}
+	/* more than the pool holds: some were spilled */
+	ASSERT_LT(8, acked);
+	/* the client goes for good; the server's session ends unread */
+	kt_inst_close(&self->cli);
+	sleep(4);
+
+	/* now the server reads: RECVs in order, CLOSED last */
+	for (quiet = 0; quiet < 3;) {
+		ret = kmsgr_wait_cqe(srv.k, &cqe, 500000000ULL);
+		if (ret == -ETIME) {
+			quiet += closed >= 0;
+			continue;
+		}
+		ASSERT_EQ(0, ret);
+		if (cqe->kind == KMSGR_CQE_RECV) {
+			EXPECT_EQ(recvs, cqe->tid);
+			EXPECT_EQ(size, cqe->seg[2].len);
+			recvs++;
+			after += closed >= 0;
+			ASSERT_EQ(0, kt_release(&srv, cqe));
+		} else if (cqe->kind == KMSGR_CQE_EVENT &&
+			   cqe->event == KMSGR_EV_CLOSED) {
+			EXPECT_EQ(srv_id, cqe->session);
+			EXPECT_EQ(KMSGR_REASON_TIMEOUT, cqe->reason);
+			closed = (int)recvs;
+		} else if (cqe->kind == KMSGR_CQE_EVENT) {
+			EXPECT_EQ(KMSGR_EV_DOWN, cqe->event);
+			after += closed >= 0;
+		}
+		kmsgr_cqe_seen(srv.k);
+	}
+	EXPECT_LE(0, closed);
+	EXPECT_LE(acked, recvs) TH_LOG("%u SENDs acknowledged, %u RECVs",
+				       acked, recvs);
+	EXPECT_EQ(0, after) TH_LOG("%u CQEs of the session after its CLOSED",
+				   after);
+	EXPECT_EQ(0, kt_pool_bytes(&srv));
+	kt_inst_close(&srv);
+	EXPECT_EQ(0, param_set("resume_timeout", old_resume, NULL));
 }
 
 TEST_F_TIMEOUT(core, idle_server_sessions_time_out, 120)

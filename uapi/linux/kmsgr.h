@@ -602,7 +602,9 @@ struct kmsgr_sqe {
 #define KMSGR_EV_UP		2	/* session READY (again) */
 #define KMSGR_EV_DOWN		3	/* connection lost; lossless: retrying */
 #define KMSGR_EV_RESET		4	/* peer reset the session */
-#define KMSGR_EV_CLOSED		5	/* session gone; reason in @reason */
+#define KMSGR_EV_CLOSED		5	/* session gone; reason in @reason;
+					 * no RECV of the session follows it
+					 */
 /*
  * A listener refused a connection: @session is the listener's id,
  * @user_data its LISTEN user_data, @reason KMSGR_REASON_HALF_OPEN (too many
