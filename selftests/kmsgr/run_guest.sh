@@ -28,12 +28,13 @@
 # Environment: KMSGR_NO_SKIP=1 (make check: a skipped test fails),
 # KMSGR_CYCLES (default 100), KMSGR_CYCLE_OPENS (default 100),
 # KMSGR_NO_CEPH=1 (kmsgr_ceph_test starts its own clusters, if any),
-# KMSGR_NO_INSTALL=1 (leave out the install tests: make check-debug),
+# KMSGR_NO_INSTALL=1 (leave out the install tests),
+# KMSGR_SLUB_DEBUG=1 (check that the guest runs under slub_debug),
 # KMSGR_NO_CEPH_PEERS=1 (leave out everything that talks to real Ceph
 # daemons and tools: ceph -s against kmsgr listeners, kmsgrctl mon against
 # a ceph-mon, kmsgr_ceph_test, rados_test.sh, rados_cephx_test.sh, and
 # the clusters they need;
-# the slub_debug pass, where the same kernel paths run against kmsgr's own
+# for a quicker run; the same kernel paths run against kmsgr's own
 # peers), KMSGR_NVME (tools/vm/run --nvme SIZE sets it, make check's runs
 # have --nvme 64M: the block device kmsgr_bdev_test writes all over; the
 # harness programs inherit it, and without it that program's device tests
@@ -66,6 +67,10 @@ n=0		# tests reported so far
 failed=0	# of which failed
 loaded=0	# 1 once insmod succeeded
 need_module=0	# 1 after the insmod test: from there, no module = failure
+
+# What a kernel problem looks like in its log ("BUG cache (...)": a SLUB
+# debug report).
+KWARN='WARNING:|BUG:|BUG [^ ]+ \(|Oops|general protection|Call Trace'
 
 # Harness programs run in the leak phase instead of the main loop.
 LEAK_TESTS="kmsgr_badinput_test"
@@ -262,8 +267,7 @@ run_harness() {
 # marker NAME (mark) was written.
 kernel_quiet_since() {
 	dmesg | sed -n "/kmsgr-selftest: $1\$/,\$p" |
-		grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace' \
-		>"$tmp/kwarn"
+		grep -E "$KWARN" >"$tmp/kwarn"
 	comment "$tmp/kwarn"
 	[ ! -s "$tmp/kwarn" ]
 	tap $? "$1: no kernel warnings"
@@ -1216,6 +1220,23 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
+# slub_debug_on: every slab cache checks its objects (F), has red zones
+# (Z), poisons freed objects (P) and records who allocated and freed them
+# (U); kmalloc-64 stands for them (make check-vm boots the guest so).
+slub_debug_on() {
+	for f in sanity_checks red_zone poison store_user; do
+		v=$(cat "/sys/kernel/slab/kmalloc-64/$f" 2>/dev/null)
+		echo "kmalloc-64 $f: ${v:-unreadable}"
+		[ "$v" = 1 ] || return 1
+	done
+	grep -qw slab_nomerge /proc/cmdline
+}
+
+if [ "${KMSGR_SLUB_DEBUG:-0}" = 1 ]; then
+	check "the guest runs under slub_debug=FZPU slab_nomerge (checks, red zones, poisoning, user tracking)" \
+		slub_debug_on
+fi
+
 # --- load --------------------------------------------------------------------
 if grep -q '^kmsgr ' /proc/modules; then
 	echo "# kmsgr was loaded already; unloading it first"
@@ -1259,7 +1280,7 @@ run_harness "$TOP/selftests/kmsgr/netlink_test.sh"
 # cephx secrets from kernel logon keys (kmsgrctl key add, --key-desc)
 run_harness "$TOP/selftests/kmsgr/logon_key_test.sh"
 # the example block service on the NVMe namespace, over tcp and rdma
-# (KMSGR_BLK_OPS=0 leaves it out: the slub_debug pass, where
+# (KMSGR_BLK_OPS=0 leaves it out, for a quicker run:
 # kmsgr_bdev_test runs the same kernel paths)
 if [ "${KMSGR_BLK_OPS:-10000}" != 0 ]; then
 	run_harness "$TOP/selftests/kmsgr/blk_test.sh"
@@ -1400,8 +1421,7 @@ fi
 # --- kernel log --------------------------------------------------------------------
 mark "end"
 dmesg | sed -n '/kmsgr-selftest: start/,$p' |
-	grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace|kmsgr: .*(leak|error)' \
-	>"$tmp/warn"
+	grep -E "$KWARN|kmsgr: .*(leak|error)" >"$tmp/warn"
 comment "$tmp/warn"
 [ ! -s "$tmp/warn" ]
 tap $? "no kernel warnings while testing"
