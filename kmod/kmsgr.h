@@ -361,6 +361,8 @@ u32 kmsgr_cq_room(struct kmsgr_instance *inst);
 #define KMSGR_NSEG		3
 /* kmsgr_pool_free() token of the kernel's own frees: no check */
 #define KMSGR_POOL_KERNEL	U32_MAX
+bool kmsgr_pool_too_big(struct kmsgr_instance *inst, const u32 *len,
+			unsigned int n);
 int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 			 const u32 *len, u32 *off, unsigned int n);
 void kmsgr_pool_unwait(struct kmsgr_instance *inst, u32 who);

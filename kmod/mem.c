@@ -961,6 +961,26 @@ static unsigned long kmsgr_pool_find(struct kmsgr_instance *inst, u32 who,
 	return first;
 }
 
+/*
+ * Whether a message of segments @len would take more than half the pool
+ * (after SETUP): such a message is refused, never placed nor spilled.  A
+ * peer that announces a large message and withholds it can then never
+ * take the room the other sessions of the instance need (msg_timeout ends
+ * its hold).
+ */
+bool kmsgr_pool_too_big(struct kmsgr_instance *inst, const u32 *len,
+			unsigned int n)
+{
+	u64 total = 0;
+	unsigned int i;
+
+	if (!kmsgr_inst_ready(inst))
+		return false;
+	for (i = 0; i < n; i++)
+		total += kmsgr_grains(len[i]);
+	return total > inst->pool_grains / 2;
+}
+
 /**
  * kmsgr_pool_alloc_msg() - allocate receive-pool space for one message
  * @inst: the instance
@@ -1023,12 +1043,7 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 		return 0;
 	if (!kmsgr_inst_ready(inst))
 		return -ENOSPC;
-	/*
-	 * At most half the pool per message: a peer that announces a large
-	 * message and withholds it can never take the room the other
-	 * sessions of the instance need (msg_timeout ends its hold).
-	 */
-	if (total > inst->pool_grains / 2)
+	if (kmsgr_pool_too_big(inst, len, n))
 		return -EMSGSIZE;
 	kmsgr_pool_msg_align(inst, len, n, &a);
 

@@ -489,12 +489,12 @@ static int kmsgr_conn_rx_spill(struct kmsgr_conn *kc, struct kmsgr_sess *s,
 			       struct msgr2_rx_msg *m)
 {
 	u32 total = kmsgr_msg_bytes(m->len), off = 0;
+	u32 max = READ_ONCE(kmsgr_rx_spill_max);	/* once: root may set it */
 	struct kmsgr_spill *sp;
 	int i;
 
-	if (s->ms.lossy ||
-	    total > READ_ONCE(kmsgr_rx_spill_max) - min(s->spill_bytes,
-						READ_ONCE(kmsgr_rx_spill_max)))
+	if (s->ms.lossy || s->spill_bytes >= max ||
+	    total > max - s->spill_bytes)
 		return -EAGAIN;
 	sp = kvmalloc(struct_size(sp, data, total),
 		      GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
@@ -521,6 +521,13 @@ static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 	BUILD_BUG_ON(KMSGR_NSEG != MSGR2_NSEG);
 	for (i = 0; i < MSGR2_NSEG; i++)
 		m->buf[i] = NULL;
+	/* larger than the pool takes: it would never fit, nor leave a spill */
+	if (kmsgr_pool_too_big(inst, m->len, MSGR2_NSEG)) {
+		kmsgr_sess_warn_ratelimited(s, "a %u+%u+%u-byte message cannot fit the %llu-byte receive pool\n",
+					    m->len[0], m->len[1], m->len[2],
+					    inst->buf_size - inst->pool_off);
+		return -EMSGSIZE;
+	}
 	kmsgr_sess_set_paused(s, true);
 	if (s->rx_held || !kmsgr_cq_room(inst))
 		return -EAGAIN;
@@ -532,13 +539,6 @@ static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 	/* the whole message at once, or nothing: waits never hold a part */
 	ret = kmsgr_pool_alloc_msg(inst, s->obj.id, m->len, kc->rx_off,
 				   MSGR2_NSEG);
-	if (ret == -EMSGSIZE) {		/* larger than the pool: never fits */
-		kmsgr_sess_set_paused(s, false);
-		kmsgr_sess_warn_ratelimited(s, "a %u+%u+%u-byte message cannot fit the %llu-byte receive pool\n",
-					    m->len[0], m->len[1], m->len[2],
-					    inst->buf_size - inst->pool_off);
-		return ret;
-	}
 	if (ret) {
 		ret = kmsgr_conn_rx_spill(kc, s, m);
 		goto placed;
@@ -1651,7 +1651,8 @@ static void kmsgr_sess_free_mem(struct kmsgr_sess *s)
  * Tear a session down: already out of inst->objs and past an RCU grace
  * period.  With @post, queued SENDs complete with -ECONNRESET and CLOSED
  * (reason NONE) is the session's last CQE (a DEAD session posted its
- * CLOSED already); without, nothing is posted (the instance is going
+ * CLOSED already, or posts the one it still owes, with its own reason);
+ * without, nothing is posted (the instance is going
  * away, or an embryo that has no id).  Drops the objs reference.
  */
 void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper)

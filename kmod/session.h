@@ -62,8 +62,10 @@ enum kmsgr_sess_state {
 	KMSGR_SESS_WAITING,		/* lossless server: client may resume
 					 * until retry_at (resume_timeout)
 					 */
-	KMSGR_SESS_DEAD,		/* CLOSED posted; a client waits for
-					 * CLOSE, a server retires itself
+	KMSGR_SESS_DEAD,		/* over: CLOSED posted, or owed until
+					 * the received messages are out; a
+					 * client waits for CLOSE, a server
+					 * retires itself
 					 */
 	KMSGR_SESS_CLOSED,		/* torn down */
 };
