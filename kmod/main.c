@@ -320,6 +320,7 @@ out_xprt:
 	kmsgr_xprt_unregister(&kmsgr_xprt_tcp);
 out_sess_exit:
 	kmsgr_sess_exit();
+	kmsgr_tcp_exit();
 out_port:
 	msgr2_port_exit();
 	return ret;
@@ -331,6 +332,7 @@ static void __exit kmsgr_exit(void)
 	kmsgr_nl_exit();
 	kmsgr_xprt_unregister(&kmsgr_xprt_tcp);
 	kmsgr_sess_exit();
+	kmsgr_tcp_exit();
 	msgr2_port_exit();
 	/* Each open file holds a module reference: nothing can be left. */
 	WARN_ON_ONCE(atomic_read(&kmsgr_instances));

@@ -229,6 +229,7 @@ struct kmsgr_xprt_type {
 };
 
 extern const struct kmsgr_xprt_type kmsgr_xprt_tcp;
+void kmsgr_tcp_exit(void);
 
 /* xprt.c */
 int kmsgr_xprt_register(const struct kmsgr_xprt_type *t);

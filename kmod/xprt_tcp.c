@@ -17,9 +17,9 @@
  * of their vmalloc pages (struct kmsgr_xprt_zc).
  *
  * A listening socket only hooks sk_data_ready.  Accepted sockets are
- * clones of the listener and inherit that hook (and its sk_user_data); the
- * hook ignores any socket that is not listening, and an accepted socket
- * gets the listener's original sk_data_ready back when it is closed.
+ * clones of the listener and inherit that hook (and its sk_user_data): the
+ * hook ignores any socket that is not listening, and accept() gives the
+ * clone the listener's original sk_data_ready back at once.
  * Nothing is DMA-mapped or registered here: the owner's struct
  * kmsgr_xprt_acct stays untouched.
  *
@@ -29,12 +29,14 @@
 
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/llist.h>
 #include <linux/mm.h>
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/tcp.h>
 #include <linux/uio.h>
 #include <linux/vmalloc.h>
+#include <linux/workqueue.h>
 #include <net/net_namespace.h>
 #include <net/sock.h>
 #include <net/tcp.h>
@@ -64,7 +66,20 @@ struct kmsgr_tcp {
 	struct sockaddr_storage names[2];
 	bool named;
 	bool reading;
+	struct llist_node closing;	/* on kmsgr_tcp_closing */
 };
+
+/*
+ * Connections being closed.  kmsgr_tcp_close() unhooks a connection at
+ * once (no kick after it returns) and leaves its shutdown and release,
+ * which take the socket lock, to kmsgr_tcp_close_work: its callers may
+ * hold a session lock that a receive pass takes under another socket's
+ * lock (a session resumed from inside a read, kmsgr_conn_settle()), and
+ * lockdep would see that as a cycle.  Listeners close in place.
+ */
+static LLIST_HEAD(kmsgr_tcp_closing);
+static void kmsgr_tcp_close_work(struct work_struct *work);
+static DECLARE_WORK(kmsgr_tcp_close_wk, kmsgr_tcp_close_work);
 
 static const struct kmsgr_xprt_ops kmsgr_tcp_ops;
 static const struct kmsgr_xprt_ops kmsgr_tcp_listen_ops;
@@ -531,16 +546,37 @@ static int kmsgr_tcp_getname(struct kmsgr_xprt *x,
 	return ret < 0 ? ret : 0;
 }
 
+static void kmsgr_tcp_close_work(struct work_struct *work)
+{
+	struct llist_node *list = llist_del_all(&kmsgr_tcp_closing);
+	struct kmsgr_tcp *t, *next;
+
+	llist_for_each_entry_safe(t, next, list, closing) {
+		/* an orderly FIN for the peer (sock_release() alone may reset) */
+		kernel_sock_shutdown(t->sock, SHUT_RDWR);
+		sock_release(t->sock);
+		kfree(t);
+	}
+}
+
 static void kmsgr_tcp_close(struct kmsgr_xprt *x)
 {
 	struct kmsgr_tcp *t = to_tcp(x);
 
 	kmsgr_tcp_unhook(t);
-	/* an orderly FIN for the peer (sock_release() alone may reset) */
-	if (t->x.ops == &kmsgr_tcp_ops)
-		kernel_sock_shutdown(t->sock, SHUT_RDWR);
+	if (t->x.ops == &kmsgr_tcp_ops) {
+		if (llist_add(&t->closing, &kmsgr_tcp_closing))
+			schedule_work(&kmsgr_tcp_close_wk);
+		return;
+	}
 	sock_release(t->sock);
 	kfree(t);
+}
+
+/* Module exit: the connections closed last are released. */
+void kmsgr_tcp_exit(void)
+{
+	flush_work(&kmsgr_tcp_close_wk);
 }
 
 static int kmsgr_tcp_connect(struct net *net, struct kmsgr_xprt_acct *acct,
@@ -611,7 +647,16 @@ static int kmsgr_tcp_accept(struct kmsgr_xprt *lx, struct kmsgr_xprt **out)
 		sock_release(sock);
 		return -ENOMEM;
 	}
-	/* the clone carries our listen hook; its real one is the listener's */
+	/*
+	 * The clone carries our listen hook and the listener's user data:
+	 * give it the listener's original callback back until start()
+	 * hooks it (which looks once for bytes that came meanwhile), so that
+	 * a socket closed before then keeps nothing of ours.
+	 */
+	write_lock_bh(&sock->sk->sk_callback_lock);
+	sock->sk->sk_user_data = NULL;
+	sock->sk->sk_data_ready = l->orig_data_ready;
+	write_unlock_bh(&sock->sk->sk_callback_lock);
 	t->orig_data_ready = l->orig_data_ready;
 	*out = &t->x;
 	return 0;
