@@ -752,7 +752,12 @@ static const struct genl_ops kmsgr_nl_ops[] = {
 	{
 		.cmd		= KMSGR_CMD_STATS_GET,
 		.doit		= kmsgr_nl_stats_doit,
-		/* no attributes: the core rejects any */
+		/*
+		 * counts every user's and network namespace's instances:
+		 * CAP_NET_ADMIN in the initial user namespace.  No
+		 * attributes: the core rejects any.
+		 */
+		.flags		= GENL_ADMIN_PERM,
 	},
 	{
 		.cmd		= KMSGR_CMD_DEV_GET,

@@ -26,7 +26,8 @@
 #     shown gone;
 #   - every -j output parses as JSON; dev show lists the RDMA device;
 #   - an unprivileged user (its own group on /dev/kmsgr) sees its own
-#     session and none of root's, and may not join the monitor group;
+#     session and none of root's, may not join the monitor group and may
+#     not read the module-wide stats;
 #   - kmsgr_nl_fuzz (random commands, flags and attributes), with the
 #     namespace attached, reaches it (BDEV_GET replies) and leaves no
 #     kernel warning.
@@ -231,6 +232,12 @@ rc=$?
 echo "$out" | sed 's/^/# /'
 [ $rc -eq 1 ] && echo "$out" | grep -q "CAP_NET_ADMIN"
 tap $? "an unprivileged user may not join the monitor group"
+out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$K" stats 2>&1)
+rc=$?
+echo "$out" | sed 's/^/# /'
+[ $rc -eq 1 ] && echo "$out" | grep -q "need CAP_NET_ADMIN"
+tap $? "an unprivileged user may not read the module-wide stats (EPERM)"
 kill "$npid" 2>/dev/null
 wait "$npid" 2>/dev/null
 chmod 0600 /dev/kmsgr && chgrp root /dev/kmsgr

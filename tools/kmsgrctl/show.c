@@ -547,7 +547,8 @@ static void stats_usage(FILE *f)
 		"Module-wide counters: open instances and sessions; sessions\n"
 		"connected, accepted and refused; reconnects and connections lost;\n"
 		"messages and payload bytes each way; RDMA memory pinned and\n"
-		"registered.\n",
+		"registered.  They count every user's and network namespace's\n"
+		"instances: needs CAP_NET_ADMIN.\n",
 		progname);
 }
 
@@ -631,6 +632,11 @@ int cmd_stats(int argc, char **argv)
 	if (nl_open(&nl))
 		return EXIT_FAILURE;
 	ret = kmsgr_nl_stats(nl, &st);
+	if (ret == -EPERM) {
+		error("stats: the module-wide counters need CAP_NET_ADMIN");
+		kmsgr_nl_close(nl);
+		return EXIT_FAILURE;
+	}
 	if (ret) {
 		nl_failed(nl, "stats", ret);
 		kmsgr_nl_close(nl);

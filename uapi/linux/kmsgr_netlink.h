@@ -13,7 +13,9 @@
  *                 dump: every session, or an instance's (_INSTANCE given)
  *   LISTENER_GET  the same for listeners (KMSGR_A_LISTENER_*)
  *   INSTANCE_GET  do: KMSGR_A_INSTANCE_ID; dump: every instance
- *   STATS_GET     do: module-wide counters (KMSGR_A_STATS_*)
+ *   STATS_GET     do: module-wide counters (KMSGR_A_STATS_*), of every
+ *                 user and network namespace: needs CAP_NET_ADMIN in the
+ *                 initial user namespace (EPERM)
  *   SESSION_NTF   multicast on "monitor": a session event (its attributes
  *                 plus _EVENT, _REASON, _RES)
  *   LISTENER_NTF  multicast on "monitor": a listener event (_REFUSED)
