@@ -281,7 +281,13 @@ static int cephx_request(void *priv, u8 *out, u32 cap)
 	msgr2_put_le32(out + 1, cx->entity_type);
 	msgr2_put_le32(out + 5, (u32)nlen);
 	memcpy(out + 9, cx->name, nlen);
-	msgr2_put_le64(out + 9 + nlen, cx->global_id);
+	/*
+	 * Global id 0: a new one.  A non-zero id asks the mon to let us
+	 * reclaim it, which a 16.2.1+ mon grants only to a CephXAuthenticate
+	 * v3 that presents the old AUTH ticket, and reset() forgot that
+	 * ticket: a redial would be refused (EACCES, AUTH).
+	 */
+	msgr2_put_le64(out + 9 + nlen, 0);
 	return (int)(9 + nlen + 8);
 }
 

@@ -47,7 +47,12 @@ struct msgr2_auth_cephx {
 	u8 entity_type;			/* MSGR2_ENTITY_CLIENT, ... */
 	char name[MSGR2_CEPHX_NAME_MAX]; /* without the type: "admin" */
 	u8 key[MSGR2_CEPHX_KEY_LEN];	/* long-term secret */
-	u64 global_id;			/* last one (updated by done()), or 0 */
+	/*
+	 * The global id of the last done() (for authorizers), or 0.  Never
+	 * sent back: each connection asks for a new one (no old ticket is
+	 * kept to reclaim it with).
+	 */
+	u64 global_id;
 	/*
 	 * Service tickets wanted (entity-type bitmask, CephXAuthenticate
 	 * other_keys).  0 selects MSGR2_CEPHX_WANT_KEYS_DEFAULT: other_keys is

@@ -11,6 +11,9 @@
  *                  the echoed handle and tid; prints version and oldest
  *   map            MMonGetMap (5) -> MMonMap (4); prints the fsid and the
  *                  monmap epoch
+ *   redial         end the connection and make a new one with the same
+ *                  session and auth state, as a client redials after a
+ *                  fault; prints "redial mode crc|secure" at READY
  *
  * stdout: "mode crc|secure", then one line per command.  stderr: errors;
  * an engine failure is reported as "monclient: failed: MSGR2_R_<NAME>: ...".
@@ -110,6 +113,7 @@ struct client {
 	struct msgr2_auth_cephx_server cephx_server;	/* --serve */
 	struct msgr2_cephx_entity entity;		/* --serve */
 	bool is_ready;
+	bool conn_live;			/* @conn initialised, not released */
 	u32 mode;
 	struct inmsg in;		/* last completed inbound message */
 	struct msgr2_msg tx[16];	/* outgoing messages, one per command */
@@ -936,6 +940,56 @@ static void parse_options(int argc, char **argv, struct options *o)
 	}
 }
 
+static const char *mode_name(u32 mode)
+{
+	return mode == MSGR2_MODE_SECURE ? "secure" :
+	       mode == MSGR2_MODE_CRC ? "crc" : "unknown";
+}
+
+/* Connect and run the handshake of cl->conn on cl->sess: 0 or -1. */
+static int dial(struct client *cl, const char *when)
+{
+	int ret;
+
+	cl->fd = tcp_connect(&cl->opt->sin, cl->opt->timeout_ms);
+	if (cl->fd < 0)
+		return -1;
+	ret = msgr2_conn_init(cl->conn, &cl->cfg, &cl->sess);
+	if (ret < 0) {
+		err("msgr2_conn_init: %s", strerror(-ret));
+		return -1;
+	}
+	cl->conn_live = true;
+	/* the engine's own handshake timeout should fire first */
+	if (run_until(cl, is_ready, now_ms() + cl->opt->timeout_ms + 5000,
+		      when))
+		return -1;
+	cl->mode = msgr2_conn_mode(cl->conn);
+	return 0;
+}
+
+/* End the connection, keep the session and the auth state. */
+static void hang_up(struct client *cl)
+{
+	if (cl->conn_live)
+		msgr2_conn_release(cl->conn);
+	cl->conn_live = false;
+	if (cl->fd >= 0)
+		close(cl->fd);
+	cl->fd = -1;
+	cl->is_ready = false;
+}
+
+static int cmd_redial(struct client *cl)
+{
+	hang_up(cl);
+	cl->cfg.global_seq++;
+	if (dial(cl, "during the redial's handshake"))
+		return -1;
+	printf("redial mode %s\n", mode_name(cl->mode));
+	return 0;
+}
+
 static int run_commands(struct client *cl, int argc, char **argv)
 {
 	int i;
@@ -946,6 +1000,9 @@ static int run_commands(struct client *cl, int argc, char **argv)
 				return -1;
 		} else if (!strcmp(argv[i], "map")) {
 			if (cmd_map(cl))
+				return -1;
+		} else if (!strcmp(argv[i], "redial")) {
+			if (cmd_redial(cl))
 				return -1;
 		} else if (!strcmp(argv[i], "version") && i + 1 < argc) {
 			if (cmd_version(cl, argv[++i]))
@@ -1045,7 +1102,9 @@ int main(int argc, char **argv)
 	cl->fd = -1;
 	if (o.serve) {
 		ret = serve(cl, &o);
-		goto out_close;
+		if (cl->fd >= 0)
+			close(cl->fd);
+		goto out;
 	}
 	cl->cfg.role = MSGR2_CLIENT;
 	cl->cfg.my_type = MSGR2_ENTITY_CLIENT;
@@ -1063,31 +1122,16 @@ int main(int argc, char **argv)
 	if (setup_common(cl, &o))
 		goto out;
 
-	cl->fd = tcp_connect(&o.sin, o.timeout_ms);
-	if (cl->fd < 0)
-		goto out;
-	ret = msgr2_conn_init(cl->conn, &cl->cfg, &cl->sess);
-	if (ret < 0) {
-		err("msgr2_conn_init: %s", strerror(-ret));
-		ret = 1;
-		goto out_close;
-	}
 	ret = 1;
-	/* the engine's own handshake timeout should fire first */
-	if (run_until(cl, is_ready, now_ms() + o.timeout_ms + 5000,
-		      "during the handshake"))
+	if (dial(cl, "during the handshake"))
 		goto out_release;
-	cl->mode = msgr2_conn_mode(cl->conn);
-	printf("mode %s\n", cl->mode == MSGR2_MODE_SECURE ? "secure" :
-	       cl->mode == MSGR2_MODE_CRC ? "crc" : "unknown");
+	printf("mode %s\n", mode_name(cl->mode));
 	if (run_commands(cl, argc - optind, argv + optind))
 		goto out_release;
 	ret = 0;
 out_release:
-	msgr2_conn_release(cl->conn);
+	hang_up(cl);
 	msgr2_session_drain(&cl->sess, drain_done, cl, -ECONNRESET);
-out_close:
-	close(cl->fd);
 out:
 	free_in(&cl->in);
 	free(cl->conn);

@@ -15,7 +15,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 CLUSTER=$HERE/ceph_cluster.sh
 MC=$BIN/monclient
 FP=$BIN/faultproxy
-PLAN=34
+PLAN=35
 # engine handshake timeout used by the robustness checks, and the slack
 # allowed on top of it on a loaded machine
 TMO=2000
@@ -357,6 +357,19 @@ for mode in crc secure; do
 	fi
 	check_cmds "cephx $mode" "$D" cx_$mode
 done
+
+# a client that redials (new connection, same engine session and cephx
+# state) authenticates again: it asks for a new global id, not to reclaim
+# the old one without its ticket (a 16.2.1+ mon refuses that: EACCES)
+run_mc cx_redial --addr "$ADDR" --auth cephx --name client.admin \
+	--keyring "$KR" --mode crc ping redial ping
+if [ "$RC" = 0 ] && grep -qx "redial mode crc" "$TMP/cx_redial.out"; then
+	ok "cephx: a redial on the same session authenticates again"
+else
+	notok "cephx: a redial on the same session authenticates again"
+	mc_diag cx_redial
+	mon_tail "$D"
+fi
 
 # (c) the other way round: AUTH_NONE against a cephx cluster
 run_mc badn --addr "$ADDR" --auth none --timeout-ms 5000 ping
