@@ -343,7 +343,7 @@ void msgr2_gcm_free(struct msgr2_gcm *gcm)
 	if (!gcm)
 		return;
 	aead_request_free(gcm->req);	/* kfree_sensitive */
-	kfree(gcm->sg_big);
+	kvfree(gcm->sg_big);
 	crypto_free_aead(gcm->tfm);	/* NULL-safe; wipes the key */
 	kfree_sensitive(gcm);
 }
@@ -432,10 +432,15 @@ static struct scatterlist *msgr2_sg_get(struct msgr2_gcm *gcm, int nents)
 	if (nents <= gcm->sg_big_n)
 		return gcm->sg_big;
 	n = roundup_pow_of_two(nents);
-	sg = kmalloc_array(n, sizeof(*sg), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	/*
+	 * One entry per page of a large segment: a 64 MiB one needs 1 MiB
+	 * of entries, which only the CPU walks, so it need not be
+	 * physically contiguous.
+	 */
+	sg = kvmalloc_array(n, sizeof(*sg), GFP_KERNEL_ACCOUNT);
 	if (!sg)
 		return NULL;
-	kfree(gcm->sg_big);
+	kvfree(gcm->sg_big);
 	gcm->sg_big = sg;
 	gcm->sg_big_n = n;
 	return sg;
