@@ -221,6 +221,33 @@ else
 	tap 1 "blk serve starts (kill test)"
 fi
 
+# a depth-1 target whose SQ (4 entries) backs up: a peer's stream of
+# messages that are not requests (one RELEASE each) beside a client's
+# writes and flushes, each linked to the SEND of its reply; a linked pair
+# split at the SQ's end reached the module as a LINK with nothing after it
+# (the write refused with EINVAL, its reply cancelled)
+addr=127.0.0.1:$((PORT + 5))
+if serve tcp "$addr" --depth 1; then
+	"$K" blk check --ops 1500 --timeout 60 "$addr" >"$tmp/check" 2>&1 &
+	chk=$!
+	: >"$tmp/junk"
+	while kill -0 "$chk" 2>/dev/null; do
+		"$K" session connect --send 2000 --size 64 --timeout 60 \
+			"$addr" >>"$tmp/junk" 2>&1 || break
+	done
+	wait "$chk"
+	crc=$?
+	sed 's/^/# /' "$tmp/check"
+	tail -n 2 "$tmp/junk" | sed 's/^/# /'
+	stop
+	src=$?
+	comment "$tmp/srv"
+	[ $crc -eq 0 ] && [ $src -eq 0 ]
+	tap $? "blk serve --depth 1 with its SQ backed up by another peer's messages: every write and flush right, none refused by the module"
+else
+	tap 1 "blk serve --depth 1 starts"
+fi
+
 # bench: text and JSON
 addr=127.0.0.1:$((PORT + 4))
 if serve tcp "$addr"; then

@@ -277,7 +277,8 @@ static int srv_check(const struct srv *s, const struct blk_req *q,
 	case BLK_OP_WRITE:
 		if (q->flags & ~BLK_F_FUA || data != q->len || !data)
 			return -EINVAL;
-		return 0;
+		/* what INFO advertised; the module checks the rest */
+		return q->len > s->max_io ? -EMSGSIZE : 0;
 	case BLK_OP_READ:
 		if (q->flags || data || !q->len)
 			return -EINVAL;

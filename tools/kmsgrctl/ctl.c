@@ -334,11 +334,21 @@ void ctl_teardown(void)
  * wake us may depend on them (an echo's RELEASE frees the pool room the
  * next message needs).
  */
-/* SQ entries @sqe needs: 2 for a READ linked to the SEND after it. */
-static unsigned int sqe_run(const struct kmsgr_sqe *sqe)
+/*
+ * SQ entries the head of the backlog needs at once: an SQE linked to the
+ * next one (KMSGR_SQE_F_LINK: a block op and the SEND of its reply) goes
+ * in with it, else the kernel sees a LINK with nothing after it.
+ */
+static unsigned int backlog_run(void)
 {
-	return sqe->opcode == KMSGR_OP_BDEV_READ &&
-	       sqe->flags & KMSGR_SQE_F_LINK ? 2 : 1;
+	const struct kmsgr_sqe *sqe = fifo_at(&backlog, 0);
+	unsigned int n = 1;
+
+	while (n < backlog.len && sqe->flags & KMSGR_SQE_F_LINK) {
+		sqe = fifo_at(&backlog, n);
+		n++;
+	}
+	return n;
 }
 
 static void ctl_flush_backlog(void)
@@ -348,8 +358,7 @@ static void ctl_flush_backlog(void)
 	while (backlog.len) {
 		/* a linked pair goes into the SQ together, or waits */
 		while (backlog.len &&
-		       kmsgr_sq_space(ctl_k) >=
-		       (n = sqe_run(fifo_at(&backlog, 0))))
+		       kmsgr_sq_space(ctl_k) >= (n = backlog_run()))
 			while (n--)
 				fifo_pop(&backlog, kmsgr_get_sqe(ctl_k));
 		if (kmsgr_submit(ctl_k, 0, 0) <= 0)
