@@ -248,6 +248,27 @@ else
 	tap 1 "blk serve --depth 1 starts"
 fi
 
+# a client killed with requests waiting at a depth-1 target: once its
+# session is CLOSED they are given back, not run for nobody
+addr=127.0.0.1:$((PORT + 6))
+if serve tcp "$addr" --depth 1; then
+	"$K" blk bench --rw randread --bs 1M --depth 32 --time 20 "$addr" \
+		>"$tmp/b" 2>&1 &
+	bpid=$!
+	sleep 2
+	kill -KILL "$bpid" 2>/dev/null
+	wait "$bpid" 2>/dev/null
+	sleep 1
+	stop
+	src=$?
+	comment "$tmp/srv"
+	ab=$(sed -n 's/.* \([0-9]*\) waiting requests of closed sessions not run$/\1/p' "$tmp/srv")
+	[ $src -eq 0 ] && [ "${ab:-0}" -gt 0 ]
+	tap $? "a client killed with 32 reads in flight at a depth-1 target: its waiting requests are not run (${ab:-?} given back)"
+else
+	tap 1 "blk serve --depth 1 starts (killed client)"
+fi
+
 # bench: text and JSON
 addr=127.0.0.1:$((PORT + 4))
 if serve tcp "$addr"; then

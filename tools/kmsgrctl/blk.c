@@ -209,6 +209,7 @@ struct srv {
 	__u64 requests, count;
 	__u64 reads, writes, flushes, infos, errors, bytes_in, bytes_out;
 	__u64 dropped;		/* replies whose session was gone */
+	__u64 abandoned;	/* waiting requests of a closed session */
 	__u64 refused;		/* SQEs the module refused (a bug here) */
 	unsigned int busy;
 };
@@ -395,6 +396,31 @@ static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
 	return 0;
 }
 
+/*
+ * Session @id is over (CLOSED: no RECV of it follows).  Its requests still
+ * waiting for a context would be run for nobody, ahead of other clients':
+ * give their slices back instead.
+ */
+static int srv_forget(struct srv *s, __u32 id)
+{
+	struct srv_wait **p = &s->wait_head, *w;
+	int ret = 0;
+
+	while ((w = *p)) {
+		if (w->recv.session != id) {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		if (!ret)
+			ret = ctl_queue_release(&w->recv);
+		free(w);
+		s->abandoned++;
+	}
+	s->wait_tail = p;
+	return ret;
+}
+
 /* Context @c is done: give it to the oldest waiting request. */
 static int srv_done(struct srv *s, struct srv_ctx *c)
 {
@@ -422,13 +448,14 @@ static int srv_cqe(struct srv *s, const struct kmsgr_cqe *cqe)
 
 	switch (cqe->kind) {
 	case KMSGR_CQE_EVENT:
-		if (cqe->event == KMSGR_EV_CLOSED)
-			kmsgr_close_id(ctl_k, cqe->session);
 		if (!opt.json && (cqe->event == KMSGR_EV_UP ||
 				  cqe->event == KMSGR_EV_CLOSED))
 			printf("session %u %s\n", cqe->session,
 			       kmsgr_event_str(cqe->event));
-		return 0;
+		if (cqe->event != KMSGR_EV_CLOSED)
+			return 0;
+		kmsgr_close_id(ctl_k, cqe->session);
+		return srv_forget(s, cqe->session);
 	case KMSGR_CQE_RECV:
 		return srv_recv(s, cqe);
 	}
@@ -517,15 +544,17 @@ static void srv_summary(const struct srv *s)
 		jw_u64("bytes_read", s->bytes_out);
 		jw_u64("bytes_written", s->bytes_in);
 		jw_u64("replies_dropped", s->dropped);
+		jw_u64("requests_abandoned", s->abandoned);
 		jw_close('}');
 		return;
 	}
-	printf("served %llu requests: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, %llu info, %llu answered with an error, %llu replies dropped (client gone)\n",
+	printf("served %llu requests: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, %llu info, %llu answered with an error, %llu replies dropped (client gone), %llu waiting requests of closed sessions not run\n",
 	       (unsigned long long)s->requests, (unsigned long long)s->reads,
 	       (unsigned long long)s->bytes_out,
 	       (unsigned long long)s->writes, (unsigned long long)s->bytes_in,
 	       (unsigned long long)s->flushes, (unsigned long long)s->infos,
-	       (unsigned long long)s->errors, (unsigned long long)s->dropped);
+	       (unsigned long long)s->errors, (unsigned long long)s->dropped,
+	       (unsigned long long)s->abandoned);
 }
 
 static int blk_serve(int argc, char **argv)
