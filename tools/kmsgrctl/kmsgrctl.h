@@ -19,6 +19,7 @@
 #define EXIT_USAGE	2
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define NSEC_PER_SEC	1000000000ULL
+#define NSEC_PER_MSEC	1000000ULL
 
 /* Command-line options shared by every command. */
 struct ctl_opt {

@@ -220,11 +220,15 @@ static int listen_loop(struct listen_state *st, __u64 deadline)
 		/*
 		 * At most a second at a time: a stop signal that lands
 		 * between the ctl_stopped() check and the wait is seen then.
-		 * The clock only with a deadline (see ctl_wait_for()).
+		 * The clock only with a deadline (see ctl_wait_for()).  Past
+		 * it, echoes in flight are waited for 10 ms at a time (a
+		 * deadline in the past would not wait at all: a busy loop).
 		 */
 		if (deadline) {
 			now = ctl_now_ns();
-			ret = ctl_wait(&cqe, deadline < now + NSEC_PER_SEC ?
+			ret = ctl_wait(&cqe, deadline <= now ?
+				       now + 10 * NSEC_PER_MSEC :
+				       deadline < now + NSEC_PER_SEC ?
 				       deadline : now + NSEC_PER_SEC);
 		} else {
 			ret = ctl_wait_for(&cqe, NSEC_PER_SEC);
