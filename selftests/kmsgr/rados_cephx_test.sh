@@ -16,6 +16,7 @@
 #     runs the kernel reports the bench's OSD session as cephx in that
 #     mode;
 #   - a wrong key is refused with a clear error, within the timeout;
+#   - a nearfull pool (the flag "nearfull") still takes writes;
 #   - a full pool (tiny full ratios): the mon flags the pool full (the
 #     flag "full" itself), a bench write under way stops with ENOSPC, a
 #     put fails at once with ENOSPC and a clear message; get and rm still
@@ -165,6 +166,21 @@ else
 fi
 rados -p kmsgr stat wrong >/dev/null 2>&1
 tap $((!$?)) "nothing was written with the wrong key"
+
+# --- a nearfull pool is not full: the OSD past its nearfull ratio only,
+# the mon flags the pool "nearfull" and writes go on (kmsgrctl read any
+# flag name containing "full" as full and refused every write).
+$CHECK "$CEPH_CONF" kmsgr ratios 0.0006 0.9 0.95 60 nearfull \
+	>"$tmp/near" 2>&1
+rc=$?
+if [ $rc -eq 0 ]; then
+	"$K" rados put kmsgr near-obj "$tmp/obj/tool" --timeout 20 \
+		>"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ $rc -ne 0 ] && comment "$tmp/err"
+fi
+comment "$tmp/near"
+tap $rc "a nearfull pool ($(sed -n 's/.* flags //p' "$tmp/near")): kmsgrctl rados put still writes"
 
 # --- a full pool.  The OSD already holds more than 1 MB (the objects put
 # above): with ordered, tiny full ratios it reports itself full and the mon

@@ -20,12 +20,12 @@
 #
 #   rados_check.py CONF POOL mon JSON...   send each mon command in turn,
 #       print the last one's output; exit 1 at the first that fails
-#   rados_check.py CONF POOL ratios NEAR BACKFILL FULL [SECS]
+#   rados_check.py CONF POOL ratios NEAR BACKFILL FULL [SECS [FLAG]]
 #       set the OSD nearfull, backfillfull and full ratios (lowering them:
 #       nearfull first, else full first, so that they stay ordered); with
-#       SECS, then poll `osd dump` until POOL has the flag "full" (that
-#       flag itself, not nearfull or backfillfull), for up to SECS seconds,
-#       and print how long it took
+#       SECS, then poll `osd dump` until POOL has the flag FLAG (default
+#       "full": that flag itself, not nearfull or backfillfull), for up to
+#       SECS seconds, and print how long it took
 
 import concurrent.futures
 import json
@@ -62,15 +62,16 @@ def ratios(cluster, pool, args):
     print('ratios ' + ', '.join(f'{k} {v}' for k, v in order))
     if len(args) < 4:
         return 0
+    flag = args[4] if len(args) > 4 else 'full'
     t0 = time.monotonic()
     end = t0 + float(args[3])
-    while 'full' not in pool_flags(cluster, pool):
+    while flag not in pool_flags(cluster, pool):
         if time.monotonic() >= end:
-            print(f'pool {pool} not full after {args[3]} s: flags'
+            print(f'pool {pool} not {flag} after {args[3]} s: flags'
                   f' {",".join(pool_flags(cluster, pool))}')
             return 1
         time.sleep(0.2)
-    print(f'pool {pool} full after {time.monotonic() - t0:.1f} s:'
+    print(f'pool {pool} {flag} after {time.monotonic() - t0:.1f} s:'
           f' flags {",".join(pool_flags(cluster, pool))}')
     return 0
 

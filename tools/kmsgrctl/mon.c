@@ -33,7 +33,7 @@ static void mon_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s mon ping [ADDR] [OPTS]\n"
-		"       %s mon version [ADDR] [osdmap|monmap|mdsmap|fsmap|mgrmap]\n"
+		"       %s mon version [ADDR] [osdmap|monmap|mdsmap|fsmap]\n"
 		"       %s mon map [ADDR] [OPTS]\n"
 		"OPTS := [-c|--conf FILE] [-m|--mon-host ADDR] [-n|--name client.ID]\n"
 		"        [--id ID] [-k|--keyring FILE | --key-desc DESC] [--secure]\n"
@@ -253,8 +253,9 @@ static int mon_map(struct ctl_conn *c)
 
 static const char *const mon_verbs[] = { "ping", "version", "map" };
 
+/* what a mon answers MMonGetVersion for (Monitor::handle_get_version) */
 static const char *const map_names[] = {
-	"osdmap", "monmap", "mdsmap", "fsmap", "mgrmap",
+	"osdmap", "monmap", "mdsmap", "fsmap",
 };
 
 int cmd_mon(int argc, char **argv)
@@ -313,7 +314,7 @@ int cmd_mon(int argc, char **argv)
 			what = argv[argc - 1];
 			nargs--;
 		} else if (nargs == 2) {
-			error("unknown map \"%s\" (osdmap, monmap, mdsmap, fsmap, mgrmap)",
+			error("unknown map \"%s\" (osdmap, monmap, mdsmap, fsmap)",
 			      argv[argc - 1]);
 			return EXIT_USAGE;
 		}

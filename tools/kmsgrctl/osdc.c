@@ -179,6 +179,22 @@ int osdc_mon_command(struct osdc *o, const char *cmd, char **out, char *rs,
 
 /* ---- the map ------------------------------------------------------------ */
 
+bool osdc_flag_named(const char *names, const char *flag)
+{
+	size_t len = strlen(flag);
+	const char *p = names;
+
+	while (*p) {
+		if (!strncmp(p, flag, len) && (p[len] == ',' || !p[len]))
+			return true;
+		p = strchr(p, ',');
+		if (!p)
+			return false;
+		p++;
+	}
+	return false;
+}
+
 static void osdc_forget_osds(struct osdc *o)
 {
 	unsigned int i;
@@ -211,7 +227,9 @@ static int parse_pools(struct osdc *o, const char *dump)
 			continue;
 		json_string_at(json_member(p, "pool_name"), pl->name,
 			       sizeof(pl->name));
-		if (json_i64_at(json_member(p, "pg_num"), &n) || n < 1)
+		/* pg_mask_of() needs a power of two above it in 32 bits */
+		if (json_i64_at(json_member(p, "pg_num"), &n) || n < 1 ||
+		    n > 1LL << 31)
 			continue;
 		pl->pg_num = (__u32)n;
 		pl->pg_mask = pg_mask_of(pl->pg_num);
@@ -222,7 +240,7 @@ static int parse_pools(struct osdc *o, const char *dump)
 			continue;
 		v = json_member(p, "flags_names");
 		json_string_at(v, flags, sizeof(flags));
-		pl->full = !!strstr(flags, "full");
+		pl->full = osdc_flag_named(flags, "full");
 		o->n_pools++;
 	}
 	return 0;
@@ -248,19 +266,47 @@ static void parse_addrvec(const char *addrs, struct osdc_osd *osd)
 	}
 }
 
+/*
+ * The session of @osd from the previous map, if that OSD is the same one
+ * still up (id, address and nonce unchanged): kept, so that a refresh
+ * does not end the sessions of healthy OSDs and the requests on them.
+ */
+static void keep_session(struct osdc_osd *old, unsigned int n_old,
+			 struct osdc_osd *osd)
+{
+	unsigned int i;
+
+	for (i = 0; i < n_old; i++) {
+		if (old[i].id != osd->id)
+			continue;
+		if (old[i].conn.open && old[i].up && osd->up &&
+		    old[i].nonce == osd->nonce &&
+		    !strcmp(old[i].addr_str, osd->addr_str)) {
+			osd->conn = old[i].conn;
+			osd->conn.addr_str = osd->addr_str;
+			old[i].conn.open = false;
+		}
+		return;
+	}
+}
+
 static int parse_osds(struct osdc *o, const char *dump)
 {
+	struct osdc_osd *osd, *old = o->osds;
+	unsigned int cnt = 0, n_old = o->n_osds;
 	const char *p;
-	struct osdc_osd *osd;
-	unsigned int cnt = 0;
 	long long n;
 
 	for (p = json_first(json_member(dump, "osds")); p; p = json_next(p))
 		cnt++;
-	osdc_forget_osds(o);
 	o->osds = calloc(cnt ? cnt : 1, sizeof(*o->osds));
-	if (!o->osds)
+	o->n_osds = 0;
+	if (!o->osds) {
+		o->osds = old;
+		o->n_osds = n_old;
+		osdc_forget_osds(o);
 		return -ENOMEM;
+	}
 	for (p = json_first(json_member(dump, "osds")); p; p = json_next(p)) {
 		osd = &o->osds[o->n_osds];
 		if (json_i64_at(json_member(p, "osd"), &n))
@@ -268,8 +314,13 @@ static int parse_osds(struct osdc *o, const char *dump)
 		osd->id = (int)n;
 		osd->up = !json_i64_at(json_member(p, "up"), &n) && n;
 		parse_addrvec(json_member(p, "public_addrs"), osd);
+		keep_session(old, n_old, osd);
 		o->n_osds++;
 	}
+	/* the rest: OSDs gone, down or moved */
+	for (n = 0; n < n_old; n++)
+		ctl_conn_close(&old[n].conn);
+	free(old);
 	return 0;
 }
 

@@ -93,6 +93,13 @@ __u64 osdc_tx_size(unsigned int slots, __u64 data);
 /* strerror() of a request's result, with what ENOSPC and EDQUOT mean here */
 const char *osdc_strerror(int err);
 
+/*
+ * Whether the comma-separated flag names of `osd dump` (a pool's
+ * "flags_names") hold @flag exactly: "nearfull" and "backfillfull" are
+ * not "full".
+ */
+bool osdc_flag_named(const char *names, const char *flag);
+
 struct osdc_op {
 	__u16 op;		/* OSD_OP_* */
 	__u64 offset, length;	/* READ, WRITE, WRITEFULL */

@@ -106,6 +106,14 @@ int main(void)
 	   !json_member("[1]", "a") && json_i64_at("\"1\"", &v),
 	   "json: malformed or absent reads as not there");
 
+	ok(osdc_flag_named("hashpspool,full", "full") &&
+	   osdc_flag_named("full", "full") &&
+	   !osdc_flag_named("hashpspool,nearfull", "full") &&
+	   !osdc_flag_named("backfillfull,hashpspool", "full") &&
+	   !osdc_flag_named("full_quota", "full") &&
+	   !osdc_flag_named("", "full"),
+	   "pool flags: full is full; nearfull, backfillfull, full_quota are not");
+
 	printf("1..%d\n", n);
 	return failed ? 1 : 0;
 }
