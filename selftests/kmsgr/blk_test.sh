@@ -34,7 +34,16 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 K=$TOP/tools/kmsgrctl/kmsgrctl
 NVME=${KMSGR_NVME:-}
 OPS=${KMSGR_BLK_OPS:-10000}
-PORT=${KMSGR_BLK_PORT:-46310}
+# Listener ports: KMSGR_BLK_PORT + N when set, else any free one (port 0:
+# serve() reads the one the target got; a fixed port in the ephemeral
+# range can be held by an earlier test's connection)
+port() {
+	if [ -n "${KMSGR_BLK_PORT:-}" ]; then
+		echo $((KMSGR_BLK_PORT + $1))
+	else
+		echo 0
+	fi
+}
 ENGINE=$TOP/.build/fio/kmsgr-blk.so
 
 # shellcheck source=selftests/kmsgr/tap.sh
@@ -71,6 +80,8 @@ serve() {
 		fi
 		sleep 0.1
 	done
+	# where it listens (port 0: the one it was given)
+	addr=$(sed -n 's/^serving .* on \([^ ]*\) transport .*/\1/p' "$tmp/srv")
 }
 
 # stop: SIGTERM to the target; its exit status
@@ -106,7 +117,7 @@ device_is() {
 # run_xprt XPRT IP PORT-OFFSET [SERVE-OPTIONS]
 run_xprt() {
 	xprt=$1 ip=$2
-	addr=$ip:$((PORT + $3))
+	addr=$ip:$(port "$3")
 	shift 3
 	if ! serve "$xprt" "$addr" "$@"; then
 		tap 1 "$xprt: blk serve $* $NVME starts"
@@ -165,16 +176,16 @@ fio_verify() {
 }
 
 run_xprt tcp 127.0.0.1 0
-fio_verify tcp 127.0.0.1 $((PORT + 5))
+fio_verify tcp 127.0.0.1 "$(port 5)"
 if [ -n "${KMSGR_VM_IP:-}" ]; then
 	run_xprt rdma "$KMSGR_VM_IP" 1 --poll
-	fio_verify rdma "$KMSGR_VM_IP" $((PORT + 6))
+	fio_verify rdma "$KMSGR_VM_IP" "$(port 6)"
 else
 	tap 1 "rdma: KMSGR_VM_IP is set (tools/vm/run --rxe)"
 fi
 
 # a read-only target: writes answered EROFS, the namespace unchanged
-addr=127.0.0.1:$((PORT + 2))
+addr=127.0.0.1:$(port 2)
 dd if="$NVME" iflag=direct bs=1M status=none >"$tmp/before"
 if serve tcp "$addr" --rdonly; then
 	"$K" blk bench --rw randwrite --depth 8 --time 1 "$addr" >"$tmp/ro" 2>&1
@@ -194,7 +205,7 @@ else
 fi
 
 # the server killed under a running client: a clear failure, no hang
-addr=127.0.0.1:$((PORT + 3))
+addr=127.0.0.1:$(port 3)
 if serve tcp "$addr"; then
 	"$K" blk check --ops 1000000 --timeout 5 "$addr" >"$tmp/kill" 2>&1 &
 	cli=$!
@@ -226,7 +237,7 @@ fi
 # writes and flushes, each linked to the SEND of its reply; a linked pair
 # split at the SQ's end reached the module as a LINK with nothing after it
 # (the write refused with EINVAL, its reply cancelled)
-addr=127.0.0.1:$((PORT + 5))
+addr=127.0.0.1:$(port 5)
 if serve tcp "$addr" --depth 1; then
 	"$K" blk check --ops 1500 --timeout 60 "$addr" >"$tmp/check" 2>&1 &
 	chk=$!
@@ -250,7 +261,7 @@ fi
 
 # a client killed with requests waiting at a depth-1 target: once its
 # session is CLOSED they are given back, not run for nobody
-addr=127.0.0.1:$((PORT + 6))
+addr=127.0.0.1:$(port 6)
 if serve tcp "$addr" --depth 1; then
 	"$K" blk bench --rw randread --bs 1M --depth 32 --time 20 "$addr" \
 		>"$tmp/b" 2>&1 &
@@ -270,7 +281,7 @@ else
 fi
 
 # bench: text and JSON
-addr=127.0.0.1:$((PORT + 4))
+addr=127.0.0.1:$(port 4)
 if serve tcp "$addr"; then
 	"$K" blk bench --rw randread --depth 8 --time 2 "$addr" >"$tmp/b" 2>&1
 	rc=$?
