@@ -81,7 +81,7 @@ serve() {
 		sleep 0.1
 	done
 	# where it listens (port 0: the one it was given)
-	addr=$(sed -n 's/^serving .* on \([^ ]*\) transport .*/\1/p' "$tmp/srv")
+	addr=$(bound_addr "$tmp/srv")
 }
 
 # stop: SIGTERM to the target; its exit status

@@ -100,7 +100,7 @@ rc=$?
 [ $rc -ne 0 ] && comment "$tmp/listen"
 tap $rc "a cephx listener takes its key from kmsgr:client.admin (--logon-key)"
 # where it listens (port 0: the one it was given)
-ADDR=$(sed -n 's/^listening on \([^ ]*\) .*/\1/p' "$tmp/listen")
+ADDR=$(bound_addr "$tmp/listen")
 
 run crc "$K" session connect --key-desc kmsgr:client.admin --send 3 \
 	--verify-echo "$ADDR"

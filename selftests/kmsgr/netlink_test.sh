@@ -39,14 +39,19 @@ set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 K=$TOP/tools/kmsgrctl/kmsgrctl
 FUZZ=${KMSGR_TEST_BIN:-$TOP/.build/selftests/kmsgr}/kmsgr_nl_fuzz
-PORT=${KMSGR_NL_PORT:-46210}
+# the listener's and the block server's ports: KMSGR_NL_PORT and the one
+# 10 above it, else any free ones (a fixed port in the ephemeral range may
+# be held by a connection of an earlier test); bound_addr reads them back
+PORT=${KMSGR_NL_PORT:-0}
 ADDR=127.0.0.1:$PORT
 N=25
 SIZE=3000
 # random requests of the fuzz pass (KMSGR_NL_FUZZ), a quarter unprivileged
 NFUZZ=${KMSGR_NL_FUZZ:-10000}
 NVME=${KMSGR_NVME:-}
-BADDR=127.0.0.1:$((PORT + 10))
+# what the block server is asked to listen on; BADDR: where it listens
+BREQ=127.0.0.1:$((PORT ? PORT + 10 : 0))
+BADDR=$BREQ
 # requests of blk check (after its read of the whole namespace)
 BLK_OPS=300
 
@@ -105,7 +110,9 @@ pids="$pids $!"
 "$K" session listen --echo --lossless "$ADDR" >"$tmp/listen.out" 2>&1 &
 lpid=$!
 pids="$pids $lpid"
-wait_for 20 grep -q "listening" "$tmp/listen.out"
+wait_for 20 grep -q "listening" "$tmp/listen.out" || comment "$tmp/listen.out"
+ADDR=$(bound_addr "$tmp/listen.out")
+PORT=${ADDR##*:}
 "$K" -j session connect --lossless --send $N --size $SIZE --verify-echo \
 	--hold 600 "$ADDR" >"$tmp/client.json" 2>"$tmp/client.err" &
 cpid=$!
@@ -277,16 +284,20 @@ wait "$lpid" 2>/dev/null
 
 # ---- block devices -----------------------------------------------------------
 
-# bserve DEVICE [OPTIONS]: "blk serve" on BADDR in the background ($bsrv,
+# bserve DEVICE [OPTIONS]: "blk serve" on BREQ in the background ($bsrv,
 # output in $tmp/bsrv) until it is serving
 bsrv=
 bserve() {
 	dev=$1
 	shift
-	"$K" blk serve "$@" "$dev" "$BADDR" >"$tmp/bsrv" 2>&1 &
+	"$K" blk serve "$@" "$dev" "$BREQ" >"$tmp/bsrv" 2>&1 &
 	bsrv=$!
 	pids="$pids $bsrv"
-	wait_for 20 grep -q '^serving' "$tmp/bsrv" && return 0
+	if wait_for 20 grep -q '^serving' "$tmp/bsrv"; then
+		# where it listens (port 0: the one it was given)
+		BADDR=$(bound_addr "$tmp/bsrv")
+		return 0
+	fi
 	sed 's/^/# /' "$tmp/bsrv"
 	return 1
 }
