@@ -1637,11 +1637,13 @@ static void kmsgr_sess_free_mem(struct kmsgr_sess *s)
 		kvfree(sp);
 	INIT_LIST_HEAD(&s->spill);
 	s->spill_bytes = 0;
-	kfree_sensitive(s->cephx);	/* the key: wiped */
+	/* the key and the tickets: wiped */
+	kvfree_sensitive(s->cephx, sizeof(*s->cephx));
 	s->cephx = NULL;
 	kfree_sensitive(s->cephx_server);
 	s->cephx_server = NULL;
-	kfree_sensitive(s->cephx_az);	/* the ticket's session key */
+	/* the ticket's session key */
+	kvfree_sensitive(s->cephx_az, sizeof(*s->cephx_az));
 	s->cephx_az = NULL;
 	kvfree(s->tx_scratch);
 	s->tx_scratch = NULL;
@@ -1967,7 +1969,7 @@ static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 	if (c->flags & KMSGR_SESS_F_SECURE)
 		cfg->tx_scratch_len = KMSGR_SESS_SCRATCH_LEN;	/* on demand */
 	if (c->ticket_from) {
-		s->cephx_az = kzalloc(sizeof(*s->cephx_az), GFP_KERNEL_ACCOUNT);
+		s->cephx_az = kvzalloc(sizeof(*s->cephx_az), GFP_KERNEL_ACCOUNT);
 		if (!s->cephx_az)
 			return -ENOMEM;
 		ret = kmsgr_sess_take_ticket(s->obj.inst, c->ticket_from,
@@ -1979,7 +1981,7 @@ static int kmsgr_sess_setup_client(struct kmsgr_sess *s,
 		return 0;
 	}
 
-	s->cephx = kzalloc(sizeof(*s->cephx), GFP_KERNEL_ACCOUNT);
+	s->cephx = kvzalloc(sizeof(*s->cephx), GFP_KERNEL_ACCOUNT);
 	if (!s->cephx)
 		return -ENOMEM;
 	s->cephx->entity_type = my_type;

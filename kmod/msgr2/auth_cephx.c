@@ -411,7 +411,7 @@ out:
 
 /*
  * The ticket in clear: [u8 1][le64 secret_id][le32 len + blob].  A blob
- * too large to keep leaves @t without one.
+ * too large to keep leaves @t without one, its size in too_big.
  */
 static int cx_ticket(struct cx_cur *c, struct msgr2_cephx_ticket *t)
 {
@@ -421,8 +421,10 @@ static int cx_ticket(struct cx_cur *c, struct msgr2_cephx_ticket *t)
 	if (cur_u8(c, &v) || v != 1 || cur_le64(c, &t->secret_id) ||
 	    cur_blob(c, &sub) || c->left)
 		return -EBADMSG;
-	if (sub.left > sizeof(t->blob))
-		return 1;
+	if (sub.left > sizeof(t->blob)) {
+		t->too_big = sub.left;
+		return 0;
+	}
 	memcpy(t->blob, sub.p, sub.left);
 	t->blob_len = sub.left;
 	return 0;
@@ -605,7 +607,11 @@ int msgr2_cephx_authorizer_init(struct msgr2_cephx_authorizer *az,
 	if (i < 0)
 		return -EINVAL;
 	t = &cx->svc[i];
-	if (cx->state != CX_DONE || t->service != service || !t->blob_len)
+	if (cx->state != CX_DONE || t->service != service)
+		return -ENOKEY;
+	if (t->too_big)
+		return -EMSGSIZE;
+	if (!t->blob_len)
 		return -ENOKEY;
 	memset(az, 0, sizeof(*az));
 	az->global_id = cx->global_id;

@@ -19,7 +19,12 @@
 
 #define MSGR2_CEPHX_KEY_LEN		16	/* AES-128 */
 #define MSGR2_CEPHX_NAME_MAX		64	/* incl. the NUL */
-#define MSGR2_CEPHX_TICKET_MAX		512	/* AUTH ticket blob kept */
+/*
+ * The largest ticket blob kept.  A blob grows with the entity's name and
+ * its caps for the service; an authorizer carrying one must still fit a
+ * control segment (MSGR2_CTRL_MAX).
+ */
+#define MSGR2_CEPHX_TICKET_MAX		4096
 /* service tickets asked for by default: MON | MDS | OSD | MGR */
 #define MSGR2_CEPHX_WANT_KEYS_DEFAULT	0x17
 
@@ -36,6 +41,8 @@ struct msgr2_cephx_ticket {
 	u8 session_key[MSGR2_CEPHX_KEY_LEN];
 	u64 secret_id;
 	u32 blob_len;
+	/* the size of a blob issued but too large to keep (blob_len 0) */
+	u32 too_big;
 	u8 blob[MSGR2_CEPHX_TICKET_MAX];
 };
 
@@ -71,7 +78,8 @@ struct msgr2_auth_cephx {
 	 * The AUTH ticket (its session key is the connection's), and the
 	 * service tickets of the AUTH_DONE's extra ticket reply, for
 	 * msgr2_cephx_authorizer_init().  A blob larger than
-	 * MSGR2_CEPHX_TICKET_MAX is not kept (service stays 0).
+	 * MSGR2_CEPHX_TICKET_MAX is not kept: its size is in too_big, and
+	 * an authorizer for that service fails with -EMSGSIZE.
 	 */
 	struct msgr2_cephx_ticket auth;
 	struct msgr2_cephx_ticket svc[MSGR2_CEPHX_N_SVC];
@@ -151,7 +159,8 @@ extern const struct msgr2_auth_ops msgr2_auth_cephx_authorizer_ops;
 /*
  * Take @cx's global id and its ticket for @service (MSGR2_ENTITY_OSD,
  * ...) into @az.  -ENOKEY when @cx has not authenticated (yet) or holds
- * no ticket for @service, -EINVAL for a service without tickets.
+ * no ticket for @service, -EMSGSIZE when the mon issued one larger than
+ * MSGR2_CEPHX_TICKET_MAX, -EINVAL for a service without tickets.
  */
 int msgr2_cephx_authorizer_init(struct msgr2_cephx_authorizer *az,
 				const struct msgr2_auth_cephx *cx,

@@ -685,6 +685,102 @@ TEST(authorizer_init)
 }
 
 /*
+ * The captured AUTH_DONE payload with the OSD ticket's blob replaced by
+ * @blob_len bytes (0x5a): the extra ticket reply at F8_EXTRA_OFF is
+ * rebuilt entry by entry ({le32 service, u8 1, le32 len + client part, u8
+ * enc, le32 len + [u8 1, le64 secret_id, le32 len + blob]}), its lengths
+ * fixed.  Returns the new payload's length, 0 when the capture is not laid
+ * out that way.
+ */
+static u32 f8_with_osd_blob(u8 *out, u32 cap, u32 blob_len)
+{
+	const u8 *in = f8_payload(), *x = in + F8_EXTRA_OFF + 4;
+	u32 xlen = msgr2_get_le32(in + F8_EXTRA_OFF), i, n, o, plen, tlen;
+	u32 service;
+
+	if (F8_EXTRA_OFF + 4 + xlen != F8_LEN || x[0] != 1 ||
+	    cap < F8_LEN + blob_len)
+		return 0;
+	memcpy(out, in, F8_EXTRA_OFF + 4 + 5);
+	o = F8_EXTRA_OFF + 4 + 5;
+	n = msgr2_get_le32(x + 1);
+	x += 5;
+	for (i = 0; i < n; i++) {
+		service = msgr2_get_le32(x);
+		plen = msgr2_get_le32(x + 5);
+		/* service, 1, client part, enc */
+		memcpy(out + o, x, 9 + plen + 1);
+		o += 9 + plen + 1;
+		x += 9 + plen + 1;
+		tlen = msgr2_get_le32(x);
+		if (service != MSGR2_ENTITY_OSD || x[-1]) {
+			memcpy(out + o, x, 4 + tlen);
+			o += 4 + tlen;
+			x += 4 + tlen;
+			continue;
+		}
+		/* [1][secret_id]: kept; the blob: @blob_len bytes */
+		msgr2_put_le32(out + o, 1 + 8 + 4 + blob_len);
+		memcpy(out + o + 4, x + 4, 9);
+		msgr2_put_le32(out + o + 13, blob_len);
+		memset(out + o + 17, 0x5a, blob_len);
+		o += 17 + blob_len;
+		x += 4 + tlen;
+	}
+	if (x != in + F8_LEN)
+		return 0;
+	msgr2_put_le32(out + F8_EXTRA_OFF, o - F8_EXTRA_OFF - 4);
+	return o;
+}
+
+/*
+ * A service ticket as large as MSGR2_CEPHX_TICKET_MAX is kept and
+ * presented whole; one byte more is not kept, and the authorizer for that
+ * service says so (-EMSGSIZE, not -ENOKEY); the other services' tickets
+ * are unaffected.
+ */
+TEST(oversized_service_ticket)
+{
+	static u8 payload[F8_LEN + MSGR2_CEPHX_TICKET_MAX + 1];
+	static struct msgr2_cephx_authorizer az;
+	static struct msgr2_auth_cephx cx;
+	static u8 req[MSGR2_CEPHX_TICKET_MAX + 128];
+	struct msgr2_auth_result res;
+	struct osd_side o;
+	u32 len;
+	int n;
+
+	len = f8_with_osd_blob(payload, sizeof(payload),
+			       MSGR2_CEPHX_TICKET_MAX);
+	ASSERT_NE(0U, len);
+	cx_init(&cx);
+	ASSERT_EQ(0, cx_to_done(&cx));
+	ASSERT_EQ(0, run_done_on(&cx, payload, len, MSGR2_MODE_SECURE, &res));
+	EXPECT_EQ((u32)MSGR2_CEPHX_TICKET_MAX, cx.svc[2].blob_len);
+	EXPECT_EQ(0U, cx.svc[2].too_big);
+	ASSERT_EQ(0, msgr2_cephx_authorizer_init(&az, &cx, MSGR2_ENTITY_OSD));
+	n = msgr2_auth_cephx_authorizer_ops.request(&az, req, sizeof(req));
+	ASSERT_EQ(22 + MSGR2_CEPHX_TICKET_MAX + 4 + 36, n);
+	EXPECT_EQ(0, osd_open(&az.ticket, 4122, req, n, &o));
+
+	len = f8_with_osd_blob(payload, sizeof(payload),
+			       MSGR2_CEPHX_TICKET_MAX + 1);
+	ASSERT_NE(0U, len);
+	cx_init(&cx);
+	ASSERT_EQ(0, cx_to_done(&cx));
+	ASSERT_EQ(0, run_done_on(&cx, payload, len, MSGR2_MODE_SECURE, &res));
+	EXPECT_EQ(0U, cx.svc[2].blob_len);
+	EXPECT_EQ((u32)MSGR2_CEPHX_TICKET_MAX + 1, cx.svc[2].too_big);
+	EXPECT_EQ(-EMSGSIZE, msgr2_cephx_authorizer_init(&az, &cx,
+							 MSGR2_ENTITY_OSD));
+	EXPECT_EQ(0, msgr2_cephx_authorizer_init(&az, &cx, MSGR2_ENTITY_MGR));
+	EXPECT_EQ(112U, az.ticket.blob_len);
+	/* a reset forgets it */
+	msgr2_auth_cephx_ops.reset(&cx);
+	EXPECT_EQ(0U, cx.svc[2].too_big);
+}
+
+/*
  * The whole exchange against an OSD played with the ticket's session key:
  * authorizer, challenge, authorizer with challenge + 1, reply with nonce +
  * 1 and a connection secret.

@@ -592,6 +592,11 @@ int ctl_conn_open(struct ctl_conn *c)
 		      what, c->ticket_from, kmsgr_strerror(ret));
 		return ret;
 	}
+	if (ret == -EMSGSIZE && c->ticket_from) {
+		error("%s: the monitor session %u's cephx ticket for this service is over the 4096 bytes kmsgr keeps: the entity's caps are too long (%s)",
+		      what, c->ticket_from, kmsgr_strerror(ret));
+		return ret;
+	}
 	if (ret) {
 		error("%s: %s", what, kmsgr_strerror(ret));
 		return ret;
