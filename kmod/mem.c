@@ -1043,7 +1043,7 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 		return 0;
 	if (!kmsgr_inst_ready(inst))
 		return -ENOSPC;
-	if (kmsgr_pool_too_big(inst, len, n))
+	if (total > inst->pool_grains / 2)	/* kmsgr_pool_too_big() */
 		return -EMSGSIZE;
 	kmsgr_pool_msg_align(inst, len, n, &a);
 

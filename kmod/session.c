@@ -1163,6 +1163,17 @@ static void kmsgr_sess_retire(struct kmsgr_sess *s)
 	}
 }
 
+/* Post a DEAD session's owed CLOSED, with its own reason; false if none. */
+static bool kmsgr_sess_pay_closed(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	if (!s->closed_owed)
+		return false;
+	s->closed_owed = false;
+	kmsgr_sess_event(s, KMSGR_EV_CLOSED, s->closed_reason, s->closed_res);
+	return true;
+}
+
 /*
  * A DEAD session's owed CLOSED, once nothing it received waits to be
  * delivered (else its runs try again as the CQ and the pool make room);
@@ -1175,11 +1186,7 @@ static void kmsgr_sess_post_closed(struct kmsgr_sess *s)
 		kmsgr_sess_arm(s, msecs_to_jiffies(KMSGR_SESS_PAUSED_MS));
 		return;
 	}
-	if (s->closed_owed) {
-		s->closed_owed = false;
-		kmsgr_sess_event(s, KMSGR_EV_CLOSED, s->closed_reason,
-				 s->closed_res);
-	}
+	kmsgr_sess_pay_closed(s);
 	if (s->server)
 		kmsgr_sess_retire(s);
 }
@@ -1677,12 +1684,9 @@ void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper)
 	kmsgr_sess_take_sendq(s);
 	msgr2_session_drain(&s->ms, kmsgr_sess_drain_done, s, -ECONNRESET);
 	/* a DEAD one's CLOSED still owed goes now, with its own reason */
-	if (s->closed_owed)
-		kmsgr_sess_event(s, KMSGR_EV_CLOSED, s->closed_reason,
-				 s->closed_res);
-	else if (!was_dead && (s->announced || !s->server))
+	if (!kmsgr_sess_pay_closed(s) && !was_dead &&
+	    (s->announced || !s->server))
 		kmsgr_sess_event(s, KMSGR_EV_CLOSED, KMSGR_REASON_NONE, 0);
-	s->closed_owed = false;
 	mutex_unlock(&s->lock);
 
 	/*

@@ -509,6 +509,31 @@ echo_listener_test() {
 		grep -q "$msgs echoes, 0 bad" "$tmp/echo-c"
 }
 
+# session listen --echo --count N: N messages echoed, then it stops by
+# itself although its client keeps sending (the rest are released, not
+# echoed: echoes started past N used to keep it going).
+echo_count_test() {
+	"$KMSGRCTL" session listen --echo --count 10 --time 300 127.0.0.1:0 \
+		>"$tmp/cnt-l" 2>&1 &
+	lpid=$!
+	listening "$tmp/cnt-l" "$lpid" || return 1
+	addr=$(sed -n 's/^listening on \([^ ]*\) transport .*/\1/p' "$tmp/cnt-l")
+	"$KMSGRCTL" session connect --send 5000 --size 100 --timeout 120 \
+		"$addr" >"$tmp/cnt-c" 2>&1 &
+	cpid=$!
+	stopped "$lpid" 60
+	src=$?
+	wait "$lpid"
+	lrc=$?
+	kill "$cpid" 2>/dev/null
+	wait "$cpid"
+	cat "$tmp/cnt-l"
+	echo "listener exit $lrc"
+	[ "$src" -eq 0 ] && [ "$lrc" -eq 0 ] &&
+		grep -q "^received [0-9]* messages .* echoed 10, 0 dropped" \
+			"$tmp/cnt-l"
+}
+
 # crc32c_driver: each crc32c implementation of the kernel (/proc/crypto),
 # forced at load, reads back and carries a command to the real ceph-mon
 # (which checks every frame's crc32c); a name that is none is refused;
@@ -1266,6 +1291,7 @@ check "kmsgrctl info" "$KMSGRCTL" info
 check "kmsgrctl -j info reports abi_version $ABI" kmsgrctl_json
 mark "echo-listener"
 check "kmsgrctl echo listener serves ${KMSGR_ECHO_MSGS:-20000} messages, every echo verified" echo_listener_test
+check "kmsgrctl session listen --echo --count 10 stops after 10 echoes while its client keeps sending" echo_count_test
 check "kmsgrctl bench: ping-pong and lossless one-way against an echo listener report rate, latency and CPU per message (text and JSON)" bench_test
 check "kmsgrctl over rdma: lossless cephx echo listener, 1 MiB one-way pulled with RDMA READ, secure ping-pong, a wrong key refused" rdma_cli_test
 kernel_quiet_since "echo-listener"

@@ -40,7 +40,8 @@ static void session_usage(FILE *f)
 		"                  ADDR:PORT\n"
 		"\n"
 		"listen: serve sessions on ADDR:PORT (port 0: any; the bound address is\n"
-		"  printed) until SIGINT/SIGTERM, --count N messages or --time S seconds.\n"
+		"  printed) until SIGINT/SIGTERM, --count N messages or --time S seconds\n"
+		"  (with --echo: N echoed; what arrives while they go out is released).\n"
 		"  Prints accepted/up/down/closed events and a summary.  --echo answers\n"
 		"  every message with the same type, tid, version and segments, sent\n"
 		"  straight from the receive-pool slices (zero copy), released when the\n"
@@ -139,7 +140,12 @@ static int listen_recv(struct listen_state *st, const struct kmsgr_cqe *cqe)
 	st->msgs++;
 	st->bytes += (__u64)cqe->seg[0].len + cqe->seg[1].len +
 		     cqe->seg[2].len;
-	if (!st->echo)
+	/*
+	 * Past --count nothing new is started: the messages still arriving
+	 * while the last echoes go out are released, or a client that keeps
+	 * sending would keep the listener from ever stopping.
+	 */
+	if (!st->echo || (st->count && st->msgs > st->count))
 		return ctl_queue_release(cqe);
 
 	e = malloc(sizeof(*e));
@@ -207,7 +213,7 @@ static int listen_cqe(struct listen_state *st, const struct kmsgr_cqe *cqe)
 static int listen_loop(struct listen_state *st, __u64 deadline)
 {
 	struct kmsgr_cqe cqe;
-	__u64 now;
+	__u64 now, until;
 	int ret;
 
 	for (;;) {
@@ -226,10 +232,12 @@ static int listen_loop(struct listen_state *st, __u64 deadline)
 		 */
 		if (deadline) {
 			now = ctl_now_ns();
-			ret = ctl_wait(&cqe, deadline <= now ?
-				       now + 10 * NSEC_PER_MSEC :
-				       deadline < now + NSEC_PER_SEC ?
-				       deadline : now + NSEC_PER_SEC);
+			until = now + NSEC_PER_SEC;
+			if (deadline <= now)
+				until = now + 10 * NSEC_PER_MSEC;
+			else if (deadline < until)
+				until = deadline;
+			ret = ctl_wait(&cqe, until);
 		} else {
 			ret = ctl_wait_for(&cqe, NSEC_PER_SEC);
 		}
