@@ -710,10 +710,10 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 	     struct ctl_reply *r)
 {
 	struct kmsgr_slice none = { 0 };
+	bool sent = false, replied = false;
 	struct kmsgr_sqe sqe;
 	struct kmsgr_cqe cqe;
-	bool sent = false;
-	int ret;
+	int ret, rret = 0;
 
 	kmsgr_prep_send(&sqe, c->id, m->type, m->tid, m->front, none, m->data,
 			CTL_CALL_UDATA);
@@ -723,23 +723,28 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 	if (ret)
 		return ret;
 
-	for (;;) {
+	/*
+	 * Both the reply and the SEND's completion: until then the module
+	 * may still read @m's slices, which the caller reuses next, and a
+	 * completion left behind would be taken for the next call's.
+	 */
+	while (!sent || !replied) {
 		ret = ctl_wait_ring(&cqe, deadline_ns);
 		if (ret == -ETIME) {
 			if (what)
 				error("%s: no %s in time (timeout)", what,
 				      sent ? "reply" : "send completion");
-			return ret;
+			goto fail;
 		}
 		if (ret == -EINTR && !ctl_stopped())
 			continue;
 		if (ret == -EINTR) {
 			if (what)
 				error("%s: interrupted", what);
-			return ret;
+			goto fail;
 		}
 		if (ret)
-			return ret;
+			goto fail;
 		/* someone else's: another session's, another request's */
 		if ((cqe.kind == KMSGR_CQE_SEND || cqe.kind == KMSGR_CQE_OP) &&
 		    cqe.user_data != CTL_CALL_UDATA) {
@@ -753,20 +758,22 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 		}
 		switch (cqe.kind) {
 		case KMSGR_CQE_SEND:
-			if (cqe.res) {
+			ret = cqe.res;
+			if (ret) {
 				if (what)
 					error("%s: sending failed: %s", what,
-					      kmsgr_strerror(cqe.res));
-				return cqe.res;
+					      kmsgr_strerror(ret));
+				goto fail;
 			}
 			sent = true;
 			break;
 		case KMSGR_CQE_OP:
-			if (cqe.res) {
+			ret = cqe.res;
+			if (ret) {
 				if (what)
 					error("%s: submission rejected: %s",
-					      what, kmsgr_strerror(cqe.res));
-				return cqe.res;
+					      what, kmsgr_strerror(ret));
+				goto fail;
 			}
 			break;
 		case KMSGR_CQE_EVENT:
@@ -777,20 +784,29 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 					c->open = false;
 				if (what)
 					ctl_report_event(what, &cqe);
-				return cqe.res ? cqe.res : -ECONNABORTED;
+				ret = cqe.res ? cqe.res : -ECONNABORTED;
+				goto fail;
 			}
 			break;
 		case KMSGR_CQE_RECV:
-			if (cqe.type != reply_type ||
+			/* another type, tid, or a second reply: not ours */
+			if (replied || cqe.type != reply_type ||
 			    (!any_tid && cqe.tid != m->tid)) {
 				ctl_queue_release(&cqe);
 				break;
 			}
-			ret = ctl_reply_copy(&cqe, what, r);
+			rret = ctl_reply_copy(&cqe, what, r);
 			ctl_queue_release(&cqe);
 			/* let the release reach the kernel */
 			kmsgr_submit(ctl_k, 0, 0);
-			return ret;
+			replied = true;
+			break;
 		}
 	}
+	return rret;
+
+fail:
+	if (replied && !rret)
+		ctl_reply_free(r);
+	return ret;
 }

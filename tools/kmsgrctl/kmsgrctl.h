@@ -254,9 +254,11 @@ struct ctl_msg {
 /*
  * Send @m on session @c and wait until @deadline_ns for a reply of
  * @reply_type (and @m's tid unless @any_tid), copying it to @r; other
- * messages are released.  Failures print "@what: why" (nothing when @what
- * is NULL) and return -errno: -ETIME (no reply in time), -EINTR (a
- * signal), the session's end (-ECONNABORTED or its error).
+ * messages are released.  Returns once the SEND has completed too, so
+ * that @m's slices may be reused.  Failures print "@what: why" (nothing
+ * when @what is NULL) and return -errno: -ETIME (no reply or completion
+ * in time), -EINTR (a signal), the session's end (-ECONNABORTED or its
+ * error).
  */
 int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 	     bool any_tid, __u64 deadline_ns, const char *what,
