@@ -204,6 +204,28 @@ else
 	tap 1 "blk serve --rdonly starts"
 fi
 
+# a device smaller than the largest request (128 KiB, max_io 1 MiB): blk
+# check keeps every range on the device (it used to pick ranges past the
+# end, and could divide by zero)
+modprobe loop 2>/dev/null
+truncate -s 128K "$tmp/small.img"
+loop=$(losetup -f --show "$tmp/small.img" 2>/dev/null)
+big=$NVME
+NVME=$loop
+if [ -n "$loop" ] && serve tcp 127.0.0.1:0; then
+	NVME=$big
+	"$K" blk check --ops 500 --timeout 30 "$addr" >"$tmp/small" 2>&1
+	rc=$?
+	comment "$tmp/small"
+	[ $rc -eq 0 ] && grep -q ' 0 mismatches' "$tmp/small"
+	tap $? "blk check of a 128 KiB device (below max_io): every request on the device, no mismatch"
+	stop
+else
+	tap 1 "blk serve of a 128 KiB loop device starts ('$loop')"
+fi
+NVME=$big
+[ -n "$loop" ] && losetup -d "$loop"
+
 # the server killed under a running client: a clear failure, no hang
 addr=127.0.0.1:$(port 3)
 if serve tcp "$addr"; then

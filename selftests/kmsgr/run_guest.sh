@@ -633,6 +633,10 @@ bench_test() {
 		--sessions 2 --threads 2 --count 300 --warmup 10 \
 		127.0.0.1:3313 >"$tmp/bench-bp" 2>&1
 	bprc=$?
+	# the bench process's own CPU: spinning in its ENTER is system time
+	timeout 120 "$KMSGRCTL" -j bench --pattern pingpong --busy-poll 1000 \
+		--count 1000 --warmup 10 127.0.0.1:3313 >"$tmp/bench-sc" 2>&1
+	scrc=$?
 	# cephx: secure ping-pong on two workers, crc one-way, a wrong key
 	timeout 120 "$KMSGRCTL" -j bench --pattern pingpong --secure \
 		--keyring "$tmp/bench.keyring" --sessions 2 --threads 2 \
@@ -660,14 +664,22 @@ bench_test() {
 	cxrc=$?
 	cat "$tmp/bench-p" "$tmp/bench-o" "$tmp/bench-mp" "$tmp/bench-mo" \
 		"$tmp/bench-bp" "$tmp/bench-cs" "$tmp/bench-cc" \
-		"$tmp/bench-cb" "$tmp/bench-u1" "$tmp/bench-u2"
+		"$tmp/bench-cb" "$tmp/bench-u1" "$tmp/bench-u2" "$tmp/bench-sc"
 	echo "listener exit $lrc, pingpong exit $prc, oneway exit $orc," \
 		"4 sessions: pingpong exit $mprc, oneway exit $morc," \
-		"busy-poll exit $bprc; cephx listener exit $cxrc," \
+		"busy-poll exit $bprc, own CPU exit $scrc; cephx listener exit $cxrc," \
 		"secure exit $csrc, crc exit $ccrc, wrong key exit $cbrc;" \
 		"usage errors exit $u1rc $u2rc"
 	[ "$lrc" -eq 0 ] && [ "$prc" -eq 0 ] && [ "$orc" -eq 0 ] &&
 		[ "$mprc" -eq 0 ] && [ "$morc" -eq 0 ] && [ "$bprc" -eq 0 ] &&
+		[ "$scrc" -eq 0 ] &&
+		python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+c = j["cpu_us_per_msg"]
+print("own CPU per round trip: user %.1f us, sys %.1f us, mean latency %.1f us" %
+      (c["self_user"], c["self_sys"], j["latency_us"]["mean"]))
+sys.exit(0 if c["self_sys"] >= 0.3 * j["latency_us"]["mean"] and
+         c["self_sys"] > c["self_user"] else 1)' "$tmp/bench-sc" &&
 		[ "$cxrc" -eq 0 ] && [ "$csrc" -eq 0 ] && [ "$ccrc" -eq 0 ] &&
 		[ "$cbrc" -eq 1 ] && [ "$u1rc" -eq 2 ] && [ "$u2rc" -eq 2 ] &&
 		grep -q ": 300 messages in " "$tmp/bench-p" &&

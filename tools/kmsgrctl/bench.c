@@ -186,11 +186,14 @@ static void cpu_snap(struct cpu_snap *c)
 		return;
 	p = fgets(line, sizeof(line), f);
 	fclose(f);
-	/* after "(comm)": state is field 3, utime 14, stime 15 */
+	/*
+	 * After "(comm)": state is field 3, utime 14, stime 15; each pass
+	 * finds the space before field i.
+	 */
 	p = p ? strrchr(line, ')') : NULL;
 	if (!p)
 		return;
-	for (i = 3; i < 14 && p; i++)
+	for (i = 3; i <= 14 && p; i++)
 		p = strchr(p + 1, ' ');
 	if (!p || sscanf(p, " %llu %llu", &ut, &st) != 2)
 		return;
@@ -550,18 +553,6 @@ static void *bench_thread(void *arg)
 
 /* ---- the report --------------------------------------------------------- */
 
-static double pct(const __u64 *lat, size_t n, double p)
-{
-	size_t i;
-
-	if (!n)
-		return 0;
-	i = (size_t)(p * (double)n);
-	if (i >= n)
-		i = n - 1;
-	return (double)lat[i] / 1e3;
-}
-
 static void bench_report(const struct bench *b, __u64 *lat, size_t n,
 			 __u64 elapsed, const struct cpu_snap *cpu1)
 {
@@ -599,12 +590,12 @@ static void bench_report(const struct bench *b, __u64 *lat, size_t n,
 		jw_double("msgs_per_sec", rate);
 		jw_double("mb_per_sec", mbps);
 		jw_open("latency_us", '{');
-		jw_double("min", pct(lat, n, 0));
+		jw_double("min", ctl_pct_us(lat, n, 0));
 		jw_double("mean", n ? sum / (double)n / 1e3 : 0);
-		jw_double("p50", pct(lat, n, 0.50));
-		jw_double("p99", pct(lat, n, 0.99));
-		jw_double("p999", pct(lat, n, 0.999));
-		jw_double("max", pct(lat, n, 1.0));
+		jw_double("p50", ctl_pct_us(lat, n, 0.50));
+		jw_double("p99", ctl_pct_us(lat, n, 0.99));
+		jw_double("p999", ctl_pct_us(lat, n, 0.999));
+		jw_double("max", ctl_pct_us(lat, n, 1.0));
 		jw_close('}');
 		if (cpu) {
 			jw_open("cpu_us_per_msg", '{');
@@ -630,9 +621,9 @@ static void bench_report(const struct bench *b, __u64 *lat, size_t n,
 	printf(": %llu messages in %.3f s\n", (unsigned long long)n, secs);
 	printf("  %.0f msg/s  %.2f MB/s\n", rate, mbps);
 	printf("  latency us: p50 %.1f  p99 %.1f  p999 %.1f  (min %.1f, mean %.1f, max %.1f)\n",
-	       pct(lat, n, 0.50), pct(lat, n, 0.99), pct(lat, n, 0.999),
-	       pct(lat, n, 0), n ? sum / (double)n / 1e3 : 0,
-	       pct(lat, n, 1.0));
+	       ctl_pct_us(lat, n, 0.50), ctl_pct_us(lat, n, 0.99), ctl_pct_us(lat, n, 0.999),
+	       ctl_pct_us(lat, n, 0), n ? sum / (double)n / 1e3 : 0,
+	       ctl_pct_us(lat, n, 1.0));
 	if (!cpu)
 		return;
 	printf("  cpu us/msg: kernel %.1f (all CPUs: system+irq+softirq), ",

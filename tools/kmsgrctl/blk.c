@@ -83,7 +83,8 @@ static void blk_usage(FILE *f)
 		"flight (default 16) on disjoint ranges; every READ and status is\n"
 		"checked.  --image FILE writes what the device must hold at the end.\n"
 		"bench: DEPTH requests (default 1) of --bs bytes (default 4K) for\n"
-		"--time seconds (default 5): IOPS, MB/s, latency, client CPU per op.\n"
+		"--time seconds (default 5): IOPS, MB/s, latency, client CPU per op;\n"
+		"--fua: writes with forced unit access.\n"
 		"Exit status: 0 on success, 1 on a failure or mismatch, 2 on usage.\n",
 		progname, progname, progname, BLK_DEF_DEPTH);
 }
@@ -1027,6 +1028,11 @@ static bool check_range(struct cli *c, struct check *k, __u32 *len,
 
 	if (maxb > c->slot / c->lbs)
 		maxb = c->slot / c->lbs;
+	/* a device smaller than the largest request: no range past its end */
+	if (maxb > blocks)
+		maxb = blocks;
+	if (!maxb)
+		return false;
 	for (tries = 0; tries < 64; tries++) {
 		/* mostly small: 1 block, 4K, 8K, ... up to max */
 		*len = c->lbs * (1 + (__u32)(rnd(&k->rng) %
@@ -1398,6 +1404,10 @@ static int blk_bench(int argc, char **argv)
 		error("blk bench wants one ADDR:PORT");
 		return EXIT_USAGE;
 	}
+	if (fua && !write) {
+		error("--fua is for writes (--rw write or randwrite)");
+		return EXIT_USAGE;
+	}
 	c.priv = &b;
 	ret = cli_open(&c, &o, argv[optind], (__u32)bs,
 		       write ? 1ULL << 20 : 2 * o.depth * bs + (1 << 20));
@@ -1448,8 +1458,8 @@ static int blk_bench(int argc, char **argv)
 		jw_double("iops", (double)b.n / secs);
 		jw_double("mb_per_s", (double)b.n * bs / secs / 1e6);
 		jw_double("lat_avg_us", avg / 1e3);
-		jw_double("lat_p50_us", (double)b.lat[b.n / 2] / 1e3);
-		jw_double("lat_p99_us", (double)b.lat[b.n * 99 / 100] / 1e3);
+		jw_double("lat_p50_us", ctl_pct_us(b.lat, b.n, 0.50));
+		jw_double("lat_p99_us", ctl_pct_us(b.lat, b.n, 0.99));
 		jw_double("cpu_us_per_op", cpu * 1e6 / (double)b.n);
 		jw_close('}');
 	} else {
@@ -1458,8 +1468,8 @@ static int blk_bench(int argc, char **argv)
 		       ctl_transport_name(o.transport),
 		       (unsigned long long)b.n, secs, (double)b.n / secs,
 		       (double)b.n * bs / secs / 1e6, avg / 1e3,
-		       (double)b.lat[b.n / 2] / 1e3,
-		       (double)b.lat[b.n * 99 / 100] / 1e3,
+		       ctl_pct_us(b.lat, b.n, 0.50),
+		       ctl_pct_us(b.lat, b.n, 0.99),
 		       cpu * 1e6 / (double)b.n);
 	}
 	ret = b.errors ? EXIT_FAILURE : EXIT_SUCCESS;

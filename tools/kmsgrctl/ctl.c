@@ -90,6 +90,22 @@ int ctl_cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+double ctl_pct_us(const __u64 *sorted_ns, size_t n, double p)
+{
+	double rank = p * (double)n;
+	size_t i = (size_t)rank;
+
+	if (!n)
+		return 0;
+	/* nearest rank: the smallest sample with at least p of them <= it */
+	if ((double)i < rank)
+		i++;
+	i = i ? i - 1 : 0;
+	if (i >= n)
+		i = n - 1;
+	return (double)sorted_ns[i] / 1e3;
+}
+
 int ctl_parse_size(const char *s, __u64 min, __u64 max, __u64 *val)
 {
 	unsigned long long v;

@@ -54,6 +54,11 @@ void jw_raw(const char *key, const char *json);
 
 /* qsort() comparison of __u64 values, ascending (latency samples) */
 int ctl_cmp_u64(const void *a, const void *b);
+/*
+ * The @p quantile (0 to 1) of @n ascending samples in ns, in us, by
+ * nearest rank: p99 of 100 samples is the 99th, not the largest.
+ */
+double ctl_pct_us(const __u64 *sorted_ns, size_t n, double p);
 /* unsigned number with an optional K/M/G (binary) suffix */
 int ctl_parse_size(const char *s, __u64 min, __u64 max, __u64 *val);
 /* seconds, decimals allowed ("0.5"), as nanoseconds */

@@ -3,13 +3,15 @@
  * Host tests of the object client's pure parts (osdc.c, json.c): the
  * rjenkins object hash and stable_mod against placements a real Ceph
  * 16.2.15 cluster reported (`ceph osd map`, pool of pg_num 8), and the
- * JSON scanner on the shapes of `osd dump` and `pg map`.  Prints TAP.
+ * JSON scanner on the shapes of `osd dump` and `pg map`; the latency
+ * percentiles of the bench commands.  Prints TAP.
  *
  * Copyright (C) 2026 The kmsgr authors
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "kmsgrctl.h"
 #include "osdc.h"
 
 static int n, failed;
@@ -113,6 +115,22 @@ int main(void)
 	   !osdc_flag_named("full_quota", "full") &&
 	   !osdc_flag_named("", "full"),
 	   "pool flags: full is full; nearfull, backfillfull, full_quota are not");
+
+	/* latency percentiles by nearest rank (bench, blk bench) */
+	{
+		static __u64 lat[1000];
+
+		for (i = 0; i < 1000; i++)
+			lat[i] = (i + 1) * 1000ULL;	/* 1..1000 us */
+		ok(ctl_pct_us(lat, 100, 0.99) == 99 &&
+		   ctl_pct_us(lat, 100, 0.50) == 50 &&
+		   ctl_pct_us(lat, 1000, 0.999) == 999 &&
+		   ctl_pct_us(lat, 1000, 0.99) == 990 &&
+		   ctl_pct_us(lat, 100, 0) == 1 &&
+		   ctl_pct_us(lat, 100, 1.0) == 100 &&
+		   ctl_pct_us(lat, 1, 0.99) == 1 && ctl_pct_us(lat, 0, 0.5) == 0,
+		   "percentiles by nearest rank: p99 of 100 samples is the 99th, not the largest");
+	}
 
 	printf("1..%d\n", n);
 	return failed ? 1 : 0;
