@@ -163,6 +163,17 @@ define depmod
 	fi
 endef
 
+# ldconfig after a system install; not when staging, nor for a user who
+# installed under a PREFIX of their own (ldconfig needs root).
+define ldconfig
+if [ -n "$(DESTDIR)" ]; then :; \
+elif [ "$$(id -u)" -ne 0 ]; then \
+	echo "ldconfig skipped (not root): run it as root if $(PREFIX)/lib is a system directory"; \
+else \
+	echo ldconfig; $(SBINPATH) ldconfig; \
+fi
+endef
+
 install: lib tools
 	$(MAKE) -C lib install
 	$(MAKE) -C tools install
@@ -179,7 +190,7 @@ install: lib tools
 		$(DESTDIR)$(COMPLETIONDIR)/kmsgrctl
 	$(INSTALL) -m 0644 packaging/udev/60-kmsgr.rules \
 		packaging/modules-load.d/kmsgr.conf $(DESTDIR)$(EXAMPLEDIR)/
-	@if [ -z "$(DESTDIR)" ]; then echo ldconfig; $(SBINPATH) ldconfig; fi
+	@$(ldconfig)
 
 # Refuses modules that are missing, built for another kernel than KDIR's,
 # or built with KMSGR_FAULT=y (make check's test build, which it leaves in
@@ -223,7 +234,14 @@ modules_uninstall:
 	done
 	$(depmod)
 
-uninstall: modules_uninstall
+# Without a kernel release (no headers: a library-only host) the modules
+# are left where they are, with a note, and the rest is removed.
+uninstall:
+	@if [ -n "$(KREL)" ]; then \
+		$(MAKE) --no-print-directory modules_uninstall || exit 1; \
+	else \
+		echo "uninstall: no kernel release (KDIR=$(KDIR)): modules not removed (make modules_uninstall KVER=...)"; \
+	fi
 	$(MAKE) -C lib uninstall
 	$(MAKE) -C tools uninstall
 	rm -f $(patsubst %,$(DESTDIR)$(MANDIR)/man3/%.3,$(MAN3) \
@@ -237,7 +255,7 @@ uninstall: modules_uninstall
 		$(DESTDIR)$(MODULESLOADDIR)/kmsgr.conf
 	@if [ -d $(DESTDIR)$(EXAMPLEDIR) ]; then \
 		rmdir --ignore-fail-on-non-empty $(DESTDIR)$(EXAMPLEDIR); fi
-	@if [ -z "$(DESTDIR)" ]; then echo ldconfig; $(SBINPATH) ldconfig; fi
+	@$(ldconfig)
 
 # Files used at build time from Debian's linux-source-6.1 (never vendored).
 ksrc: $(KSRC)/.stamp
