@@ -793,7 +793,8 @@ static int m2_send_server_ident(struct msgr2_conn *c)
 	m2_enc_le64(&e, (u64)c->cfg.my_gid);
 	m2_enc_le64(&e, c->cfg.global_seq);
 	m2_enc_le64(&e, c->cfg.features_supported);
-	m2_enc_le64(&e, c->cfg.features_required);
+	/* what the server checks the client for (see m2_on_client_ident()) */
+	m2_enc_le64(&e, c->cfg.features_required | MSGR2_FEATURE_MSG_ADDR2);
 	m2_enc_le64(&e, s->lossy ? MSGR2_CONNECT_LOSSY : 0);
 	m2_enc_le64(&e, s->server_cookie);
 	if (e.err)

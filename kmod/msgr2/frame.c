@@ -429,8 +429,9 @@ static int m2_tx_start_msg(struct msgr2_conn *c)
 		 * else a lossless session would resend it forever into the
 		 * peer's OVERSIZE.
 		 */
+		/* as msgr2_send(): only a tail (nsegs > 1) needs scratch */
 		if (!m2_msg_tail_len(m, &nsegs, &tail) && m2_msg_fits(c, m) &&
-		    (!c->secure ||
+		    (!c->secure || nsegs <= 1 ||
 		     tail + M2_GCM_TAG_LEN <= c->cfg.tx_scratch_len))
 			break;
 		/* cannot be framed here: give it back, keep seqs dense */

@@ -1306,6 +1306,29 @@ TEST(secure_msg_tampered)
 }
 
 /*
+ * A secure connection with no tx scratch still sends a header-only
+ * message (one segment: no tail to seal apart); a message with a front
+ * is refused at msgr2_send() as before, never accepted then dropped.
+ */
+TEST(secure_no_scratch_header_only)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+
+	ASSERT_NE(NULL, p);
+	p->cl.cfg.tx_scratch = NULL;
+	p->cl.cfg.tx_scratch_len = 0;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	EXPECT_EQ(0, pair_send(&p->cl, 5, NULL, 0, NULL, 0, NULL, 0));
+	EXPECT_EQ(-EMSGSIZE, pair_send(&p->cl, 6, "x", 1, NULL, 0, NULL, 0));
+	pair_pump(p);
+	EXPECT_EQ(1, p->sv.n_rx);
+	EXPECT_EQ(0, p->cl.n_tx_err);
+	pair_free(p);
+}
+
+/*
  * cfg.max_seg_len[] is inclusive and per segment: a MESSAGE whose front,
  * middle and data are each exactly at their limits is delivered; one byte
  * over in any one of them fails the connection with OVERSIZE at the
