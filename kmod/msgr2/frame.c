@@ -438,6 +438,9 @@ static int m2_tx_start_msg(struct msgr2_conn *c)
 		m = m2_sess_next(s);
 		m2_sess_renumber(s, m->hdr.seq);
 		c->cfg.ops->tx_done(c->cfg.priv, m, -EMSGSIZE);
+		/* the callback may fail the connection: then nothing more */
+		if (m2_failed(c))
+			return c->err;
 	}
 	if (!m)
 		return 0;
@@ -535,6 +538,8 @@ int msgr2_tx_iov(struct msgr2_conn *c, struct msgr2_iov *iov, int max)
 	ret = m2_tx_fill(c);
 	if (ret)
 		return ret;
+	if (m2_failed(c))	/* by a callback of the fill */
+		return c->err;
 	if (c->a_head < c->a_tail) {
 		iov[n].base = c->arena + c->a_head;
 		iov[n++].len = c->a_tail - c->a_head;

@@ -1305,6 +1305,54 @@ TEST(secure_msg_tampered)
 	secure_tamper_case(_metadata, 96 + 112 + 1, true);	/* tag */
 }
 
+/* tx_done() of an oversized message fails the connection, as it may */
+static struct pair *fail_in_cb_pair;
+static void (*fail_in_cb_orig)(void *priv, struct msgr2_msg *m, int status);
+
+static void fail_in_cb_tx_done(void *priv, struct msgr2_msg *m, int status)
+{
+	if (status == -EMSGSIZE && fail_in_cb_pair->cl.c)
+		msgr2_conn_fail(fail_in_cb_pair->cl.c, MSGR2_R_LOCAL);
+	fail_in_cb_orig(priv, m, status);
+}
+
+/*
+ * A message queued while disconnected that turns out too large is given
+ * back with -EMSGSIZE at transmit; when that callback fails the
+ * connection, msgr2_tx_iov() hands out nothing more (the message behind
+ * it included): "once a connection has failed, every call returns the
+ * same error" (msgr2.h).
+ */
+TEST(tx_stops_when_callback_fails)
+{
+	static u8 big[4096];
+	struct msgr2_iov iov[8];
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	int i;
+
+	ASSERT_NE(NULL, p);
+	fail_in_cb_pair = p;
+	p->cl.cfg.max_seg_len[MSGR2_DATA] = 1024;
+	fail_in_cb_orig = p->cl.ops.tx_done;
+	p->cl.ops.tx_done = fail_in_cb_tx_done;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	pair_disconnect(p);
+	/* no connection: the limits are checked at transmit */
+	ASSERT_EQ(0, pair_send(&p->cl, 1, NULL, 0, NULL, 0, big, sizeof(big)));
+	ASSERT_EQ(0, pair_send(&p->cl, 2, "x", 1, NULL, 0, NULL, 0));
+	ASSERT_EQ(0, pair_connect(p));
+	for (i = 0; i < 50 && !msgr2_conn_ready(p->cl.c); i++) {
+		pair_move(p, true, 0);
+		pair_move(p, false, 0);
+	}
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	EXPECT_GT(0, msgr2_tx_iov(p->cl.c, iov, 8));
+	EXPECT_EQ(MSGR2_R_LOCAL, msgr2_conn_reason(p->cl.c));
+	pair_free(p);
+}
+
 /*
  * A secure connection with no tx scratch still sends a header-only
  * message (one segment: no tail to seal apart); a message with a front
