@@ -93,6 +93,32 @@ stop() {
 	return $rc
 }
 
+# kill_target SIGNAL PID: SIGNAL (KILL or STOP) to the target after 2 s,
+# then up to 30 s for its client PID to end; its exit status in $rc (99:
+# it did not end, and was killed)
+kill_target() {
+	sleep 2
+	kill -"$1" "$srv"
+	if [ "$1" = KILL ]; then
+		wait "$srv" 2>/dev/null
+		srv=
+	fi
+	shift
+	i=0
+	while kill -0 "$1" 2>/dev/null && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		kill -KILL "$1"
+		wait "$1"
+		rc=99
+	else
+		wait "$1"
+		rc=$?
+	fi
+}
+
 # pool_drains PID: the receive pool of PID's instance is empty within 5 s
 pool_drains() {
 	for _ in $(seq 50); do
@@ -175,8 +201,30 @@ fio_verify() {
 	stop
 }
 
+# fio_stopped_target: fio on a lossless session whose target stops
+# answering (SIGSTOP: its session stays up, no reply comes) ends at its
+# runtime, failing what was out, instead of waiting in getevents until
+# the target runs again
+fio_stopped_target() {
+	addr=127.0.0.1:$(port 7)
+	if [ ! -f "$ENGINE" ] || ! serve tcp "$addr"; then
+		tap 1 "blk serve starts, and the kmsgr-blk engine is built (fio, target stopped)"
+		return
+	fi
+	fio --name=kblk --ioengine=external:"$ENGINE" --addr="$addr" \
+		--transport=tcp --lossless=1 --rw=randwrite --bs=4k \
+		--iodepth=4 --time_based --runtime=4 >"$tmp/fiodead" 2>&1 &
+	kill_target STOP $!
+	kill -CONT "$srv"
+	stop
+	comment "$tmp/fiodead"
+	[ $rc -ne 99 ]
+	tap $? "fio (kmsgr-blk engine, lossless) whose target stops answering ends within 30 s (its runtime is 4 s), not when the target runs again (exit $rc)"
+}
+
 run_xprt tcp 127.0.0.1 0
 fio_verify tcp 127.0.0.1 "$(port 5)"
+fio_stopped_target
 if [ -n "${KMSGR_VM_IP:-}" ]; then
 	run_xprt rdma "$KMSGR_VM_IP" 1 --poll
 	fio_verify rdma "$KMSGR_VM_IP" "$(port 6)"
@@ -230,23 +278,7 @@ NVME=$big
 addr=127.0.0.1:$(port 3)
 if serve tcp "$addr"; then
 	"$K" blk check --ops 1000000 --timeout 5 "$addr" >"$tmp/kill" 2>&1 &
-	cli=$!
-	sleep 3
-	kill -KILL "$srv"
-	wait "$srv" 2>/dev/null
-	srv=
-	i=0
-	while kill -0 "$cli" 2>/dev/null && [ $i -lt 150 ]; do
-		sleep 0.2
-		i=$((i + 1))
-	done
-	if kill -0 "$cli" 2>/dev/null; then
-		kill -KILL "$cli"
-		rc=99
-	else
-		wait "$cli"
-		rc=$?
-	fi
+	kill_target KILL $!
 	comment "$tmp/kill"
 	[ $rc -eq 1 ] && grep -q '^kmsgr: ' "$tmp/kill"
 	tap $? "the target killed under a running client: the client fails (exit $rc) with a message, within 30 s"

@@ -6,7 +6,7 @@
  * or NVMe-oF block device alike.
  *
  *   fio --ioengine=external:.build/fio/kmsgr-blk.so --addr=IP:PORT \
- *       [--transport=tcp|rdma] [--lossless=1] [--timeout=S] \
+ *       [--transport=tcp|rdma] [--lossless=1] [--connect_timeout=S] \
  *       [--busy_poll=USEC] --rw=randread --bs=4k --iodepth=32 ...
  *
  * Each fio job (process or thread) has a kmsgr instance of its own and one
@@ -50,6 +50,8 @@
 #define KBLK_FRONT		64	/* request front bytes per slot */
 #define KBLK_SLOT_BITS		16	/* slot index in a tid */
 #define KBLK_MAX_DEPTH		(1U << KBLK_SLOT_BITS)
+/* the deepest queue whose SQ (2 * depth + 16) fits max_sq_entries' 4096 */
+#define KBLK_DEPTH_LIMIT	2040
 #define KBLK_SESSION_UD		(~0ULL)	/* session user_data */
 #define KBLK_DEF_TIMEOUT	10	/* seconds to connect and get INFO */
 #define KBLK_PAGE		4096ULL
@@ -104,7 +106,8 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_INVALID,
 	},
 	{
-		.name	= "timeout",
+		/* not "timeout": fio's own alias of runtime takes that name */
+		.name	= "connect_timeout",
 		.lname	= "kmsgr-blk connect timeout",
 		.type	= FIO_OPT_INT,
 		.off1	= offsetof(struct kblk_opts, timeout),
@@ -278,8 +281,8 @@ static void kblk_reply(struct kblk *d, struct kblk_req *q,
 	int status = (int)le32toh(r->status);
 
 	if (q->op == BLK_OP_INFO) {
-		if (status < 0) {
-			d->err = -status;
+		if (status) {	/* an errno, or garbage: never success */
+			d->err = status < 0 ? -status : EPROTO;
 			return;
 		}
 		d->lbs = le32toh(r->lbs);
@@ -289,8 +292,8 @@ static void kblk_reply(struct kblk *d, struct kblk_req *q,
 	}
 	if (!io_u)
 		return;
-	if (status < 0) {
-		io_u->error = -status;
+	if (status) {
+		io_u->error = status < 0 ? -status : EPROTO;
 		return;
 	}
 	if (q->op != BLK_OP_READ)
@@ -312,13 +315,26 @@ static void kblk_recv(struct kblk *d, const struct kmsgr_cqe *cqe)
 	struct kblk_req *q = i < d->depth ? &d->req[i] : NULL;
 	const struct kmsgr_slice *front = &cqe->seg[0];
 
-	if (cqe->session != d->session || cqe->type != BLK_MSG_REPLY ||
-	    !q || !q->busy || q->replied || q->tid != cqe->tid ||
-	    front->len != sizeof(struct blk_reply) ||
-	    (__u64)front->off + front->len > kmsgr_buf_size(d->k)) {
+	if (cqe->session != d->session || !q || !q->busy || q->replied ||
+	    q->tid != cqe->tid) {
 		log_err("kmsgr-blk: an unexpected message (type %#x, tid %llu, front %u bytes)\n",
 			cqe->type, (unsigned long long)cqe->tid, front->len);
 		kblk_release(d, cqe);
+		return;
+	}
+	/* the answer to a request in flight, malformed: it fails (EPROTO) */
+	if (cqe->type != BLK_MSG_REPLY ||
+	    front->len != sizeof(struct blk_reply) ||
+	    (__u64)front->off + front->len > kmsgr_buf_size(d->k)) {
+		log_err("kmsgr-blk: a malformed reply (type %#x, tid %llu, front %u bytes)\n",
+			cqe->type, (unsigned long long)cqe->tid, front->len);
+		kblk_release(d, cqe);
+		if (q->io_u)
+			q->io_u->error = EPROTO;
+		else if (q->op == BLK_OP_INFO)
+			d->err = EPROTO;
+		q->replied = true;
+		kblk_put(d, q);
 		return;
 	}
 	kblk_reply(d, q, (const void *)kblk_area(d, front->off), cqe);
@@ -499,9 +515,9 @@ static int kblk_open(struct kblk_opts *o, unsigned int depth, __u32 slot,
 			o->addr);
 		return -EINVAL;
 	}
-	if (depth > KBLK_MAX_DEPTH - 1) {
-		log_err("kmsgr-blk: iodepth %u is above %u\n", depth,
-			KBLK_MAX_DEPTH - 1);
+	if (depth > KBLK_DEPTH_LIMIT) {
+		log_err("kmsgr-blk: iodepth %u is above %u (its SQ would not fit the module's default max_sq_entries, 4096)\n",
+			depth, KBLK_DEPTH_LIMIT);
 		return -EINVAL;
 	}
 
@@ -766,17 +782,29 @@ static int fio_kblk_getevents(struct thread_data *td, unsigned int min,
 	}
 	kblk_reap(d);
 	while (d->ndone < min && kblk_busy(d)) {
+		/*
+		 * Without fio's bound, a second at a time: a target that
+		 * stopped answering (a lossless session redials it for
+		 * ever) must not keep fio from its runtime check, nor from
+		 * stopping when told to.
+		 */
+		timeout_ns = NSEC_PER_SEC;
 		if (t) {
 			now = kblk_now_ns();
 			if (now >= deadline)
 				break;
-			timeout_ns = deadline - now;
+			if (deadline - now < timeout_ns)
+				timeout_ns = deadline - now;
 		}
 		ret = kblk_wait(d, timeout_ns);
-		if (ret == -ETIME)
+		if (td->terminate && (ret == -ETIME || ret == -EINTR)) {
+			/* told to stop: what is still out will not come */
+			if (ret == -ETIME)
+				kblk_fail_all(d, ECANCELED);
 			break;
-		if (ret == -EINTR && td->terminate)
-			break;
+		}
+		if (ret == -ETIME && !t)
+			break;	/* back to fio, which calls again */
 		/* other errors failed every request: they are in ->done */
 	}
 
