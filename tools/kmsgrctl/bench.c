@@ -942,6 +942,12 @@ int cmd_bench(int argc, char **argv)
 	b.conn.addr_str = argv[optind];
 	if (ctl_conn_check(&b.conn))
 		return EXIT_USAGE;
+	if ((b.conn.flags & KMSGR_SESS_F_SECURE) &&
+	    b.size > KMSGR_SECURE_MSG_MAX) {
+		error("--size %u: a secure session sends messages of at most %u bytes",
+		      b.size, KMSGR_SECURE_MSG_MAX);
+		return EXIT_USAGE;
+	}
 
 	w = calloc(b.nthreads, sizeof(*w));
 	if (!w) {
