@@ -422,9 +422,14 @@ static bool kmsgr_cq_busy(u64 ns, u64 *end)
 
 /*
  * A waiter that runs sessions instead of sleeping: true once @timeout_ns
- * (rounded up to ticks, counted from the first call) have passed.
+ * have passed since its first call.  Ticks (*@run_j) keep the clock out
+ * of the common case; but a tick can come late (a busy or emulated CPU),
+ * and jiffies that catch up at once would end the wait early, so the end
+ * is confirmed by the clock against a start taken at the second call
+ * (late, hence never early).
  */
-static bool kmsgr_cq_run_expired(u64 timeout_ns, unsigned long *run_j)
+static bool kmsgr_cq_run_expired(u64 timeout_ns, unsigned long *run_j,
+				 u64 *run_t0)
 {
 	if (!*run_j) {
 		*run_j = jiffies + 1 +
@@ -432,7 +437,11 @@ static bool kmsgr_cq_run_expired(u64 timeout_ns, unsigned long *run_j)
 			       MAX_JIFFY_OFFSET);
 		return false;
 	}
-	return time_after(jiffies, *run_j);
+	if (!*run_t0)
+		*run_t0 = ktime_get_ns();
+	if (!time_after(jiffies, *run_j))
+		return false;
+	return ktime_get_ns() - *run_t0 >= timeout_ns;
 }
 
 /*
@@ -455,6 +464,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 	};
 	bool expired = false, busy_all = false, runner, spin;
 	unsigned long end_j = 0, run_j = 0;
+	u64 run_t0 = 0;
 	/* a runner's bound: the whole timeout, from its first run */
 	u64 busy_end = 0, run_ns = timeout_ns;
 	ktime_t end = 0;
@@ -502,8 +512,9 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 			kmsgr_bdev_run_done(inst);
 			/* sessions kicked again and again must not hog the CPU */
 			cond_resched();
-			/* ... nor outlast the timeout (in ticks: no clock read) */
-			if (run_ns && kmsgr_cq_run_expired(run_ns, &run_j))
+			/* ... nor outlast the timeout (ticks, then the clock) */
+			if (run_ns &&
+			    kmsgr_cq_run_expired(run_ns, &run_j, &run_t0))
 				expired = true;	/* one last look */
 			continue;
 		}
