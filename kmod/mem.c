@@ -968,6 +968,12 @@ static unsigned long kmsgr_pool_find(struct kmsgr_instance *inst, u32 who,
  * take the room the other sessions of the instance need (msg_timeout ends
  * its hold).
  */
+static bool kmsgr_pool_over_half(const struct kmsgr_instance *inst,
+				 u64 grains)
+{
+	return grains > inst->pool_grains / 2;
+}
+
 bool kmsgr_pool_too_big(struct kmsgr_instance *inst, const u32 *len,
 			unsigned int n)
 {
@@ -978,7 +984,7 @@ bool kmsgr_pool_too_big(struct kmsgr_instance *inst, const u32 *len,
 		return false;
 	for (i = 0; i < n; i++)
 		total += kmsgr_grains(len[i]);
-	return total > inst->pool_grains / 2;
+	return kmsgr_pool_over_half(inst, total);
 }
 
 /**
@@ -1043,7 +1049,7 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 		return 0;
 	if (!kmsgr_inst_ready(inst))
 		return -ENOSPC;
-	if (total > inst->pool_grains / 2)	/* kmsgr_pool_too_big() */
+	if (kmsgr_pool_over_half(inst, total))
 		return -EMSGSIZE;
 	kmsgr_pool_msg_align(inst, len, n, &a);
 
