@@ -1143,7 +1143,8 @@ int msgr2_tick(struct msgr2_conn *c, u64 now_ms)
 	}
 	if (c->cfg.keepalive_ms && now_ms - c->ka_last >= c->cfg.keepalive_ms) {
 		c->ka_last = now_ms;
-		return msgr2_keepalive(c, now_ms * 1000000ULL);
+		/* Ceph stamps a KEEPALIVE2 with the wall clock */
+		return msgr2_keepalive(c, msgr2_wall_ns());
 	}
 	return 0;
 }

@@ -473,7 +473,10 @@ int msgr2_tx_done(struct msgr2_conn *c, size_t n);
 
 /* handshake timeout, keepalive generation; @now_ms from any monotonic clock */
 int msgr2_tick(struct msgr2_conn *c, u64 now_ms);
-/* queue a KEEPALIVE2 (READY only) */
+/*
+ * Queue a KEEPALIVE2 (READY only) carrying @stamp_ns; msgr2_tick()'s carry
+ * the wall clock, as Ceph's do.
+ */
 int msgr2_keepalive(struct msgr2_conn *c, u64 stamp_ns);
 /* end the connection locally (reason MSGR2_R_LOCAL) */
 void msgr2_conn_fail(struct msgr2_conn *c, enum msgr2_reason r);

@@ -113,6 +113,9 @@ int msgr2_aes_cbc(const u8 key[16], const u8 iv[16], bool encrypt,
 
 void msgr2_random(void *buf, size_t len);
 
+/* Wall-clock time in ns since the epoch: what a KEEPALIVE2 carries. */
+u64 msgr2_wall_ns(void);
+
 /* Wipe a secret; never optimised away. */
 void msgr2_wipe(void *buf, size_t len);
 

@@ -630,6 +630,11 @@ void msgr2_random(void *buf, size_t len)
 	get_random_bytes(buf, len);
 }
 
+u64 msgr2_wall_ns(void)
+{
+	return ktime_get_real_ns();
+}
+
 void msgr2_wipe(void *buf, size_t len)
 {
 	if (buf && len)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <limits.h>
 #include <pthread.h>
+#include <time.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -264,6 +265,14 @@ void msgr2_random(void *buf, size_t len)
 {
 	if (len > INT_MAX || RAND_bytes(buf, (int)len) != 1)
 		abort();	/* no safe fallback for a broken RNG */
+}
+
+u64 msgr2_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (u64)ts.tv_sec * 1000000000ULL + (u64)ts.tv_nsec;
 }
 
 void msgr2_wipe(void *buf, size_t len)

@@ -177,6 +177,7 @@ static void cb_event(void *priv, enum msgr2_event ev, u64 arg)
 		break;
 	case MSGR2_EV_KEEPALIVE_ACK:
 		e->n_ka_ack++;
+		e->ka_ack_stamp = arg;
 		break;
 	case MSGR2_EV_AUTH_DONE:
 		e->n_auth_done++;

@@ -93,6 +93,7 @@ struct pair_end {
 	u64 ready_arg;
 	int n_reset;
 	int n_ka_ack;
+	u64 ka_ack_stamp;	/* the last KEEPALIVE2_ACK's, ns */
 	int n_auth_done;
 	u32 auth_mode;
 	int rx_eagain;			/* next rx_alloc()s to refuse */

@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* the harness compares int literals with unsigned fields */
 #pragma GCC diagnostic ignored "-Wsign-compare"
@@ -126,9 +127,18 @@ TEST(partial_reads_and_eagain)
 	pair_free(p);
 }
 
+static u64 wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (u64)ts.tv_sec * 1000000000ULL + (u64)ts.tv_nsec;
+}
+
 TEST(keepalive_round_trip)
 {
 	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	u64 before;
 
 	p->cl.cfg.keepalive_ms = 1000;
 	ASSERT_EQ(0, pair_connect(p));
@@ -138,13 +148,18 @@ TEST(keepalive_round_trip)
 	ASSERT_EQ(0, msgr2_keepalive(p->cl.c, 123456789012ULL));
 	pair_pump(p);
 	EXPECT_EQ(1, p->cl.n_ka_ack);
+	EXPECT_EQ(123456789012ULL, p->cl.ka_ack_stamp);
 	/* from the timer */
 	ASSERT_EQ(0, msgr2_tick(p->cl.c, 500));
 	pair_pump(p);
 	EXPECT_EQ(1, p->cl.n_ka_ack);
+	before = wall_ns();
 	ASSERT_EQ(0, msgr2_tick(p->cl.c, 1005));
 	pair_pump(p);
 	EXPECT_EQ(2, p->cl.n_ka_ack);
+	/* stamped by the wall clock, as Ceph's are, not by @now_ms */
+	EXPECT_GE(p->cl.ka_ack_stamp, before);
+	EXPECT_LE(p->cl.ka_ack_stamp, wall_ns());
 	/* the server may ping too */
 	ASSERT_EQ(0, msgr2_keepalive(p->sv.c, 1));
 	pair_pump(p);
@@ -436,8 +451,10 @@ TEST(auth_request_retry_limit_server)
 	msgr2_put_le32(req + 8, MSGR2_MODE_CRC);
 	msgr2_put_le32(req + 12, 0);
 	ASSERT_EQ(0, pair_connect(p));
-	/* the client's banner, the server's banner and HELLO, then only
-	 * the client's HELLO (72 bytes): the server waits in AUTH */
+	/*
+	 * the client's banner, the server's banner and HELLO, then only
+	 * the client's HELLO (72 bytes): the server waits in AUTH
+	 */
 	pair_move(p, true, 26);
 	pair_move(p, false, 0);
 	pair_move(p, true, 72);
