@@ -486,6 +486,11 @@ listening() {
 	done
 }
 
+# listen_addr FILE: the address a kmsgrctl listener said it listens on
+listen_addr() {
+	sed -n 's/^listening on \([^ ]*\) transport .*/\1/p' "$1"
+}
+
 # kmsgrctl's echo listener under sustained load: KMSGR_ECHO_MSGS (20000)
 # messages from one client, every echo verified, both processes exit 0
 # (the listener used to die of an EBUSY from kmsgr_wait_cqe()).
@@ -517,7 +522,7 @@ echo_count_test() {
 		>"$tmp/cnt-l" 2>&1 &
 	lpid=$!
 	listening "$tmp/cnt-l" "$lpid" || return 1
-	addr=$(sed -n 's/^listening on \([^ ]*\) transport .*/\1/p' "$tmp/cnt-l")
+	addr=$(listen_addr "$tmp/cnt-l")
 	"$KMSGRCTL" session connect --send 5000 --size 100 --timeout 120 \
 		"$addr" >"$tmp/cnt-c" 2>&1 &
 	cpid=$!
@@ -708,6 +713,52 @@ sys.exit(0 if c["self_sys"] >= 0.3 * j["latency_us"]["mean"] and
 		grep -q 'bad --busy-poll "10001"' "$tmp/bench-u1" &&
 		grep -q -- "--secure needs cephx" "$tmp/bench-u2" &&
 		grep -Eq '^received [1-9][0-9]* messages' "$tmp/bench-lcx"
+}
+
+# kmsgrctl bench, 2 sessions on 1 thread: session 1's connection is
+# killed (ss -K) while session 2 connects, its CONNECT held 3 s by the
+# fault point KMSGR_FAULT_CONNECT_ID (bit 12; before the dial: a process
+# start takes a few 100 ms in the emulated guest).  Session
+# 1's loss, which ctl_conn_open() set aside meanwhile, reaches the worker
+# and bench names it (it was left behind, and the worker later failed on
+# a send to the dead session).
+bench_early_close_test() {
+	fp=$SYSMOD/parameters/fault_points
+	[ -w "$fp" ] || { echo "no fault points: not a KMSGR_FAULT=y build"; return 1; }
+	"$KMSGRCTL" session listen --echo --time 300 127.0.0.1:0 \
+		>"$tmp/bec-l" 2>&1 &
+	lpid=$!
+	listening "$tmp/bec-l" "$lpid" || return 1
+	addr=$(listen_addr "$tmp/bec-l")
+	port=${addr##*:}
+	echo 3000000 >"$SYSMOD/parameters/fault_delay_us"
+	echo $((1 << 12)) >"$fp"
+	timeout 120 "$KMSGRCTL" bench --sessions 2 --threads 1 --count 100 \
+		"$addr" >"$tmp/bec-b" 2>&1 &
+	bpid=$!
+	# session 1 dialled: it is READY well before session 2's CONNECT
+	# ends its wait
+	i=0
+	until ss -Htn state established dst 127.0.0.1 dport = ":$port" |
+		grep -q .; do
+		i=$((i + 1))
+		[ "$i" -gt 500 ] && break
+		sleep 0.02
+	done
+	sleep 0.5
+	ss -K dst 127.0.0.1 dport = ":$port" >/dev/null 2>&1
+	wait "$bpid"
+	brc=$?
+	echo 0 >"$fp"
+	echo 200 >"$SYSMOD/parameters/fault_delay_us"
+	kill -TERM "$lpid"
+	stopped "$lpid" 30
+	wait "$lpid"
+	cat "$tmp/bec-b"
+	echo "bench exit $brc"
+	[ "$brc" -eq 1 ] &&
+		grep -Eq "bench session 1 of 2: session [0-9]+ (down|closed)" \
+			"$tmp/bec-b"
 }
 
 # load_test NAME [LISTEN-OPTS...]: two --echo listeners (lossy, lossless)
@@ -1305,6 +1356,7 @@ mark "echo-listener"
 check "kmsgrctl echo listener serves ${KMSGR_ECHO_MSGS:-20000} messages, every echo verified" echo_listener_test
 check "kmsgrctl session listen --echo --count 10 stops after 10 echoes while its client keeps sending" echo_count_test
 check "kmsgrctl bench: ping-pong and lossless one-way against an echo listener report rate, latency and CPU per message (text and JSON)" bench_test
+check "kmsgrctl bench: a session lost while the next one connects is reported as lost" bench_early_close_test
 check "kmsgrctl over rdma: lossless cephx echo listener, 1 MiB one-way pulled with RDMA READ, secure ping-pong, a wrong key refused" rdma_cli_test
 kernel_quiet_since "echo-listener"
 if [ "${KMSGR_NO_CEPH_PEERS:-0}" != 1 ]; then

@@ -146,6 +146,14 @@ struct bench_worker {
 	struct kmsgr_sqe *q;
 	size_t head, len, cap;
 
+	/*
+	 * CQEs of its sessions that ctl_conn_open() set aside while it
+	 * connected the next ones (an early CLOSED, say): handed out
+	 * before the ring's, early[early_next..nearly)
+	 */
+	struct kmsgr_cqe *early;
+	size_t early_next, nearly;
+
 	__u32 in_flight;	/* of all its sessions */
 	bool measuring, stopping;
 	__u64 end;		/* when its measured phase ended */
@@ -266,6 +274,31 @@ static void bench_flush(struct bench_worker *w)
 	}
 }
 
+static int bench_poll_early(struct bench_worker *w, struct kmsgr_cqe *cqe)
+{
+	if (w->early_next == w->nearly)
+		return 0;
+	*cqe = w->early[w->early_next++];
+	return 1;
+}
+
+/* Take over what ctl_conn_open() set aside on the worker's instance. */
+static int bench_take_early(struct bench_worker *w)
+{
+	struct kmsgr_cqe cqe, *p;
+
+	while (ctl_take_deferred(&cqe)) {
+		p = realloc(w->early, (w->nearly + 1) * sizeof(*p));
+		if (!p) {
+			error("out of memory keeping a completion");
+			return -ENOMEM;
+		}
+		w->early = p;
+		w->early[w->nearly++] = cqe;
+	}
+	return 0;
+}
+
 /*
  * Next CQE within @timeout_ns: 0, -ETIME, -EINTR or an error (printed).
  * No clock read here: the library reads it only when it has to sleep.
@@ -276,6 +309,8 @@ static int bench_wait(struct bench_worker *w, struct kmsgr_cqe *cqe,
 	struct kmsgr_cqe *c;
 	int ret;
 
+	if (bench_poll_early(w, cqe))
+		return 0;
 	bench_flush(w);
 	ret = kmsgr_wait_cqe(w->k, &c, timeout_ns);
 	if (ret == -ETIME || ret == -EINTR)
@@ -292,8 +327,11 @@ static int bench_wait(struct bench_worker *w, struct kmsgr_cqe *cqe,
 
 static int bench_poll(struct bench_worker *w, struct kmsgr_cqe *cqe)
 {
-	struct kmsgr_cqe *c = kmsgr_peek_cqe(w->k);
+	struct kmsgr_cqe *c;
 
+	if (bench_poll_early(w, cqe))
+		return 1;
+	c = kmsgr_peek_cqe(w->k);
 	if (!c)
 		return 0;
 	*cqe = *c;
@@ -645,7 +683,7 @@ static int bench_worker_start(struct bench *b, struct bench_worker *w,
 	__u64 inflight, pool, sq;
 	struct bench_sess *s;
 	unsigned int j, nr;
-	int ret;
+	int ret, err;
 
 	w->b = b;
 	w->nsess = b->nsess / b->nthreads + (i < b->nsess % b->nthreads);
@@ -696,8 +734,10 @@ static int bench_worker_start(struct bench *b, struct bench_worker *w,
 	memset(kmsgr_buf(w->k), 0x5a, b->size);
 	for (j = 0; j < w->nsess && !ret; j++)
 		ret = ctl_conn_open(&w->sess[j].conn);
+	/* even after a failure: none may reach another worker's instance */
+	err = bench_take_early(w);
 	ctl_k = NULL;
-	return ret;
+	return ret ? ret : err;
 }
 
 /* Close the sessions and the instance; free what the worker holds. */
@@ -715,6 +755,7 @@ static void bench_worker_stop(struct bench_worker *w)
 		free(w->sess[j].slot);
 	free(w->sess);
 	free(w->q);
+	free(w->early);
 	free(w->lat);
 }
 

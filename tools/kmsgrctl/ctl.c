@@ -480,6 +480,11 @@ int ctl_wait_for(struct kmsgr_cqe *cqe, __u64 timeout_ns)
 	return ring_wait_for(cqe, timeout_ns);
 }
 
+int ctl_take_deferred(struct kmsgr_cqe *cqe)
+{
+	return fifo_pop(&deferred, cqe);
+}
+
 int ctl_poll(struct kmsgr_cqe *cqe)
 {
 	struct kmsgr_cqe *c;

@@ -128,6 +128,13 @@ int ctl_wait_for(struct kmsgr_cqe *cqe, __u64 timeout_ns);
  */
 int ctl_poll(struct kmsgr_cqe *cqe);
 
+/*
+ * Take the next of the CQEs that ctl_call() and ctl_conn_open() set aside
+ * (not the ring's): 1 with @cqe filled, 0 when there are none.  For a
+ * caller that drives the instance itself afterwards (bench's workers).
+ */
+int ctl_take_deferred(struct kmsgr_cqe *cqe);
+
 /* Options of a client session (session connect, mon, bench). */
 struct ctl_conn {
 	const char *addr_str;
