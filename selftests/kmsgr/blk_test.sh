@@ -24,7 +24,9 @@
 #     clear message within its timeout, no hang, no kernel warning;
 #   - blk bench prints IOPS, latency and CPU per operation (text, JSON);
 #   - fio with the kmsgr-blk external engine (tools/fio), over tcp and
-#     rdma: random writes, each block read back and verified.
+#     rdma: random writes, each block read back and verified; a lossless
+#     session whose target stops answering, or that nothing accepts
+#     (connection refused), ends the job, the latter at once.
 #
 # Prints TAP; exit status 0 when all passed.
 
@@ -222,9 +224,26 @@ fio_stopped_target() {
 	tap $? "fio (kmsgr-blk engine, lossless) whose target stops answering ends within 30 s (its runtime is 4 s), not when the target runs again (exit $rc)"
 }
 
+# fio_refused: fio on a lossless session to a port where nothing listens
+# fails at once, not after its connect_timeout (60 s here)
+fio_refused() {
+	t0=$(date +%s)
+	timeout 120 fio --name=kblk --ioengine=external:"$ENGINE" \
+		--addr=127.0.0.1:1 --transport=tcp --lossless=1 \
+		--connect_timeout=60 --rw=randwrite --bs=4k --size=1m \
+		>"$tmp/fiorefused" 2>&1
+	rc=$?
+	dt=$(($(date +%s) - t0))
+	comment "$tmp/fiorefused"
+	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$dt" -lt 30 ] &&
+		grep -q "Connection refused" "$tmp/fiorefused"
+	tap $? "fio (kmsgr-blk engine, lossless) to a port where nothing listens fails at once, connection refused, not after connect_timeout=60 (exit $rc, $dt s)"
+}
+
 run_xprt tcp 127.0.0.1 0
 fio_verify tcp 127.0.0.1 "$(port 5)"
 fio_stopped_target
+fio_refused
 if [ -n "${KMSGR_VM_IP:-}" ]; then
 	run_xprt rdma "$KMSGR_VM_IP" 1 --poll
 	fio_verify rdma "$KMSGR_VM_IP" "$(port 6)"

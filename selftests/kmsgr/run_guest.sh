@@ -486,6 +486,22 @@ listening() {
 	done
 }
 
+# kmsgrctl session connect --lossless to a port where nothing listens:
+# the kernel would dial again and again, but a refused first connection
+# fails the command at once (exit 1, "Connection refused"), not after its
+# --timeout of 60 s.
+connect_refused_test() {
+	t0=$(date +%s)
+	timeout 120 "$KMSGRCTL" session connect --lossless --timeout 60 \
+		127.0.0.1:1 >"$tmp/refused" 2>&1
+	rc=$?
+	dt=$(($(date +%s) - t0))
+	cat "$tmp/refused"
+	echo "exit $rc in $dt s"
+	[ "$rc" -eq 1 ] && [ "$dt" -lt 30 ] &&
+		grep -q "Connection refused" "$tmp/refused"
+}
+
 # listen_addr FILE: the address a kmsgrctl listener said it listens on
 listen_addr() {
 	sed -n 's/^listening on \([^ ]*\) transport .*/\1/p' "$1"
@@ -1357,6 +1373,7 @@ check "kmsgrctl echo listener serves ${KMSGR_ECHO_MSGS:-20000} messages, every e
 check "kmsgrctl session listen --echo --count 10 stops after 10 echoes while its client keeps sending" echo_count_test
 check "kmsgrctl bench: ping-pong and lossless one-way against an echo listener report rate, latency and CPU per message (text and JSON)" bench_test
 check "kmsgrctl bench: a session lost while the next one connects is reported as lost" bench_early_close_test
+check "kmsgrctl session connect --lossless to a port where nothing listens fails at once: connection refused" connect_refused_test
 check "kmsgrctl over rdma: lossless cephx echo listener, 1 MiB one-way pulled with RDMA READ, secure ping-pong, a wrong key refused" rdma_cli_test
 kernel_quiet_since "echo-listener"
 if [ "${KMSGR_NO_CEPH_PEERS:-0}" != 1 ]; then

@@ -377,8 +377,13 @@ static void kblk_event(struct kblk *d, const struct kmsgr_cqe *cqe)
 			d->up = true;
 		return;
 	case KMSGR_EV_DOWN:
-		if (d->lossless)
-			return;	/* the kernel reconnects and resends */
+		/*
+		 * Lossless, the kernel reconnects and resends; but a target
+		 * that refuses the first connection is not there to wait for.
+		 */
+		if (d->lossless && (d->up || cqe->reason != KMSGR_REASON_CONNECT ||
+				    cqe->res != -ECONNREFUSED))
+			return;
 		break;
 	case KMSGR_EV_CLOSED:
 		d->open = false;

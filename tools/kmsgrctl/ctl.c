@@ -664,8 +664,14 @@ int ctl_conn_open(struct ctl_conn *c)
 				ctl_report_event(what, &cqe);
 			return cqe.res ? cqe.res : -ECONNABORTED;
 		}
+		/*
+		 * Lossless, the kernel dials again after a DOWN; but a peer
+		 * that refuses the first connection is not there to wait for.
+		 */
 		if (cqe.event == KMSGR_EV_DOWN &&
-		    !(c->flags & KMSGR_SESS_F_LOSSLESS)) {
+		    (!(c->flags & KMSGR_SESS_F_LOSSLESS) ||
+		     (cqe.reason == KMSGR_REASON_CONNECT &&
+		      cqe.res == -ECONNREFUSED))) {
 			if (!c->quiet)
 				ctl_report_event(what, &cqe);
 			ret = cqe.res ? cqe.res : -ECONNABORTED;
