@@ -188,7 +188,7 @@ module_param_cb(max_half_open, &kmsgr_param_sessions_ops,
 module_param_cb(keepalive_timeout, &kmsgr_param_secs_ops,
 		&kmsgr_keepalive_timeout, 0644);
 MODULE_PARM_DESC(keepalive_timeout,
-		 "Seconds a READY connection may stay silent (keepalives go out every 10 s, or a third of this, at least every second) before it is closed with reason TIMEOUT; also its TCP_USER_TIMEOUT (0: off; default 30)");
+		 "Seconds a READY connection may stay silent (keepalives go out every 10 s, or every third of this when shorter, but at most once a second) before it is closed with reason TIMEOUT; also its TCP_USER_TIMEOUT (0: off; default 30)");
 module_param_cb(idle_timeout, &kmsgr_param_secs_ops, &kmsgr_idle_timeout,
 		0644);
 MODULE_PARM_DESC(idle_timeout,

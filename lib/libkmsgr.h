@@ -126,8 +126,9 @@ const char *kmsgr_version(void);
 /**
  * kmsgr_setup() - size and map the rings and the buffer area
  * @k:     handle from kmsgr_open()
- * @setup: in: sq_entries, cq_entries (0: 2 x SQ), buf_size, rx_pool_size,
- *         other fields zero; out: what the kernel granted
+ * @setup: in: sq_entries, cq_entries (0: 2 x SQ, at most max_cq_entries),
+ *         buf_size, rx_pool_size, other fields zero; out: what the kernel
+ *         granted
  *
  * Calls KMSGR_IOC_SETUP and mmaps the SQ ring, the CQ ring and the buffer
  * area (MAP_SHARED, read-write).  The application owns [0, buf_size -
@@ -141,8 +142,11 @@ const char *kmsgr_version(void);
  * If SETUP succeeds but a mapping fails the instance stays set up and
  * unusable: close it.
  *
- * Return: 0, or a negative errno: -EINVAL bad sizes, -EBUSY already set
- * up, -ENOMEM / -EAGAIN over RLIMIT_MEMLOCK or the module's limits,
+ * Return: 0, or a negative errno: -EINVAL bad sizes (0, above the
+ * module's max_sq_entries, max_cq_entries or max_buf_size, or a receive
+ * pool under KMSGR_POOL_MIN or larger than the area), flags or reserved
+ * fields, -EBUSY already set up, -ENOMEM out of memory or, without
+ * CAP_IPC_LOCK, the rings and the area together over RLIMIT_MEMLOCK,
  * -EBADMSG when the kernel's ring layout does not match what it granted,
  * or an error of mmap(2).
  */
@@ -219,9 +223,13 @@ unsigned int kmsgr_sq_space(const struct kmsgr *k);
  * the kernel counts) already ready, it returns 0 at once; in the first
  * case it still checks KMSGR_RING_F_CQ_PAUSED as kmsgr_cq_check_paused()
  * does, and enters the kernel when it is set.  With busy-poll on
- * (kmsgr_set_busy_poll()) a wait first submits without waiting, then
- * spins on the CQ tail for up to the busy-poll time (and @timeout_ns),
- * and enters the kernel to sleep only if the CQEs are still missing.
+ * (kmsgr_set_busy_poll()) and a module with KMSGR_FEAT_BUSY_POLL, the
+ * one ENTER of a wait carries the busy-poll time in busy_poll_us: the
+ * kernel spins for up to that long (within @timeout_ns) before it
+ * sleeps.  With an older module a wait first submits without waiting,
+ * then spins on the CQ tail in user space for up to the busy-poll time
+ * (and @timeout_ns), and enters the kernel to sleep only if the CQEs are
+ * still missing.
  *
  * Return: the number of SQEs consumed (>= 0; may be fewer than prepared,
  * or 0, when the instance has no room for more completions in flight:
@@ -657,7 +665,7 @@ int kmsgr_keyring_load(const char *path, const char *name, __u8 key[16]);
  *
  * Each accepted session is announced by a KMSGR_EV_ACCEPTED event.
  *
- * Return: 0 or a negative errno (-EADDRINUSE, -EINVAL, -EPROTONOSUPPORT
+ * Return: 0 or a negative errno (-EADDRINUSE, -EINVAL, -EOPNOTSUPP
  * for a transport the module lacks, ...).
  */
 int kmsgr_listen(struct kmsgr *k, struct kmsgr_listen *l);
@@ -672,8 +680,9 @@ int kmsgr_listen(struct kmsgr *k, struct kmsgr_listen *l);
  * The connection is made asynchronously: KMSGR_EV_UP when the session is
  * ready, KMSGR_EV_CLOSED (with a reason) when it fails.
  *
- * Return: 0 or a negative errno (-ENOKEY: no logon key, or the mon
- * session of ticket_from holds no ticket for peer_type).
+ * Return: 0 or a negative errno (-EINVAL, -EOPNOTSUPP for a transport
+ * the module lacks, -ENOKEY: no logon key, or the mon session of
+ * ticket_from holds no ticket for peer_type, ...).
  */
 int kmsgr_connect(struct kmsgr *k, struct kmsgr_connect *c);
 

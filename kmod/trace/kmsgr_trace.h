@@ -85,7 +85,7 @@ TRACE_DEFINE_ENUM(KMSGR_OBJ_LISTENER);
 			 { KMSGR_REASON_DEVICE, "DEVICE" })
 
 /*
- * kmsgr_event - an event of a session or listener, at kmsgr_obj_event():
+ * kmsgr_event - an event of a session or listener, at kmsgr_obj_post():
  * the same as its KMSGR_CQE_EVENT (before the CQ takes it: also when the
  * CQE has to wait on the overflow list).  @pid and @comm are the opener's
  * of /dev/kmsgr; the task that traces it is often a kworker.

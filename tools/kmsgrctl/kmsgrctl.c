@@ -344,7 +344,7 @@ static void print_usage(FILE *f)
 		"  mon ping|version|map [ADDR]   ask a Ceph monitor (MPing, MMonGetVersion, MMonGetMap;\n"
 		"                                ADDR, -m or ceph.conf's mon host, as ceph does)\n"
 		"  rados put|get|stat|rm POOL OBJECT [FILE] [OBJECT FILE]...\n"
-		"                                objects on a Ceph cluster's OSDs (auth none)\n"
+		"                                objects on a Ceph cluster's OSDs (auth none or cephx)\n"
 		"  rados bench POOL SECONDS write|seq|rand [-b SIZE] [-t DEPTH]\n"
 		"                                rados bench over kmsgr sessions\n"
 		"  bench [OPTS] ADDR             throughput and latency against \"session listen\"\n"

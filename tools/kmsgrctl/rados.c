@@ -51,7 +51,8 @@ static void rados_usage(FILE *f)
 		"       %s rados bench POOL SECONDS write|seq|rand [-b SIZE] [-t DEPTH]\n"
 		"                [--no-cleanup] [--no-verify] [--run-name NAME] [OPTS]\n"
 		"OPTS := [-c|--conf FILE] [-m|--mon-host ADDR] [-n|--name client.ID]\n"
-		"        [--id ID] [--timeout S] [--transport tcp|rdma]\n"
+		"        [--id ID] [-k|--keyring FILE | --key-desc DESC] [--secure]\n"
+		"        [--timeout S] [--transport tcp|rdma]\n"
 		"\n"
 		"Objects on a Ceph cluster's OSDs, through kmsgr sessions: the map\n"
 		"from the monitor, the placement group computed here (rjenkins,\n"
@@ -70,7 +71,8 @@ static void rados_usage(FILE *f)
 		"raw_pgid, primary OSD, map epoch).  --timeout bounds each monitor\n"
 		"step and each operation, resends on a new map included (default\n"
 		"10 s).  The monitor, the entity and its key are found as for\n"
-		"\"%s mon\"; with cephx the OSDs are shown the monitor's tickets.\n",
+		"\"%s mon\"; with cephx the OSDs are shown the monitor's tickets.\n"
+		"--secure runs the monitor and the OSD sessions in secure mode.\n",
 		progname, progname, progname, progname, progname, progname,
 		RADOS_BENCH_RUN_NAME, progname);
 }

@@ -1,14 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmsgrctl session - listen for and open msgr2 sessions.
- *
- *   session listen [--transport tcp|rdma] [--echo] [--lossless] [--as TYPE]
- *                  [--count N]
- *                  [--time S] [--pool-size BYTES] ADDR:PORT
- *   session connect [--transport tcp|rdma] [--lossless] [--secure]
- *                   [--name client.ID --keyring FILE] [--peer-type TYPE]
- *                   [--send N [--size BYTES] [--verify-echo]]
- *                   [--timeout S] ADDR:PORT
+ * kmsgrctl session - listen for and open msgr2 sessions: session listen,
+ * session connect, session show (the options: session_usage() below,
+ * docs/usage.md).
  *
  * Copyright (C) 2025 The kmsgr authors
  */

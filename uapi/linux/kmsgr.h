@@ -34,7 +34,7 @@
  *   0x01  KMSGR_IOC_SETUP       size the SQ, the CQ and the buffer area;
  *                               return the mmap lengths, io_uring style
  *   0x02  KMSGR_IOC_ENTER       submit SQEs, optionally wait for CQEs
- *   0x03  KMSGR_IOC_LISTEN      listen on an address (tcp; rdma later)
+ *   0x03  KMSGR_IOC_LISTEN      listen on an address (tcp or rdma)
  *   0x04  KMSGR_IOC_CONNECT     open a session to a peer
  *   0x05  KMSGR_IOC_CLOSE       close a session or a listener
  *   0x06  KMSGR_IOC_ATTACH_BDEV attach a block device by fd
@@ -61,8 +61,11 @@
  *
  *  Every SQE field is read once and checked; an invalid SQE (a bad opcode,
  *  flag, reserved field or slice) completes with a KMSGR_CQE_OP entry whose
- *  res is -EINVAL, a SEND too.  A well-formed SEND always completes with
- *  its KMSGR_CQE_SEND, an error included (ENOENT for an unknown session).
+ *  res is -EINVAL, a SEND too, with one exception: the SEND right after a
+ *  BDEV op with KMSGR_SQE_F_LINK completes with a KMSGR_CQE_SEND entry,
+ *  res -EINVAL (-ECANCELED when the op itself was refused; see struct
+ *  kmsgr_sqe).  A well-formed SEND always completes with its
+ *  KMSGR_CQE_SEND, an error included (ENOENT for an unknown session).
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -89,10 +92,10 @@
 /*
  * kmsgr_info.features: what this module implements.
  *
- * Bits 1-63 are reserved for later features: rings (SETUP/ENTER/mmap),
- * transports (tcp, rdma), secure mode, the block-device path.  A module
- * never sets a bit it does not implement; user space must ignore bits it
- * does not know.
+ * Bits 0-17 are defined below (rings, transports, cephx, secure mode,
+ * the block-device path, ...); bits 18-63 are reserved for later
+ * features.  A module never sets a bit it does not implement; user space
+ * must ignore bits it does not know.
  */
 #define KMSGR_FEAT_INFO		_BITULL(0)	/* KMSGR_IOC_INFO, struct kmsgr_info */
 #define KMSGR_FEAT_RINGS	_BITULL(1)	/* SETUP, ENTER, mmap, SQEs/CQEs */
@@ -242,14 +245,18 @@ struct kmsgr_ring {
  * struct kmsgr_setup - argument of KMSGR_IOC_SETUP, once per instance.
  *
  * In: ring sizes (rounded up to a power of two), buffer-area size (rounded
- * up to pages, charged to RLIMIT_MEMLOCK) and the part of it, at its end,
- * that the kernel may allocate inbound payloads from (the receive pool;
- * at least KMSGR_POOL_MIN bytes).
+ * up to pages) and the part of it, at its end, that the kernel may
+ * allocate inbound payloads from (the receive pool; at least
+ * KMSGR_POOL_MIN bytes).  Sizes above the module's limits (kmsgr_info
+ * max_*) fail with EINVAL; the rings and the area are charged to
+ * RLIMIT_MEMLOCK (ENOMEM over it, unless CAP_IPC_LOCK).
  * Out: the sizes granted and the length of each region to mmap.
  */
 struct kmsgr_setup {
 	__u32 sq_entries;	/* in/out */
-	__u32 cq_entries;	/* in/out: 0 = 2 * sq_entries */
+	__u32 cq_entries;	/* in/out: 0 = 2 * sq_entries, at most
+				 * max_cq_entries
+				 */
 	__u64 buf_size;		/* in/out: bytes */
 	__u64 rx_pool_size;	/* in/out: bytes at the end of the area */
 	__u32 flags;		/* in: KMSGR_SETUP_F_* */
@@ -457,7 +464,8 @@ struct kmsgr_slice {
 /* kmsgr_sqe.opcode */
 #define KMSGR_OP_NOP		0	/* completes at once (KMSGR_CQE_OP) */
 #define KMSGR_OP_SEND		1	/* send a message: one KMSGR_CQE_SEND
-					 * (malformed: KMSGR_CQE_OP)
+					 * (malformed: KMSGR_CQE_OP, but
+					 * KMSGR_CQE_SEND after a LINK)
 					 */
 #define KMSGR_OP_RELEASE	2	/* give back receive-pool slices */
 #define KMSGR_OP_BDEV_WRITE	3	/* slices to a block device */
@@ -564,14 +572,14 @@ struct kmsgr_slice {
  * (skip it on success with KMSGR_SQE_F_SKIP_SUCCESS), then the SEND's,
  * which is -ECANCELED when the op failed or was refused, and the op's
  * -ECANCELED when the SEND was refused at once (bad fields: it then gets
- * its own error).  A LINK with no SQE after it in this ENTER (@to_submit
- * ends there) or in an instance whose CQ has fewer than 4 entries (the
- * pair's two slots never fit), or before one that is not a SEND, fails
- * with -EINVAL, and the SQE after it, whenever it is consumed (in this
- * ENTER or a later one), with -ECANCELED: a SEND meant to carry what the
- * op read never goes out alone.  LINK on any other
- * opcode is a bad flag of that SQE alone (-EINVAL); the SQE after it is
- * not affected.
+ * its own error, -EINVAL, in its KMSGR_CQE_SEND).  A LINK with no SQE
+ * after it in this ENTER (@to_submit ends there) or in an instance whose
+ * CQ has fewer than 4 entries (the pair's two slots never fit), or before
+ * one that is not a SEND, fails with -EINVAL, and the SQE after it,
+ * whenever it is consumed (in this ENTER or a later one), with
+ * -ECANCELED: a SEND meant to carry what the op read never goes out
+ * alone.  LINK on any other opcode is a bad flag of that SQE alone
+ * (-EINVAL); the SQE after it is not affected.
  */
 struct kmsgr_sqe {
 	__u8 opcode;		/* KMSGR_OP_* */
@@ -669,7 +677,9 @@ struct kmsgr_cqe {
 #define KMSGR_REASON_PEER		14	/* wrong peer type or address */
 #define KMSGR_REASON_SEQ		15	/* sequence gap, lossless */
 #define KMSGR_REASON_WAIT		16	/* peer said WAIT */
-#define KMSGR_REASON_TIMEOUT		17	/* handshake or keepalive timeout */
+#define KMSGR_REASON_TIMEOUT		17	/* handshake, keepalive, msg,
+						 * idle or resume timeout
+						 */
 #define KMSGR_REASON_EOF		18	/* connection closed by the peer */
 #define KMSGR_REASON_LOCAL		19	/* closed locally */
 #define KMSGR_REASON_NOMEM		20	/* out of memory */
