@@ -973,8 +973,9 @@ TEST_F_TIMEOUT(core_tcp, sockets_in_openers_netns, 120)
 /* ---- D4/D14: the receive pool against withholding peers and stale RELEASEs */
 
 /* Start kmsgr_rogue against 127.0.0.1:@port committing @fault. */
-static pid_t rogue_start(uint16_t port, const char *fault, const char *data,
-			 int life_ms)
+/* kmsgr_rogue FAULT against @port; its stdout to the file @out, if given */
+static pid_t rogue_start_out(uint16_t port, const char *fault,
+			     const char *data, int life_ms, const char *out)
 {
 	char role[64], life[16], path[512];
 	const char *top = getenv("KMSGR_TOP");
@@ -988,11 +989,19 @@ static pid_t rogue_start(uint16_t port, const char *fault, const char *data,
 	if (pid == 0) {
 		if (data)
 			setenv("KMSGR_ROGUE_DATA", data, 1);
+		if (out && !freopen(out, "w", stdout))
+			_exit(126);
 		execl(path, "kmsgr_rogue", "--life-ms", life, role, fault,
 		      (char *)NULL);
 		_exit(127);
 	}
 	return pid;
+}
+
+static pid_t rogue_start(uint16_t port, const char *fault, const char *data,
+			 int life_ms)
+{
+	return rogue_start_out(port, fault, data, life_ms, NULL);
 }
 
 /* One RELEASE SQE of @seg; with @token != 0 the token form. */
@@ -1791,21 +1800,27 @@ static void
 forged_reconnect_leaves_session_alone(struct __test_metadata *_metadata,
 				      FIXTURE_DATA(core) *self)
 {
+	char out[] = "/tmp/kmsgr-forged.XXXXXX", line[128] = "";
 	struct kmsgr_listen l;
 	struct kmsgr_cqe *cqe;
 	uint32_t victim = 0;
 	bool got = false, down = false;
 	uint64_t end;
 	pid_t rogue;
-	int status;
+	int status, fd;
+	FILE *f;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS,
 			       0x10, &l));
-	rogue = rogue_start(l.bound.port, "forged-reconnect", NULL, 10000);
+	fd = mkstemp(out);
+	ASSERT_LE(0, fd);
+	close(fd);
+	rogue = rogue_start_out(l.bound.port, "forged-reconnect", NULL, 15000,
+				out);
 	ASSERT_LT(0, rogue);
-	for (end = kt_now_ms() + 8000; kt_now_ms() < end && !got;) {
+	for (end = kt_now_ms() + 12000; kt_now_ms() < end && !got;) {
 		if (kmsgr_wait_cqe(self->srv.k, &cqe, 100000000ULL))
 			continue;
 		if (cqe->kind == KMSGR_CQE_EVENT) {
@@ -1823,9 +1838,20 @@ forged_reconnect_leaves_session_alone(struct __test_metadata *_metadata,
 	}
 	kill(rogue, SIGTERM);
 	waitpid(rogue, &status, 0);
+	f = fopen(out, "r");
+	if (f) {
+		if (!fgets(line, sizeof(line), f))
+			line[0] = 0;
+		fclose(f);
+	}
+	unlink(out);
+	TH_LOG("%s", line);
 	EXPECT_NE(0, victim);
 	EXPECT_FALSE(down) TH_LOG("the forged reconnect took the session down");
 	EXPECT_TRUE(got) TH_LOG("the live connection did not carry its message");
+	/* the server did see the forged reconnect, and refused it */
+	EXPECT_EQ(0, strncmp(line, "forged reconnect: reset by the server",
+			     37)) TH_LOG("rogue: \"%s\"", line);
 }
 
 TEST_F_TIMEOUT(core_tcp, forged_reconnect_leaves_session_alone, 120)

@@ -1127,7 +1127,9 @@ TEST_F(ring, busy_poll_within_timeout)
 {
 	struct ring *r = &self->r;
 	struct kmsgr_info info;
+	struct kmsgr_cqe cqe;
 	uint64_t ns, best;
+	int i;
 
 	memset(&info, 0, sizeof(info));
 	ASSERT_EQ(0, ioctl(r->fd, KMSGR_IOC_INFO, &info));
@@ -1148,8 +1150,12 @@ TEST_F(ring, busy_poll_within_timeout)
 	best = busy_shortest(_metadata, r->fd, 11000000);
 	EXPECT_GT(18000000ULL, best)
 		TH_LOG("%llu ns", (unsigned long long)best);
-	/* a signal ends a spin as it ends a sleep: -EINTR */
-	{
+	/*
+	 * a signal ends a spin as it ends a sleep: -EINTR; the shortest of
+	 * BUSY_TRIES, as above
+	 */
+	best = UINT64_MAX;
+	for (i = 0; i < BUSY_TRIES; i++) {
 		struct itimerval it = { .it_value = { .tv_usec = 2000 } };
 		struct sigaction sa;
 
@@ -1160,16 +1166,25 @@ TEST_F(ring, busy_poll_within_timeout)
 		/* the timeout only bounds a run that went wrong */
 		EXPECT_EQ(-EINTR, enter_busy(r->fd, 0, 50000000,
 					     KMSGR_BUSY_POLL_MAX_US, &ns));
-		EXPECT_GT(KMSGR_BUSY_POLL_MAX_US * 1000ULL, ns)
-			TH_LOG("the signal did not end the spin: %llu ns",
-			       (unsigned long long)ns);
+		best = ns < best ? ns : best;
 	}
+	EXPECT_GT(KMSGR_BUSY_POLL_MAX_US * 1000ULL, best)
+		TH_LOG("the signal did not end the spin: %llu ns",
+		       (unsigned long long)best);
 	/* the NOP's CQE ends a 10 ms spin at once */
-	prep_nop(sqe_get(r), 7);
-	store_release(r->sqt, r->sq_tail);
-	EXPECT_EQ(1, enter_busy(r->fd, 1, 0, KMSGR_BUSY_POLL_MAX_US, &ns));
-	EXPECT_EQ(1U, cq_ready(r));
-	EXPECT_GT(KMSGR_BUSY_POLL_MAX_US * 1000ULL, ns);
+	best = UINT64_MAX;
+	for (i = 0; i < BUSY_TRIES; i++) {
+		prep_nop(sqe_get(r), 7);
+		store_release(r->sqt, r->sq_tail);
+		EXPECT_EQ(1, enter_busy(r->fd, 1, 0, KMSGR_BUSY_POLL_MAX_US,
+					&ns));
+		EXPECT_EQ(1U, cq_ready(r));
+		EXPECT_TRUE(cqe_pop(r, &cqe));
+		best = ns < best ? ns : best;
+	}
+	EXPECT_GT(KMSGR_BUSY_POLL_MAX_US * 1000ULL, best)
+		TH_LOG("the NOP's CQE did not end the spin: %llu ns",
+		       (unsigned long long)best);
 }
 
 static void on_alarm(int sig)

@@ -97,6 +97,7 @@ struct rogue {
 	struct msgr2_ops ops;
 	struct msgr2_auth_none none;
 	bool ready;
+	bool reset;			/* the peer reset the session */
 	/* corruption of the engine's output: flip a byte at this offset */
 	long long corrupt_at;		/* -1: none */
 	long long tx_off;		/* bytes written since corrupt_at was set */
@@ -170,6 +171,8 @@ static void cb_event(void *priv, enum msgr2_event ev, u64 arg)
 
 	if (ev == MSGR2_EV_READY)
 		r->ready = true;
+	if (ev == MSGR2_EV_SESSION_RESET)
+		r->reset = true;
 }
 
 /* Send what the engine has; flip the byte at corrupt_at on the way. */
@@ -471,10 +474,11 @@ static int rogue_forged_reconnect(struct rogue *r)
 	ret = msgr2_conn_init(c2, &r->cfg, &forged);
 	if (ret)
 		return ret;
-	/* drive the second connection for a second */
+	/* drive the second connection until it is reset, 5 s at most */
 	r->conn = c2;
 	r->fd = fd2;
-	for (end = now_ms() + 1000; now_ms() < end;) {
+	r->reset = false;
+	for (end = now_ms() + 5000; now_ms() < end && !r->reset;) {
 		if (rogue_flush(r) < 0)
 			break;
 		p.fd = fd2;
@@ -482,7 +486,8 @@ static int rogue_forged_reconnect(struct rogue *r)
 		if (poll(&p, 1, 50) > 0 && rogue_pump(r) < 0)
 			break;
 	}
-	printf("forged reconnect: %s\n",
+	printf("forged reconnect: %s, %s\n",
+	       r->reset ? "reset by the server" : "not reset",
 	       msgr2_reason_str(msgr2_conn_reason(c2)));
 	msgr2_conn_release(c2);
 	free(c2);

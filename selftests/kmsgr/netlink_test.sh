@@ -128,8 +128,10 @@ client_done() {
 }
 wait_for 60 client_done
 tap $? "session show -j lists the client after its $N echoes and the server after sending them"
-json "$tmp/show.json" "True" 2>&1 | sed 's/^/# /'
-tap $? "session show -j parses"
+json "$tmp/show.json" "True" >"$tmp/parse" 2>&1
+rc=$?
+comment "$tmp/parse"
+tap $rc "session show -j parses"
 
 check_client="[s for s in j if s['role'] == 'client' and s['comm'] == 'kmsgrctl']"
 json "$tmp/show.json" "len($check_client) == 1 and all(

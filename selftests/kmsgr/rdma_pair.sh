@@ -24,6 +24,8 @@
 #      shutdown).  tools/vm/run reports that status and "vm1: reset by its
 #      command, as asked"; a vm1 that never reset (or stopped without a
 #      status) fails the run.
+#   In both phases vm1's kernel log must show no kernel problem (checked
+#   after phase 1's unload and before the reset).
 # vm0 (10.99.0.1) prints TAP:
 #   - kmsgr and kmsgr_rdma load; an rdma session reaches vm1's listener;
 #     2000 4 KiB messages and 40 of 1 MiB (lossless: pulled with RDMA READ
@@ -185,11 +187,28 @@ stop_listener() {
 	[ "$lrc" -eq 0 ] && [ -n "$got" ] && [ "$got" -ge "$2" ]
 }
 
+# What a kernel problem looks like in its log.
+BAD='WARNING:|BUG:|Oops|general protection|Call Trace|refcount_t:|list_(add|del) corruption|UBSAN:|KASAN:'
+
+# kernel_clean MARK: nothing in the kernel log from the line MARK (written
+# to /dev/kmsg) on looks like a kernel problem; a log that lost MARK (its
+# ring wrapped) fails too
+kernel_clean() {
+	dmesg | sed -n "/$1/,\$p" >"$tmp/klog-clean"
+	if ! [ -s "$tmp/klog-clean" ]; then
+		echo "the kernel log no longer holds \"$1\""
+		return 1
+	fi
+	! grep -E "$BAD" "$tmp/klog-clean"
+}
+
 # vm1: phase 1 until vm0's first sentinel, phase 2 until its second one
-# (or LISTEN_TIME passes), then reset.
+# (or LISTEN_TIME passes), then reset.  Its kernel log must stay clean.
 serve() {
 	rc=0
 	klog0=$(dmesg | wc -l)
+	mark="rdma_pair: vm1 serves ($$)"
+	echo "$mark" >/dev/kmsg
 	load || { echo "vm1: cannot load kmsgr"; return 1; }
 	write_keyring
 	pulled0=$(cat "$PARAMS/pulled_bytes")
@@ -236,6 +255,7 @@ serve() {
 	klog_since "$klog0"
 	[ "$pulled" -ge $((BIG * 1048576)) ] || rc=1
 	unload || { echo "vm1: kmsgr did not unload after phase 1"; rc=1; }
+	kernel_clean "$mark" || { echo "vm1: a kernel problem in phase 1"; rc=1; }
 	# vm0 gave up (or never came): no phase 2
 	[ "$src" -eq 0 ] || return 1
 	echo "vm1: phase 1 status $rc; kmsgr loaded again for phase 2"
@@ -254,6 +274,7 @@ serve() {
 		wait
 		return 1
 	fi
+	kernel_clean "$mark" || { echo "vm1: a kernel problem in phase 2"; rc=1; }
 	# the echo listeners keep serving until the reset cuts them off
 	: >"$KMSGR_VM_RESET"
 	echo "vm1: sentinel received, resetting with status $rc"
@@ -370,11 +391,10 @@ peer_gone() {
 
 # nothing in the kernel log since the start looks like a kernel problem
 kernel_quiet() {
-	bad='WARNING:|BUG:|Oops|general protection|Call Trace|refcount_t:|list_(add|del) corruption|UBSAN:|KASAN:'
-	dmesg | tail -n +$((klog0 + 1)) >"$tmp/klog"
+	dmesg | tail -n +$((klog1 + 1)) | grep kmsgr >"$tmp/klog"
 	echo "kmsgr's kernel log lines since the kill:"
-	tail -n +$((klog1 + 1 - klog0)) "$tmp/klog" | grep kmsgr | tail -n 20
-	! grep -E "$bad" "$tmp/klog"
+	tail -n 20 "$tmp/klog"
+	kernel_clean "$mark0"
 }
 
 if [ "${KMSGR_VM_ID:-0}" = 1 ]; then
@@ -385,7 +405,8 @@ if [ "${KMSGR_VM_ID:-0}" = 1 ]; then
 fi
 
 [ -n "${KMSGR_PEER_IP:-}" ] || { echo "not ok 1 - run me with tools/vm/run --pair --rxe"; echo "1..1"; exit 1; }
-klog0=$(dmesg | wc -l)
+mark0="rdma_pair: vm0 starts ($$)"
+echo "$mark0" >/dev/kmsg
 write_keyring
 check "load kmsgr and kmsgr_rdma on vm0" load
 res0=$(res_counts)

@@ -346,10 +346,17 @@ mon_conf_test() {
 	CEPH_CONF=$cx "$KMSGRCTL" mon map --id admin --secure || return 1
 	"$KMSGRCTL" mon ping -m "localhost:$port" \
 		-k "$KMSGR_CEPH_CEPHX/keyring" || return 1
-	"$KMSGRCTL" mon ping -m "[v2:127.0.0.1:$port/0,v1:127.0.0.1:6789/0]" \
-		-c "$KMSGR_CEPH_NONE/ceph.conf" --timeout 5 && {
+	# an address vector: its v2 entry is dialled (nothing listens on
+	# the v1 one), with cephx; with auth none, refused by the mon
+	vec="[v2:127.0.0.1:$port/0,v1:127.0.0.1:6789/0]"
+	"$KMSGRCTL" mon ping -m "$vec" -k "$KMSGR_CEPH_CEPHX/keyring" \
+		--timeout 20 || return 1
+	"$KMSGRCTL" mon ping -m "$vec" -c "$KMSGR_CEPH_NONE/ceph.conf" \
+		--timeout 5 >"$tmp/monvec" 2>&1 && {
 		echo "auth none was accepted by a cephx mon"; return 1; }
-	return 0
+	cat "$tmp/monvec"
+	grep -q "connecting to 127.0.0.1:$port: .*authentication refused" \
+		"$tmp/monvec"
 }
 
 # The session counter of the module, polled until it reads 0 (the
@@ -384,10 +391,13 @@ crash_test() {
 	done
 	cat "$tmp/crash"
 	echo "instances before the kill: $(cat "$SYSMOD/parameters/instances")"
-	sed -n 's/^ready //p' "$tmp/crash" | while read -r p; do
-		kill -9 "$p"
+	for p in $(sed -n 's/^ready //p' "$tmp/crash"); do
+		kill -9 "$p" || return 1
 	done
-	wait "$cpid" 2>/dev/null
+	wait "$cpid"
+	wrc=$?
+	# the server (the parent) died of the SIGKILL, not of old age
+	[ "$wrc" -eq 137 ] || { echo "kmsgr_crash exited $wrc"; return 1; }
 	instances_drain
 }
 
@@ -578,6 +588,9 @@ crc32c_driver_test() {
 		echo "crc32c_driver=no-such-crc was accepted"
 		return 1
 	fi
+	# refused for the name, not for anything else
+	dmesg | tail -n 20 | grep 'crc32c_driver=no-such-crc: no such crc32c implementation' ||
+		{ echo "crc32c_driver=no-such-crc: not refused for its name"; return 1; }
 	insmod "$KO" || return 1
 	got=$(cat "$SYSMOD/parameters/crc32c_driver")
 	rmmod kmsgr || return 1
@@ -608,6 +621,8 @@ gcm_driver_test() {
 		echo "gcm_driver=no-such-gcm was accepted"
 		return 1
 	fi
+	dmesg | tail -n 20 | grep 'gcm_driver=no-such-gcm: no such AES-GCM implementation' ||
+		{ echo "gcm_driver=no-such-gcm: not refused for its name"; return 1; }
 }
 
 # Two keyrings with a fresh client.admin key each: $tmp/NAME.keyring and
@@ -889,7 +904,7 @@ ceph_client_test() {
 		"$KMSGRCTL" session listen --as "$as" --count 1 --time 40 \
 			127.0.0.1:3313 >"$tmp/cc-l-$as" 2>&1 &
 		lpid=$!
-		listening "$tmp/cc-l-$as" "$lpid"
+		listening "$tmp/cc-l-$as" "$lpid" || return 1
 		rm -f "$tmp/cc-$as.log"
 		ceph_cli "$([ "$as" = mon ] && echo 1 || echo 0)" "$lpid" \
 			timeout 30 ceph --conf /dev/null -m v2:127.0.0.1:3313 \
@@ -903,9 +918,13 @@ ceph_client_test() {
 		grep -E 'handle_hello received hello|\.ready entity=|peer type' \
 			"$tmp/cc-$as.log" | sed 's/^.*conn([^)]*)//' | head -n 4
 	done
+	# against the client: it got the listener's HELLO and refused it
 	grep -q 'ready entity=mon\.' "$tmp/cc-mon.log" &&
 		grep -Eq '^received [1-9][0-9]* messages' "$tmp/cc-l-mon" &&
-		! grep -q 'ready entity=' "$tmp/cc-client.log"
+		! grep -q 'ready entity=' "$tmp/cc-client.log" &&
+		grep -q 'handle_hello received hello: peer_type=8 ' \
+			"$tmp/cc-client.log" &&
+		grep -q 'peer type does not match' "$tmp/cc-client.log"
 }
 
 # Ceph's own client with a keyring against a kmsgr listener that presents
@@ -967,7 +986,7 @@ ceph_cephx_client_test() {
 			--keyring "$tmp/cx.keyring" 127.0.0.1:3314 \
 			>"$tmp/cx-l-$run" 2>&1 &
 		lpid=$!
-		listening "$tmp/cx-l-$run" "$lpid"
+		listening "$tmp/cx-l-$run" "$lpid" || return 1
 		rm -f "$tmp/cx-$run.log"
 		ceph_cli "$([ "$run" = bad ] && echo 0 || echo 1)" "$lpid" \
 			timeout 30 ceph --conf /dev/null -m v2:127.0.0.1:3314 \
@@ -983,7 +1002,10 @@ ceph_cephx_client_test() {
 		grep -E '\.ready entity=|AUTH_BAD|bad_method|auth_done' \
 			"$tmp/cx-$run.log" | sed 's/^.*conn([^)]*)//' | head -n 3
 		if [ "$run" = bad ]; then
-			! grep -q 'ready entity=' "$tmp/cx-$run.log" || rc=1
+			# refused by the listener's cephx (AUTH_BAD: EACCES)
+			! grep -q 'ready entity=' "$tmp/cx-$run.log" &&
+				grep -q 'handle_auth_bad_method .*Permission denied' \
+					"$tmp/cx-$run.log" || rc=1
 		else
 			grep -q "$mode :-1 s=READY.*ready entity=mon\." \
 				"$tmp/cx-$run.log" &&
