@@ -462,10 +462,15 @@ static int m2_tx_msg_done(struct msgr2_conn *c)
 	c->tx_vn = 0;
 	c->tx_vi = 0;
 	c->tx_voff = 0;
+	if (!m)
+		return 0;
 	/* lossy: nobody acks, a message is done once it is on the wire */
-	if (m && c->s->lossy)
+	if (c->s->lossy)
 		c->cfg.ops->tx_done(c->cfg.priv, m, 0);
-	return 0;
+	/* lossless: acknowledged while it was being written, done now */
+	else if (m->hdr.seq <= c->s->acked_seq)
+		m2_sess_ack(c->s, c, c->s->acked_seq);
+	return m2_failed(c) ? c->err : 0;
 }
 
 /* Give an unfinished outgoing message back (connection teardown). */
@@ -597,7 +602,9 @@ int msgr2_tx_done(struct msgr2_conn *c, size_t n)
 		if (c->tx_vi == c->tx_vn) {
 			if (c->tx_msg)
 				c->tx_msg->tx_end = c->tx_total;
-			m2_tx_msg_done(c);
+			/* its tx_done() may have failed the connection */
+			if (m2_tx_msg_done(c))
+				return c->err;
 		}
 	}
 	return 0;

@@ -128,7 +128,9 @@ void m2_sess_requeue(struct msgr2_session *s)
 /*
  * The peer has every message up to @seq: give the sent ones back.  The
  * message still being written (c->tx_msg) is never released early, even
- * if a broken peer acknowledges it.
+ * if a broken peer acknowledges it (or a transport hands the bytes over
+ * before it reports them written): it is released once written, by
+ * m2_tx_msg_done().
  */
 void m2_sess_ack(struct msgr2_session *s, struct msgr2_conn *c, u64 seq)
 {

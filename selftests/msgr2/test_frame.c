@@ -1354,6 +1354,48 @@ TEST(tx_stops_when_callback_fails)
 }
 
 /*
+ * Lossless: the peer acknowledges a message whose last byte the
+ * transport has not reported written yet.  It is not released then, but
+ * as soon as that byte is reported, not at the next ACK.
+ */
+TEST(ack_of_the_message_being_written)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	struct msgr2_iov iov[8];
+	size_t len = 0, used;
+	u8 wire[512];
+	int i, n;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	ASSERT_FALSE(p->cl.s.lossy);
+	ASSERT_EQ(0, pair_send(&p->cl, 9, "front", 5, NULL, 0, NULL, 0));
+	n = msgr2_tx_iov(p->cl.c, iov, 8);
+	ASSERT_LT(0, n);
+	for (i = 0; i < n; i++) {
+		ASSERT_GE(sizeof(wire), len + iov[i].len);
+		memcpy(wire + len, iov[i].base, iov[i].len);
+		len += iov[i].len;
+	}
+	/* the server gets it all; the client is told all but one byte */
+	ASSERT_EQ(0, msgr2_rx_feed(p->sv.c, wire, len, &used));
+	ASSERT_EQ(len, used);
+	EXPECT_EQ(1, p->sv.n_rx);
+	ASSERT_EQ(0, msgr2_tx_done(p->cl.c, len - 1));
+	/* the server's ACK reaches the client */
+	pair_move(p, false, 0);
+	EXPECT_EQ(1, p->cl.s.acked_seq);
+	EXPECT_EQ(0, p->cl.n_tx_ok);
+	/* the last byte: the message is done */
+	ASSERT_EQ(0, msgr2_tx_done(p->cl.c, 1));
+	EXPECT_EQ(1, p->cl.n_tx_ok);
+	EXPECT_EQ(NULL, p->cl.s.sent_head);
+	pair_free(p);
+}
+
+/*
  * A secure connection with no tx scratch still sends a header-only
  * message (one segment: no tail to seal apart); a message with a front
  * is refused at msgr2_send() as before, never accepted then dropped.
