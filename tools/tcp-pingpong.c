@@ -246,10 +246,20 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * Nearest rank, as kmsgrctl bench computes it (ctl_pct_us()): the
+ * smallest sample with at least p of them <= it.
+ */
 static double pct(const __u64 *lat, unsigned long n, double p)
 {
-	unsigned long i = (unsigned long)(p * (double)n);
+	double rank = p * (double)n;
+	unsigned long i = (unsigned long)rank;
 
+	if (!n)
+		return 0;
+	if ((double)i < rank)
+		i++;
+	i = i ? i - 1 : 0;
 	if (i >= n)
 		i = n - 1;
 	return (double)lat[i] / 1e3;
