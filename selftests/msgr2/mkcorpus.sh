@@ -71,7 +71,8 @@ ctrl() {
 
 F=$OUT/fuzz_frame
 H=$OUT/fuzz_handshake
-mkdir -p "$F" "$H"
+X=$OUT/fuzz_cephx_srv
+mkdir -p "$F" "$H" "$X"
 
 # ---- fuzz_frame: control byte, then the peer's bytes after its banner ----
 S2C="$CRC4 $CRC6 $CRC8 $CRC10 $CRC12"
@@ -114,5 +115,24 @@ bin 28 01 1000 "$SEC14" >"$H/ready-secure-client"
 bin 38 03 0000 1100 0001 "$SEC13" >"$H/ready-secure-server"
 bin 67 00 "$CRC12" >"$H/ready-crc-client-bytewise"
 
-echo "mkcorpus: $(find "$F" -type f | wc -l) + $(find "$H" -type f | wc -l) seeds," \
-	"$(cat "$F"/* "$H"/* | wc -c) bytes in $OUT"
+# ---- fuzz_cephx_srv: control byte, le16 length of the first request, ---
+# ---- the first request, the second ---------------------------------------
+# GET_AUTH_SESSION_KEY's first part: u8 10 (mon mode), le32 entity type,
+# le32 + name, le64 global_id 0
+GET_ADMIN=0a080000000500000061646d696e0000000000000000
+GET_OSD0=0a0400000001000000300000000000000000
+# CephXAuthenticate v3: le16 0x0100, u8 3, le64 client challenge, le64
+# proof (written by the fuzzer with control bit 1), u8 1, le64 secret_id,
+# le32 0 (no old ticket), le32 other_keys; then v1 (no other_keys)
+AUTH_V3=0001038877665544332211000000000000000001000000000000000000000000ff000000
+AUTH_V1=0001018877665544332211000000000000000001000000000000000000000000
+bin 3a 1600 "$GET_ADMIN" "$AUTH_V3" >"$X/admin-crc"
+bin 3b 1600 "$GET_ADMIN" "$AUTH_V1" >"$X/admin-secure-v1"
+bin 3a 1200 "$GET_OSD0" "$AUTH_V3" >"$X/osd0-crc"
+bin 1a 1600 "$GET_ADMIN" "$AUTH_V3" >"$X/admin-cap16"
+bin 22 1600 "$GET_ADMIN" "$AUTH_V3" >"$X/admin-cap64"
+bin 3e 0000 "$AUTH_V3" >"$X/second-first"
+
+echo "mkcorpus: $(find "$F" -type f | wc -l) + $(find "$H" -type f | wc -l)" \
+	"+ $(find "$X" -type f | wc -l) seeds," \
+	"$(cat "$F"/* "$H"/* "$X"/* | wc -c) bytes in $OUT"
