@@ -133,6 +133,88 @@ bin 1a 1600 "$GET_ADMIN" "$AUTH_V3" >"$X/admin-cap16"
 bin 22 1600 "$GET_ADMIN" "$AUTH_V3" >"$X/admin-cap64"
 bin 3e 0000 "$AUTH_V3" >"$X/second-first"
 
+# ---- fuzz_cephx_cli: control byte, then records ----------------------------
+# Record tags: 00 RAW, 01 SEAL with the client's key, 09 with K_AUTH, 39
+# bare with the ticket's session key, 59 with it and nonce + 1 written in,
+# 02 END of a message, 03 OPEN and 04 CLOSE a le32-length blob (the
+# harness fills in the lengths and does the encryption).
+C=$OUT/fuzz_cephx_cli
+mkdir -p "$C"
+
+le16() {
+	printf '%02x%02x' $(($1 & 255)) $(($1 >> 8))
+}
+
+# a record: tag, then le16 length + bytes (hex)
+rec() {
+	echo "$1$(le16 $((${#2} / 2)))$2"
+}
+
+# the session keys the harness seals with (K_AUTH, K_SVC)
+K_AUTH=a0a1a2a3a4a5a6a7a8a9aaabacadaeaf
+K_SVC=b0b1b2b3b4b5b6b7b8b9babbbcbdbebf
+# a client part: u8 1, CryptoKey (AES, created 0, le16 16, key), validity
+part() {
+	echo "01010000000000000000001000${1}100e000000000000"
+}
+
+# records of a ticket in clear: u8 enc 0, then a blob of u8 1, le64
+# secret_id 2, le32 + the (opaque) blob of $1 bytes
+ticket() {
+	echo "$(rec 00 00)03$(rec 00 "010200000000000000$(le16 "$1")0000$(
+		printf '%0*d' $(($1 * 2)) 0 | tr 0 c)")04"
+}
+
+# an entry of the extra ticket reply: le32 service $1, u8 1, the client
+# part sealed with K_AUTH (session key K_SVC), the ticket ($2-byte blob)
+svc() {
+	echo "$(rec 00 "$(hx "$1")00000001")$(rec 09 "$(part "$K_SVC")")$(
+		ticket "$2")"
+}
+
+# the mon's challenge {u8 1, le64}; AUTH_DONE up to the end of the AUTH
+# ticket: le16 op, s32 result 0, u8 1, le32 1 entry, le32 AUTH, u8 1,
+# client part sealed with the client's key (session key K_AUTH), ticket
+CHAL=$(rec 00 018877665544332211)02
+DONE_AUTH=$(rec 00 00010000000001010000002000000001)$(rec 01 \
+	"$(part "$K_AUTH")")$(ticket 32)
+# connection secret: a blob of {le32 64 + 64 bytes} sealed with K_AUTH
+SECRET=03$(rec 09 "40000000$(printf '%0*d' 128 0 | tr 0 5)")04
+# extra ticket replies (a blob): n = $1 entries, then the entries
+extra() {
+	local n=$1 IFS=
+
+	shift
+	echo "03$(rec 00 "01$(hx "$n")000000")$*04"
+}
+ONE_OSD=$(extra 1 "$(svc 4 32)")
+ALL_FOUR=$(extra 4 "$(svc 1 32)" "$(svc 2 48)" "$(svc 4 64)" \
+	"$(svc 16 96)")
+# the service's challenge {u8 1, le64} (bare) and its reply {u8 2, nonce
+# + 1 (written by the harness), le32 64 + secret}, with the ticket's key
+AZ_CHAL=$(rec 39 01efcdab8967452301)02
+AZ_DONE=$(rec 59 "020000000000000000$(hx 64)000000$(printf '%0*d' 128 0 |
+	tr 0 7)")02
+AZ_DONE_V1=$(rec 59 010000000000000000)02
+
+bin 0a "$CHAL" "$DONE_AUTH" 02 >"$C/mon-crc-noextra"
+bin 0b "$CHAL" "$DONE_AUTH" "$SECRET" "$(extra 0)" 02 >"$C/mon-secure"
+bin 0b "$CHAL" "$DONE_AUTH" 02 >"$C/mon-secure-nosecret"
+bin 0a "$CHAL" "$(rec 00 0001f3ffffff)" 02 >"$C/mon-denied"
+bin 04 "$CHAL" >"$C/mon-cap35"
+bin 1a "$CHAL" "$DONE_AUTH" "$SECRET" "$ONE_OSD" 02 "$AZ_CHAL" "$AZ_DONE" \
+	>"$C/osd-crc"
+bin 3b "$CHAL" "$DONE_AUTH" "$SECRET" "$ONE_OSD" 02 "$AZ_DONE" \
+	>"$C/osd-secure-nochallenge"
+bin 1a "$CHAL" "$DONE_AUTH" "$SECRET" "$ONE_OSD" 02 "$AZ_CHAL" \
+	"$AZ_DONE_V1" >"$C/osd-crc-v1"
+bin 5c "$CHAL" "$DONE_AUTH" "$SECRET" "$ALL_FOUR" 02 "$AZ_CHAL" \
+	"$AZ_DONE" >"$C/mgr-four-tickets"
+bin 1e "$CHAL" "$DONE_AUTH" "$SECRET" "$(extra 1 "$(svc 4 4096)")" 02 \
+	"$AZ_CHAL" "$AZ_DONE" >"$C/osd-blob4096-cap4158"
+bin 1e "$CHAL" "$DONE_AUTH" "$SECRET" "$(extra 1 "$(svc 4 4097)")" 02 \
+	>"$C/osd-blob4097-too-big"
+
 echo "mkcorpus: $(find "$F" -type f | wc -l) + $(find "$H" -type f | wc -l)" \
-	"+ $(find "$X" -type f | wc -l) seeds," \
-	"$(cat "$F"/* "$H"/* "$X"/* | wc -c) bytes in $OUT"
+	"+ $(find "$X" -type f | wc -l) + $(find "$C" -type f | wc -l) seeds," \
+	"$(cat "$F"/* "$H"/* "$X"/* "$C"/* | wc -c) bytes in $OUT"
