@@ -215,6 +215,41 @@ bin 1e "$CHAL" "$DONE_AUTH" "$SECRET" "$(extra 1 "$(svc 4 4096)")" 02 \
 bin 1e "$CHAL" "$DONE_AUTH" "$SECRET" "$(extra 1 "$(svc 4 4097)")" 02 \
 	>"$C/osd-blob4097-too-big"
 
+# ---- fuzz_secure: direction byte, then plaintext frame records -----------
+# (format at the top of fuzz_secure.c; the harness seals each record with
+# the sender's GCM state, so these get through the receiver's tag check)
+
+S=$OUT/fuzz_secure
+mkdir -p "$S"
+
+# engine-built KEEPALIVE2 with an 8-byte stamp: op 00 (+ pieces bits)
+KA=12$(printf '%02x%02x' 8 0)0100000000000000
+# engine-built MESSAGE, type 0x0100: front "hello"; all three segments
+M_FRONT=0001050000000000$(echo -n hello | od -An -tx1 | tr -d ' \n')
+M_ALL=000105000300100068656c6c6f6d6964$(printf '%0*d' 32 0 | tr 0 d)
+# raw MESSAGE (op bit 5: the receiver's next seq), front 5 bytes: tag 11,
+# 2 segments, lengths 41/5/0/0, late status 0e, 48 inline bytes, then the
+# padded front and the 16-byte epilogue
+R_FRONT=1102290000000500000000000000000000000e$(zeros 48)
+R_FRONT=${R_FRONT}68656c6c6f$(zeros 11)$(zeros 16)
+
+bin 00 00 "$KA" >"$S/keepalive"
+bin 00 01 "$M_FRONT" >"$S/msg-front"
+bin 00 01 "$M_ALL" >"$S/msg-all-segs"
+bin 00 05 "$M_ALL" >"$S/msg-all-bytewise"
+bin 00 11 0a00 "$M_FRONT" >"$S/msg-flip-head"
+bin 00 11 7000 "$M_ALL" >"$S/msg-flip-tail"
+bin 01 00 "$KA" 09 "$M_ALL" >"$S/srv-keepalive-msg-7"
+bin 00 22 "$R_FRONT" >"$S/raw-msg-front"
+bin 00 00 "$KA" 01 "$M_FRONT" 2e "$R_FRONT" 0d "$M_ALL" >"$S/mixed"
+# raw frames with lengths near the limits (op 03: table indexes)
+bin 00 03 130109000000 >"$S/raw-ctrl-8191"
+bin 00 03 13010a000000 >"$S/raw-ctrl-8192"
+bin 00 03 13010b000000 >"$S/raw-ctrl-8193"
+bin 00 23 1104040102030e >"$S/raw-msg-small-segs"
+bin 00 23 1102040d00000e >"$S/raw-msg-front-seg-max"
+
 echo "mkcorpus: $(find "$F" -type f | wc -l) + $(find "$H" -type f | wc -l)" \
-	"+ $(find "$X" -type f | wc -l) + $(find "$C" -type f | wc -l) seeds," \
-	"$(cat "$F"/* "$H"/* "$X"/* "$C"/* | wc -c) bytes in $OUT"
+	"+ $(find "$X" -type f | wc -l) + $(find "$C" -type f | wc -l)" \
+	"+ $(find "$S" -type f | wc -l) seeds," \
+	"$(cat "$F"/* "$H"/* "$X"/* "$C"/* "$S"/* | wc -c) bytes in $OUT"
