@@ -248,15 +248,14 @@ struct kmsgr_ring {
  * up to pages) and the part of it, at its end, that the kernel may
  * allocate inbound payloads from (the receive pool; at least
  * KMSGR_POOL_MIN bytes).  Sizes above the module's limits (kmsgr_info
- * max_*) fail with EINVAL; the rings and the area are charged to
+ * max_*) fail with EINVAL; a cq_entries of 0 asks for twice sq_entries,
+ * capped at max_cq_entries.  The rings and the area are charged to
  * RLIMIT_MEMLOCK (ENOMEM over it, unless CAP_IPC_LOCK).
  * Out: the sizes granted and the length of each region to mmap.
  */
 struct kmsgr_setup {
 	__u32 sq_entries;	/* in/out */
-	__u32 cq_entries;	/* in/out: 0 = 2 * sq_entries, at most
-				 * max_cq_entries
-				 */
+	__u32 cq_entries;	/* in/out: 0 = 2 * sq_entries, capped */
 	__u64 buf_size;		/* in/out: bytes */
 	__u64 rx_pool_size;	/* in/out: bytes at the end of the area */
 	__u32 flags;		/* in: KMSGR_SETUP_F_* */
