@@ -27,6 +27,10 @@
  *     bit 4     flip one ciphertext byte of the frame: le16 offset (mod
  *               the frame length) follows the op byte
  *     bit 5     raw MESSAGE: write the receiver's next seq into the header
+ *     bit 6     u8 n follows (after the flip offset): the receiver's next
+ *               n & 7 rx_alloc() calls refuse (-EAGAIN, pool full); the
+ *               harness retries through msgr2_rx_want() and feeds on
+ *     bit 7     raw frame: corrupt its preamble crc32c before sealing
  * Missing payload bytes are zero.  A raw frame longer than FS_RAW_MAX
  * bytes is sent truncated and ends the input.
  * Seeds: corpus/fuzz_secure/ (mkcorpus.sh).
@@ -35,7 +39,10 @@
  * valid reason; a flipped byte in the sealed head of a frame the engine
  * built fails it with MSGR2_R_GCM_TAG, and anywhere in such a frame fails
  * it once the frame was taken whole; rx_alloc() is never asked for more
- * than the configured segment limit.
+ * than the configured segment limit; an engine-built MESSAGE taken whole
+ * reaches rx_msg() once (in order when accepted), refused allocations or
+ * not; a raw frame with a bad preamble crc, its head taken whole at a frame
+ * boundary and not flipped, fails the receiver with MSGR2_R_PREAMBLE_CRC.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,6 +54,7 @@
 #define FS_SEG_MAX	PIPE_HEAP_SEG_MAX
 #define FS_SCRATCH	(256 << 10)
 #define FS_RAW_MAX	(256 << 10)	/* body bytes built for a raw frame */
+#define FS_EAGAIN_MAX	7		/* refused rx_alloc()s per record */
 
 struct fs_side {
 	struct msgr2_conn *c;
@@ -55,6 +63,9 @@ struct fs_side {
 	struct tauth auth;
 	void *scratch;
 	int n_rx;			/* messages delivered (status 0) */
+	int n_cb;			/* rx_msg() calls, any status */
+	int rx_eagain;			/* next rx_alloc()s to refuse */
+	int n_eagain;			/* rx_alloc()s refused */
 };
 
 static const u8 ip_lo[4] = { 127, 0, 0, 1 };
@@ -87,6 +98,11 @@ static int fs_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 	for (i = 0; i < MSGR2_NSEG; i++)
 		if (m->len[i] > x->cfg.max_seg_len[i])
 			abort();
+	if (x->rx_eagain > 0) {
+		x->rx_eagain--;
+		x->n_eagain++;
+		return -EAGAIN;
+	}
 	return pipe_heap_rx_alloc(priv, m);
 }
 
@@ -94,6 +110,7 @@ static void fs_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 {
 	struct fs_side *x = priv;
 
+	x->n_cb++;
 	if (!status)
 		x->n_rx++;
 	pipe_heap_rx_msg(priv, m, status);
@@ -125,6 +142,9 @@ static void fs_setup(struct fs_side *x, bool server)
 	}
 	memset(cfg, 0, sizeof(*cfg));
 	x->n_rx = 0;
+	x->n_cb = 0;
+	x->rx_eagain = 0;
+	x->n_eagain = 0;
 	tauth_init(&x->auth, 7, false);
 	msgr2_session_init(&x->s, false);
 	cfg->role = server ? MSGR2_SERVER : MSGR2_CLIENT;
@@ -258,7 +278,7 @@ static bool fs_raw(struct fs_side *snd, struct fs_side *rcv, u8 op,
 			       M2_ALIGN_DEFAULT);
 	}
 	msgr2_put_le32(h + M2_PREAMBLE_CRC_OFF,
-		       msgr2_crc32c(0, h, M2_PREAMBLE_CRC_OFF));
+		       msgr2_crc32c(0, h, M2_PREAMBLE_CRC_OFF) ^ (op & 128));
 	if (table)
 		memset(h + M2_PREAMBLE_LEN, 0, M2_INLINE_LEN);
 	else
@@ -295,7 +315,7 @@ static bool fs_raw(struct fs_side *snd, struct fs_side *rcv, u8 op,
 }
 
 /* A MESSAGE queued on the sender's session; the engine frames it. */
-static void fs_msg(struct fs_side *snd, const u8 **d, size_t *len)
+static bool fs_msg(struct fs_side *snd, const u8 **d, size_t *len)
 {
 	struct msgr2_msg *m;
 	u32 l[MSGR2_NSEG], type, i;
@@ -316,8 +336,10 @@ static void fs_msg(struct fs_side *snd, const u8 **d, size_t *len)
 		fs_take(d, len, p, l[i]);
 		p += l[i];
 	}
-	if (msgr2_send(&snd->s, m))
-		free(m);
+	if (!msgr2_send(&snd->s, m))
+		return true;
+	free(m);
+	return false;
 }
 
 /* Give the wire to the receiver in pieces; returns the bytes taken. */
@@ -325,12 +347,17 @@ static size_t fs_deliver(struct fs_side *snd, struct fs_side *rcv,
 			 size_t piece)
 {
 	size_t off = 0, k;
+	int stalls = 0;
 	ssize_t want;
 	void *buf;
 
-	while (off < fs_wire_len) {
+	for (;;) {
 		want = msgr2_rx_want(rcv->c, &buf);
-		if (want <= 0)
+		/* rx_alloc() refused: the pool has room again, retry */
+		if (!want && rcv->c->rx_state == M2_RX_MSG_ALLOC &&
+		    stalls++ <= FS_EAGAIN_MAX)
+			continue;
+		if (want <= 0 || off >= fs_wire_len)
 			break;
 		k = min_t(size_t, (size_t)want, fs_wire_len - off);
 		if (piece)
@@ -342,6 +369,9 @@ static size_t fs_deliver(struct fs_side *snd, struct fs_side *rcv,
 		/* acks and keepalive acks go back to the sender */
 		pipe_move(rcv->c, snd->c, (size_t)-1);
 	}
+	/* a refused allocation is retried until it is granted */
+	if (msgr2_conn_ready(rcv->c) && rcv->c->rx_state == M2_RX_MSG_ALLOC)
+		abort();
 	memmove(fs_wire, fs_wire + off, fs_wire_len - off);
 	fs_wire_len -= off;
 	return off;
@@ -362,7 +392,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fs_side *snd, *rcv;
 	size_t start, flen, pos, taken;
-	bool flip, engine, more = true;
+	bool flip, engine, aligned, sent, more = true;
+	int n_cb;
+	u64 in_seq;
 	u8 op, tag;
 	u32 clen;
 	u8 *pl;
@@ -393,7 +425,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size--;
 		flip = op & 16;
 		pos = flip ? fs_le16(&data, &size) : 0;
+		if (op & 64) {
+			fs_take(&data, &size, &tag, 1);
+			rcv->rx_eagain = tag & FS_EAGAIN_MAX;
+		}
 		engine = (op & 3) < 2;
+		sent = false;
+		n_cb = rcv->n_cb;
+		in_seq = rcv->s.in_seq;
+		aligned = !fs_wire_len && rcv->c->rx_state == M2_RX_PREAMBLE &&
+			  !rcv->c->rx_vi && !rcv->c->rx_voff;
 		fs_drain(snd->c);
 		start = fs_wire_len;
 		switch (op & 3) {
@@ -410,7 +451,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fs_drain(snd->c);
 			break;
 		case 1:
-			fs_msg(snd, &data, &size);
+			sent = fs_msg(snd, &data, &size);
 			fs_drain(snd->c);
 			break;
 		default:
@@ -432,6 +473,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (taken == start + flen && msgr2_conn_ready(rcv->c))
 				abort();
 		}
+		if (sent && !flip && !fs_wire_len && msgr2_conn_ready(rcv->c) &&
+		    (rcv->n_cb != n_cb + 1 ||
+		     (rcv->s.in_seq != in_seq && rcv->s.in_seq != in_seq + 1)))
+			abort();
+		if (!engine && (op & 128) && aligned &&
+		    taken >= start + M2_SECURE_HEAD_LEN &&
+		    !(flip && flen && pos < M2_SECURE_HEAD_LEN) &&
+		    msgr2_conn_reason(rcv->c) != MSGR2_R_PREAMBLE_CRC)
+			abort();
 	}
 	fs_check(rcv->c);
 

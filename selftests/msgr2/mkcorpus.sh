@@ -248,6 +248,11 @@ bin 00 03 13010a000000 >"$S/raw-ctrl-8192"
 bin 00 03 13010b000000 >"$S/raw-ctrl-8193"
 bin 00 23 1104040102030e >"$S/raw-msg-small-segs"
 bin 00 23 1102040d00000e >"$S/raw-msg-front-seg-max"
+# the receiver's rx_alloc() refuses 3 / 7 times (op bit 6, u8 count),
+# then a raw MESSAGE whose preamble crc is corrupted (op bit 7)
+bin 00 41 03 "$M_ALL" 01 "$M_FRONT" >"$S/msg-eagain3"
+bin 01 4d 07 "$M_ALL" >"$S/srv-msg-eagain7-61"
+bin 00 a2 "$R_FRONT" >"$S/raw-msg-bad-preamble-crc"
 
 echo "mkcorpus: $(find "$F" -type f | wc -l) + $(find "$H" -type f | wc -l)" \
 	"+ $(find "$X" -type f | wc -l) + $(find "$C" -type f | wc -l)" \
