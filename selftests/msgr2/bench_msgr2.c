@@ -66,12 +66,9 @@ static const struct msgr2_ops b_ops = {
 	.event = b_event,
 };
 
-static const u8 ip_lo[4] = { 127, 0, 0, 1 };
-
 static int setup(struct bside *x, bool server, u32 mode, size_t scratch)
 {
 	struct msgr2_config *cfg = &x->cfg;
-	int i;
 
 	x->c = calloc(1, msgr2_conn_size());
 	x->scratch = malloc(scratch);
@@ -79,29 +76,8 @@ static int setup(struct bside *x, bool server, u32 mode, size_t scratch)
 		return -ENOMEM;
 	tauth_init(&x->auth, 7, false);
 	msgr2_session_init(&x->s, true);
-	cfg->role = server ? MSGR2_SERVER : MSGR2_CLIENT;
-	cfg->my_type = server ? MSGR2_ENTITY_OSD : MSGR2_ENTITY_CLIENT;
-	cfg->peer_type = server ? 0 : MSGR2_ENTITY_OSD;
-	msgr2_addr_ipv4(&cfg->target, MSGR2_ADDR_MSGR2, 9, ip_lo, 6800);
-	if (server)
-		cfg->my_addrs.a[0] = cfg->target;
-	else
-		msgr2_addr_ipv4(&cfg->my_addrs.a[0], MSGR2_ADDR_ANY, 3, ip_lo,
-				0);
-	cfg->my_addrs.n = 1;
-	cfg->features_supported = MSGR2_FEATURES_DEFAULT;
-	cfg->n_modes = 1;
-	cfg->modes[0] = mode;
-	cfg->n_auth = 1;
-	cfg->auth[0] = &tauth_ops;
-	cfg->auth_priv[0] = &x->auth;
-	cfg->global_seq = 1;
-	for (i = 0; i < MSGR2_NSEG; i++)
-		cfg->max_seg_len[i] = rx_cap;
-	cfg->tx_scratch = x->scratch;
-	cfg->tx_scratch_len = scratch;
-	cfg->ops = &b_ops;
-	cfg->priv = x;
+	pipe_test_cfg(cfg, server, mode, &x->auth, rx_cap, x->scratch,
+		      scratch, &b_ops, x);
 	return msgr2_conn_init(x->c, cfg, &x->s);
 }
 

@@ -38,7 +38,6 @@ struct fz_side {
 	void *scratch;
 };
 
-static const u8 ip_lo[4] = { 127, 0, 0, 1 };
 static struct fz_side fz_cli, fz_srv;
 static u8 fz_payload[3 * 65536];
 static struct msgr2_msg fz_msgs[3];
@@ -73,39 +72,15 @@ static void fz_setup(struct fz_side *x, bool server, u32 mode, bool lossless,
 		     bool more)
 {
 	struct msgr2_config *cfg = &x->cfg;
-	int i;
 
 	if (!x->c) {
 		x->c = calloc(1, msgr2_conn_size());
 		x->scratch = malloc(FZ_SCRATCH);
 	}
-	memset(cfg, 0, sizeof(*cfg));
 	tauth_init(&x->auth, 42, more);
 	msgr2_session_init(&x->s, !lossless);
-	cfg->role = server ? MSGR2_SERVER : MSGR2_CLIENT;
-	cfg->my_type = server ? MSGR2_ENTITY_OSD : MSGR2_ENTITY_CLIENT;
-	cfg->peer_type = server ? 0 : MSGR2_ENTITY_OSD;
-	cfg->my_gid = server ? 3 : 0;
-	msgr2_addr_ipv4(&cfg->target, MSGR2_ADDR_MSGR2, 77, ip_lo, 6800);
-	if (server)
-		cfg->my_addrs.a[0] = cfg->target;
-	else
-		msgr2_addr_ipv4(&cfg->my_addrs.a[0], MSGR2_ADDR_ANY, 5,
-				ip_lo, 0);
-	cfg->my_addrs.n = 1;
-	cfg->features_supported = MSGR2_FEATURES_DEFAULT;
-	cfg->n_modes = 1;
-	cfg->modes[0] = mode;
-	cfg->n_auth = 1;
-	cfg->auth[0] = &tauth_ops;
-	cfg->auth_priv[0] = &x->auth;
-	cfg->global_seq = 1;
-	for (i = 0; i < MSGR2_NSEG; i++)
-		cfg->max_seg_len[i] = FZ_SEG_MAX;
-	cfg->tx_scratch = x->scratch;
-	cfg->tx_scratch_len = FZ_SCRATCH;
-	cfg->ops = &fz_ops;
-	cfg->priv = x;
+	pipe_test_cfg(cfg, server, mode, &x->auth, FZ_SEG_MAX, x->scratch,
+		      FZ_SCRATCH, &fz_ops, x);
 }
 
 /* has @c reached the point where it waits for what @st names? */

@@ -68,7 +68,6 @@ struct fs_side {
 	int n_eagain;			/* rx_alloc()s refused */
 };
 
-static const u8 ip_lo[4] = { 127, 0, 0, 1 };
 static const size_t fs_pieces[4] = { 0, 1, 7, 61 };
 static const u32 fs_lens[16] = {
 	0, 1, 15, 16, M2_HDR2_LEN, 47, 48, 49, 64, MSGR2_CTRL_MAX - 1,
@@ -132,7 +131,6 @@ static const struct msgr2_ops fs_ops = {
 static void fs_setup(struct fs_side *x, bool server)
 {
 	struct msgr2_config *cfg = &x->cfg;
-	int i;
 
 	if (!x->c) {
 		x->c = calloc(1, msgr2_conn_size());
@@ -140,37 +138,14 @@ static void fs_setup(struct fs_side *x, bool server)
 		if (!x->c || !x->scratch)
 			abort();
 	}
-	memset(cfg, 0, sizeof(*cfg));
 	x->n_rx = 0;
 	x->n_cb = 0;
 	x->rx_eagain = 0;
 	x->n_eagain = 0;
 	tauth_init(&x->auth, 7, false);
 	msgr2_session_init(&x->s, false);
-	cfg->role = server ? MSGR2_SERVER : MSGR2_CLIENT;
-	cfg->my_type = server ? MSGR2_ENTITY_OSD : MSGR2_ENTITY_CLIENT;
-	cfg->peer_type = server ? 0 : MSGR2_ENTITY_OSD;
-	cfg->my_gid = server ? 3 : 0;
-	msgr2_addr_ipv4(&cfg->target, MSGR2_ADDR_MSGR2, 77, ip_lo, 6800);
-	if (server)
-		cfg->my_addrs.a[0] = cfg->target;
-	else
-		msgr2_addr_ipv4(&cfg->my_addrs.a[0], MSGR2_ADDR_ANY, 5,
-				ip_lo, 0);
-	cfg->my_addrs.n = 1;
-	cfg->features_supported = MSGR2_FEATURES_DEFAULT;
-	cfg->n_modes = 1;
-	cfg->modes[0] = MSGR2_MODE_SECURE;
-	cfg->n_auth = 1;
-	cfg->auth[0] = &tauth_ops;
-	cfg->auth_priv[0] = &x->auth;
-	cfg->global_seq = 1;
-	for (i = 0; i < MSGR2_NSEG; i++)
-		cfg->max_seg_len[i] = FS_SEG_MAX;
-	cfg->tx_scratch = x->scratch;
-	cfg->tx_scratch_len = FS_SCRATCH;
-	cfg->ops = &fs_ops;
-	cfg->priv = x;
+	pipe_test_cfg(cfg, server, MSGR2_MODE_SECURE, &x->auth, FS_SEG_MAX,
+		      x->scratch, FS_SCRATCH, &fs_ops, x);
 }
 
 static u8 *fs_wire_grow(size_t n)

@@ -254,3 +254,37 @@ void pipe_ignore_tx_done(void *priv, struct msgr2_msg *m, int status)
 void pipe_ignore_event(void *priv, enum msgr2_event ev, u64 arg)
 {
 }
+
+void pipe_test_cfg(struct msgr2_config *cfg, bool server, u32 mode,
+		   struct tauth *auth, u32 seg_max, void *scratch,
+		   size_t scratch_len, const struct msgr2_ops *ops, void *priv)
+{
+	static const u8 ip_lo[4] = { 127, 0, 0, 1 };
+	int i;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->role = server ? MSGR2_SERVER : MSGR2_CLIENT;
+	cfg->my_type = server ? MSGR2_ENTITY_OSD : MSGR2_ENTITY_CLIENT;
+	cfg->peer_type = server ? 0 : MSGR2_ENTITY_OSD;
+	cfg->my_gid = server ? 3 : 0;
+	msgr2_addr_ipv4(&cfg->target, MSGR2_ADDR_MSGR2, 77, ip_lo, 6800);
+	if (server)
+		cfg->my_addrs.a[0] = cfg->target;
+	else
+		msgr2_addr_ipv4(&cfg->my_addrs.a[0], MSGR2_ADDR_ANY, 5,
+				ip_lo, 0);
+	cfg->my_addrs.n = 1;
+	cfg->features_supported = MSGR2_FEATURES_DEFAULT;
+	cfg->n_modes = 1;
+	cfg->modes[0] = mode;
+	cfg->n_auth = 1;
+	cfg->auth[0] = &tauth_ops;
+	cfg->auth_priv[0] = auth;
+	cfg->global_seq = 1;
+	for (i = 0; i < MSGR2_NSEG; i++)
+		cfg->max_seg_len[i] = seg_max;
+	cfg->tx_scratch = scratch;
+	cfg->tx_scratch_len = scratch_len;
+	cfg->ops = ops;
+	cfg->priv = priv;
+}

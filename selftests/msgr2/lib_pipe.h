@@ -74,6 +74,18 @@ void pipe_heap_rx_msg(void *priv, struct msgr2_rx_msg *m, int status);
 void pipe_ignore_tx_done(void *priv, struct msgr2_msg *m, int status);
 void pipe_ignore_event(void *priv, enum msgr2_event ev, u64 arg);
 
+/*
+ * The configuration of one end of two engines in one process (test_pipe,
+ * the fuzzers, bench_msgr2): a client (type CLIENT) dialling an OSD at
+ * 127.0.0.1:6800, or that OSD (gid 3); one mode, the test auth @auth
+ * (tauth_ops), global seq 1, every segment limit @seg_max (0: the
+ * engine's default), the tx scratch given, and @ops with @priv.  Every
+ * other field is zero.
+ */
+void pipe_test_cfg(struct msgr2_config *cfg, bool server, u32 mode,
+		   struct tauth *auth, u32 seg_max, void *scratch,
+		   size_t scratch_len, const struct msgr2_ops *ops, void *priv);
+
 /* FNV-1a, chained */
 static inline u64 hash_bytes(u64 h, const void *p, size_t len)
 {

@@ -249,7 +249,6 @@ static void drain_cb(void *priv, struct msgr2_msg *m, int status)
 
 /* ---- set-up ---------------------------------------------------------------- */
 
-static const u8 ip_lo[4] = { 127, 0, 0, 1 };
 
 static int side_init(struct pipe_test *t, struct side *s, bool server,
 		     u32 mode)
@@ -267,28 +266,8 @@ static int side_init(struct pipe_test *t, struct side *s, bool server,
 	tauth_init(&s->auth, t->seed, false);
 	msgr2_session_init(&s->sess, false);
 
-	cfg->role = server ? MSGR2_SERVER : MSGR2_CLIENT;
-	cfg->my_type = server ? MSGR2_ENTITY_OSD : MSGR2_ENTITY_CLIENT;
-	cfg->peer_type = server ? 0 : MSGR2_ENTITY_OSD;
-	cfg->my_gid = server ? 7 : 0;
-	msgr2_addr_ipv4(&cfg->target, MSGR2_ADDR_MSGR2, 1234, ip_lo, 6800);
-	if (server)
-		cfg->my_addrs.a[0] = cfg->target;
-	else
-		msgr2_addr_ipv4(&cfg->my_addrs.a[0], MSGR2_ADDR_ANY, 99,
-				ip_lo, 0);
-	cfg->my_addrs.n = 1;
-	cfg->features_supported = MSGR2_FEATURES_DEFAULT;
-	cfg->n_modes = 1;
-	cfg->modes[0] = mode;
-	cfg->n_auth = 1;
-	cfg->auth[0] = &tauth_ops;
-	cfg->auth_priv[0] = &s->auth;
-	cfg->global_seq = 1;
-	cfg->tx_scratch = s->scratch;
-	cfg->tx_scratch_len = SCRATCH_LEN;
-	cfg->ops = &pipe_ops;
-	cfg->priv = s;
+	pipe_test_cfg(cfg, server, mode, &s->auth, 0, s->scratch, SCRATCH_LEN,
+		      &pipe_ops, s);
 	return 0;
 }
 
