@@ -132,7 +132,7 @@ MAN3LINKS := $(addprefix kmsgr_open:,kmsgr_close kmsgr_fd kmsgr_info \
 		kmsgr_for_each_cqe kmsgr_cq_entry kmsgr_cq \
 		kmsgr_cq_check_paused kmsgr_cq_resume) \
 	$(addprefix kmsgr_connect:,kmsgr_listen kmsgr_close_id \
-		kmsgr_event_str kmsgr_reason_str) \
+		kmsgr_event_str kmsgr_reason_str kmsgr_down_is_final) \
 	$(addprefix kmsgr_bdev_attach:,kmsgr_bdev_detach kmsgr_prep_bdev \
 		kmsgr_prep_bdev_write_recv) \
 	$(addprefix kmsgr_nl_open:,kmsgr_nl_close kmsgr_nl_errmsg \

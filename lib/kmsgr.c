@@ -1000,3 +1000,11 @@ const char *kmsgr_event_str(unsigned int event)
 		return kmsgr_event_names[event];
 	return "unknown";
 }
+
+int kmsgr_down_is_final(const struct kmsgr_cqe *cqe, int lossless, int was_up)
+{
+	if (!lossless)
+		return 1;
+	return !was_up && cqe->reason == KMSGR_REASON_CONNECT &&
+	       cqe->res == -ECONNREFUSED;
+}

@@ -764,6 +764,24 @@ const char *kmsgr_reason_str(unsigned int reason);
  */
 const char *kmsgr_event_str(unsigned int event);
 
+/**
+ * kmsgr_down_is_final() - does a DOWN event end the wait for a session?
+ * @cqe: a KMSGR_EV_DOWN event of the session
+ * @lossless: the session was opened with KMSGR_SESS_F_LOSSLESS
+ * @was_up: the session reported KMSGR_EV_UP before this event
+ *
+ * A lossy session is over after a DOWN.  The kernel dials a lossless one
+ * again and resends what was in flight, so its DOWN is worth waiting out
+ * -- except before it was ever up, when the peer refused the connection
+ * (reason KMSGR_REASON_CONNECT, res -ECONNREFUSED): nothing listens at the
+ * address, and the redials would only run into the same refusal until a
+ * timeout.  The rule kmsgrctl and the fio engine apply.
+ *
+ * Return: 1 when the application should give the session up (close it,
+ * report cqe->res), 0 when the kernel is reconnecting it.
+ */
+int kmsgr_down_is_final(const struct kmsgr_cqe *cqe, int lossless, int was_up);
+
 /*
  * Netlink: what the module is doing, for operators (the generic netlink
  * family "kmsgr", <linux/kmsgr_netlink.h>).  These calls live in their own

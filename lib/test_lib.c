@@ -214,6 +214,31 @@ static void test_names(void)
 	   "strerror %s", "ETIME");
 }
 
+/* which DOWN events end the wait for a session (kmsgrctl, the fio engine) */
+static void test_down_is_final(void)
+{
+	struct kmsgr_cqe c = {
+		.kind = KMSGR_CQE_EVENT, .event = KMSGR_EV_DOWN,
+		.reason = KMSGR_REASON_CONNECT, .res = -ECONNREFUSED,
+	};
+
+	ok(kmsgr_down_is_final(&c, 0, 1) == 1, "down: %s", "lossy, refused");
+	ok(kmsgr_down_is_final(&c, 1, 0) == 1, "down: %s",
+	   "lossless, first connection refused");
+	ok(kmsgr_down_is_final(&c, 1, 1) == 0, "down: %s",
+	   "lossless, refused after it was up: redialled");
+	c.res = -ETIMEDOUT;
+	ok(kmsgr_down_is_final(&c, 1, 0) == 0, "down: %s",
+	   "lossless, first connection timed out: redialled");
+	c.res = -ECONNREFUSED;
+	c.reason = KMSGR_REASON_EOF;
+	ok(kmsgr_down_is_final(&c, 1, 0) == 0, "down: %s",
+	   "lossless, ECONNREFUSED but not at CONNECT: redialled");
+	c.reason = KMSGR_REASON_EOF;
+	c.res = 0;
+	ok(kmsgr_down_is_final(&c, 0, 0) == 1, "down: %s", "lossy, EOF");
+}
+
 /* ---- a fake device for the ring logic ----------------------------------- */
 
 /*
@@ -789,6 +814,7 @@ int main(void)
 	test_key();
 	test_keyring();
 	test_names();
+	test_down_is_final();
 	test_busy_poll_args();
 	test_cq_before_setup();
 	test_cq_helpers();

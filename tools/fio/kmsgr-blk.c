@@ -377,12 +377,8 @@ static void kblk_event(struct kblk *d, const struct kmsgr_cqe *cqe)
 			d->up = true;
 		return;
 	case KMSGR_EV_DOWN:
-		/*
-		 * Lossless, the kernel reconnects and resends; but a target
-		 * that refuses the first connection is not there to wait for.
-		 */
-		if (d->lossless && (d->up || cqe->reason != KMSGR_REASON_CONNECT ||
-				    cqe->res != -ECONNREFUSED))
+		/* lossless: the kernel reconnects and resends, mostly */
+		if (!kmsgr_down_is_final(cqe, d->lossless, d->up))
 			return;
 		break;
 	case KMSGR_EV_CLOSED:

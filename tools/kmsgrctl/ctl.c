@@ -664,14 +664,10 @@ int ctl_conn_open(struct ctl_conn *c)
 				ctl_report_event(what, &cqe);
 			return cqe.res ? cqe.res : -ECONNABORTED;
 		}
-		/*
-		 * Lossless, the kernel dials again after a DOWN; but a peer
-		 * that refuses the first connection is not there to wait for.
-		 */
+		/* not up yet: a lossless session's DOWN may be waited out */
 		if (cqe.event == KMSGR_EV_DOWN &&
-		    (!(c->flags & KMSGR_SESS_F_LOSSLESS) ||
-		     (cqe.reason == KMSGR_REASON_CONNECT &&
-		      cqe.res == -ECONNREFUSED))) {
+		    kmsgr_down_is_final(&cqe, c->flags & KMSGR_SESS_F_LOSSLESS,
+					0)) {
 			if (!c->quiet)
 				ctl_report_event(what, &cqe);
 			ret = cqe.res ? cqe.res : -ECONNABORTED;
