@@ -303,6 +303,13 @@ check-host-tap: ksrc
 	@$(MAKE) -j2 --no-print-directory -C selftests/msgr2 RESULTS=$(RESULTS) check || \
 		printf 'not ok 1 msgr2 host tests did not build or run\n1..1\n' \
 			>$(RESULTS)/msgr2-incomplete.tap
+	@# kmsgrctl's decoders of what the cluster sends, fuzzed as long as
+	@# each msgr2 fuzzer (FUZZ_CHECK_SECONDS): one test
+	@$(MAKE) --no-print-directory -C tools/kmsgrctl fuzz_osdc >/dev/null && \
+		$(MAKE) --no-print-directory -C tools/kmsgrctl RESULTS=$(RESULTS) \
+			fuzz-check || \
+		printf 'not ok 1 kmsgrctl fuzz_osdc did not build or run\n1..1\n' \
+			>$(RESULTS)/kmsgrctl-fuzz.tap
 	@tools/test-install >$(RESULTS)/install.tap 2>&1 || true
 	@tools/check-nlspec >$(RESULTS)/nlspec.tap 2>&1 || true
 	@tools/test-deb >$(RESULTS)/deb.tap 2>&1 || true
@@ -361,6 +368,7 @@ check-pair-tap: vm-build
 
 fuzz: deps ksrc
 	@$(MAKE) --no-print-directory -C selftests/msgr2 fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+	@$(MAKE) --no-print-directory -C tools/kmsgrctl fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 bench: deps
 	@$(MAKE) --no-print-directory -C selftests/msgr2 bench

@@ -11,6 +11,7 @@
  * Copyright (C) 2026 The kmsgr authors
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -223,6 +224,8 @@ static int parse_pools(struct osdc *o, const char *dump)
 		return -ENOMEM;
 	for (p = json_first(json_member(dump, "pools")); p; p = json_next(p)) {
 		pl = &o->pools[o->n_pools];
+		/* a slot a skipped entry left half filled in */
+		memset(pl, 0, sizeof(*pl));
 		if (json_i64_at(json_member(p, "pool"), &pl->id))
 			continue;
 		json_string_at(json_member(p, "pool_name"), pl->name,
@@ -309,7 +312,9 @@ static int parse_osds(struct osdc *o, const char *dump)
 	}
 	for (p = json_first(json_member(dump, "osds")); p; p = json_next(p)) {
 		osd = &o->osds[o->n_osds];
-		if (json_i64_at(json_member(p, "osd"), &n))
+		/* ids are 0..INT_MAX: another is no OSD of ours */
+		if (json_i64_at(json_member(p, "osd"), &n) || n < 0 ||
+		    n > INT_MAX)
 			continue;
 		osd->id = (int)n;
 		osd->up = !json_i64_at(json_member(p, "up"), &n) && n;
@@ -395,8 +400,9 @@ static int pg_primary(struct osdc *o, const struct osdc_pool *pool, __u32 ps,
 		free(out);
 		return ret;
 	}
-	/* the acting set's first OSD leads a replicated PG */
-	if (json_i64_at(json_first(json_member(out, "acting")), &n))
+	/* the acting set's first OSD leads a replicated PG (-1: none) */
+	if (json_i64_at(json_first(json_member(out, "acting")), &n) ||
+	    n < -1 || n > INT_MAX)
 		n = -1;
 	free(out);
 	*primary = (int)n;

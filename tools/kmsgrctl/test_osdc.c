@@ -13,6 +13,8 @@
 
 #include "kmsgrctl.h"
 #include "osdc.h"
+/* the map's static parsers (parse_pools(), parse_osds()) */
+#include "osdc.c"
 
 static int n, failed;
 
@@ -52,6 +54,30 @@ static const char *const dump_lines[] = {
 };
 
 static char dump[1024];
+
+/* a pool skipped for its hash (after its size was read), then one without */
+static const char *const skip_pools[] = {
+	"{\"pools\":[{\"pool\":1,\"pg_num\":8,\"size\":3,",
+	"\"object_hash\":0},{\"pool\":2,\"pg_num\":8,\"object_hash\":2}]}",
+};
+
+/* OSD ids that fit no int, and one that does */
+static const char *const bad_osds[] = {
+	"{\"osds\":[{\"osd\":4294967296,\"up\":1},",
+	"{\"osd\":-2,\"up\":1},{\"osd\":5,\"up\":1}]}",
+};
+
+/* @lines joined, in a buffer of its own */
+static const char *join(const char *const *lines, unsigned int n)
+{
+	static char buf[512];
+	unsigned int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n; i++)
+		strncat(buf, lines[i], sizeof(buf) - strlen(buf) - 1);
+	return buf;
+}
 
 int main(void)
 {
@@ -115,6 +141,21 @@ int main(void)
 	   !osdc_flag_named("full_quota", "full") &&
 	   !osdc_flag_named("", "full"),
 	   "pool flags: full is full; nearfull, backfillfull, full_quota are not");
+
+	/* what a skipped entry of the map leaves behind: nothing */
+	{
+		struct osdc o = { 0 };
+
+		ok(!parse_pools(&o, join(skip_pools, ARRAY_SIZE(skip_pools))) &&
+		   o.n_pools == 1 && o.pools[0].id == 2 &&
+		   o.pools[0].size == 0 && o.pools[0].pg_mask == 7,
+		   "osd dump: a pool after a skipped one keeps nothing of it");
+		ok(!parse_osds(&o, join(bad_osds, ARRAY_SIZE(bad_osds))) &&
+		   o.n_osds == 1 && o.osds[0].id == 5 && o.osds[0].up,
+		   "osd dump: OSD ids outside 0..INT_MAX are no OSDs");
+		free(o.pools);
+		free(o.osds);
+	}
 
 	/* latency percentiles by nearest rank (bench, blk bench) */
 	{
