@@ -6,8 +6,12 @@
  * (session.c) does not know which one it runs on.  Every operation is
  * non-blocking: an operation that cannot make progress returns -EAGAIN and
  * the transport calls the owner's kick function later, when it can.  Kick
- * functions run in softirq context with the transport's callback lock held
- * for reading: they may only queue work.
+ * functions run in softirq context (or with BHs off), under a spinlock of
+ * the transport (TCP: the socket's callback lock, for reading; RDMA: the
+ * connection's or the listener's lock): they must not sleep or call back
+ * into the transport, and take only irq-safe locks of the owner's (the
+ * session layer queues work, or hands the connection to a waiting ENTER
+ * under the instance's rx_lock and wakes it).
  *
  * Life cycle:
  *

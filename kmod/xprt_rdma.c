@@ -1736,10 +1736,18 @@ static int kmsgr_rdma_lsn_request(struct kmsgr_rdma_lsn *l,
 	if (ret)
 		goto out_unsetup;
 
-	/* ours from here: the listener reaps it if it fails */
+	/*
+	 * Ours from here: the listener reaps it if it fails.  Its completions
+	 * may run already, and read the kick under c->lock: the pair is set
+	 * as one, as the listener's close clears l->kick (lsn > conn).
+	 */
 	c->id = id;
+	spin_lock_bh(&l->lock);
+	spin_lock(&c->lock);
 	c->kick = l->kick;
 	c->priv = l->priv;
+	spin_unlock(&c->lock);
+	spin_unlock_bh(&l->lock);
 	if (kmsgr_rdma_dev_list(c)) {
 		spin_lock_bh(&c->lock);
 		kmsgr_rdma_fail(c, -ENODEV);	/* the listener reaps it */

@@ -1346,6 +1346,17 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
+# A soft lockup ends the run at once: the guest panics and replays its
+# whole kernel log on the console (panic_print bit 0x20), with every CPU's
+# backtrace.  The console shows errors only (loglevel=3), so without this
+# the traces never leave the guest, and it spins until the runner's
+# timeout.  A lockup fails the run either way ("BUG: soft lockup" is one of
+# the KWARN patterns).
+for f in softlockup_all_cpu_backtrace=1 softlockup_panic=1 panic_print=32; do
+	echo "${f#*=}" >"/proc/sys/kernel/${f%=*}" ||
+		echo "# cannot set kernel.${f%=*}"
+done
+
 # slub_debug_on: every slab cache checks its objects (F), has red zones
 # (Z), poisons freed objects (P) and records who allocated and freed them
 # (U); kmalloc-64 stands for them (make check-vm boots the guest so).
