@@ -73,7 +73,7 @@ need_module=0	# 1 after the insmod test: from there, no module = failure
 KWARN='WARNING:|BUG:|BUG [^ ]+ \(|Oops|general protection|Call Trace'
 
 # Harness programs run in the leak phase instead of the main loop.
-LEAK_TESTS="kmsgr_badinput_test"
+LEAK_TESTS="kmsgr_badinput_test kmsgr_ioctl_fuzz_test"
 # ... and the one that needs the Ceph clusters runs last there.
 LATE_TESTS="kmsgr_ceph_test"
 CEPH_CLUSTER=$TOP/selftests/msgr2/ceph_cluster.sh
