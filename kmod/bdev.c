@@ -652,8 +652,17 @@ static int kmsgr_bdev_check(struct kmsgr_instance *inst,
 		return -ENXIO;
 	if (sqe->tid > capacity || len > capacity - sqe->tid)
 		return -ENOSPC;
-	if (!read && h->rdonly)
-		return -EROFS;
+	if (!read) {
+		/*
+		 * As write(2) on the device: a write protection set after
+		 * ATTACH (BLKROSET, a namespace the controller protects)
+		 * counts, and an active swap device is the kernel's.
+		 */
+		if (h->rdonly || bdev_read_only(h->bdev))
+			return -EROFS;
+		if (IS_SWAPFILE(h->bdev->bd_inode))
+			return -ETXTBSY;
+	}
 	*total = len;
 	return 0;
 }

@@ -192,11 +192,29 @@ static u8 kmsgr_sqe_kind(const struct kmsgr_sqe *sqe)
 	return sqe->opcode == KMSGR_OP_SEND ? KMSGR_CQE_SEND : KMSGR_CQE_OP;
 }
 
+/* Whether a non-empty slice of @a and one of @b share a byte. */
+static bool kmsgr_sqe_overlap(const struct kmsgr_sqe *a,
+			      const struct kmsgr_sqe *b)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < KMSGR_NSEG; i++) {
+		for (j = 0; j < KMSGR_NSEG; j++) {
+			if (a->seg[i].len && b->seg[j].len &&
+			    (u64)a->seg[i].off < (u64)b->seg[j].off + b->seg[j].len &&
+			    (u64)b->seg[j].off < (u64)a->seg[i].off + a->seg[i].len)
+				return true;
+		}
+	}
+	return false;
+}
+
 /*
  * Execute a BDEV op with KMSGR_SQE_F_LINK and the SQE after it (@next,
  * NULL when this ENTER has none); both CQ slots are reserved.  The op's
  * completion makes the SEND (bdev.c); a pair refused here gets both CQEs
- * at once, the one at fault with its errno, the other -ECANCELED.
+ * at once, the one at fault with its errno, the other -ECANCELED (a SEND
+ * of slices the op RELEASEs: the SEND EINVAL).
  */
 static void kmsgr_sqe_exec_link(struct kmsgr_instance *inst,
 				const struct kmsgr_sqe *sqe,
@@ -210,6 +228,13 @@ static void kmsgr_sqe_exec_link(struct kmsgr_instance *inst,
 		ret = -EINVAL;
 	if (!ret) {
 		ret_next = kmsgr_sqe_check(inst, next);
+		/*
+		 * A write that RELEASEs its slices frees them when it ends,
+		 * before the SEND is made: the SEND cannot carry them.
+		 */
+		if (!ret_next && (sqe->flags & KMSGR_SQE_F_RELEASE) &&
+		    kmsgr_sqe_overlap(sqe, next))
+			ret_next = -EINVAL;
 		if (ret_next)
 			ret = -ECANCELED;
 	}
@@ -544,6 +569,12 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		} else if (!timeout_ns) {
 			schedule();
 		} else if (!kmsgr_cq_sleep(timeout_ns, &end, &end_j)) {
+			/*
+			 * its time was up before it slept: the state is still
+			 * the one prepare_to_wait() set, and the last look
+			 * may poll and allocate (linked SENDs)
+			 */
+			__set_current_state(TASK_RUNNING);
 			expired = true;	/* one last look */
 		}
 	}
@@ -589,6 +620,7 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 	struct kmsgr_push push = { .n = 0 };
 	struct kmsgr_enter e;
 	u32 done = 0, need = 0;
+	bool runner;
 	int ret = 0;
 
 	if (copy_from_user(&e, uarg, sizeof(e)))
@@ -600,6 +632,16 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 	if (!kmsgr_inst_ready(inst))
 		return -EINVAL;
 
+	/*
+	 * An ENTER that will wait for one CQE (and so run what ends for it,
+	 * kmsgr_cq_wait()) takes the linked ops that end from here on: a
+	 * fast device may end a READ before the submission path reaches the
+	 * wait, and its SEND would go by a work item instead.
+	 */
+	runner = e.to_submit && e.flags & KMSGR_ENTER_F_GETEVENTS &&
+		 e.min_complete == 1 && READ_ONCE(kmsgr_enter_runs);
+	if (runner)
+		kmsgr_bdev_run_begin(inst);
 	if (e.to_submit) {
 		mutex_lock(&inst->submit_lock);
 		done = kmsgr_sq_consume(inst, e.to_submit, &need, &push);
@@ -624,6 +666,9 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 	if (e.flags & KMSGR_ENTER_F_GETEVENTS && !e.min_complete &&
 	    kmsgr_bdev_polling(inst))
 		kmsgr_bdev_poll(inst);
+	/* what was handed to us and not run: to the link work */
+	if (runner)
+		kmsgr_bdev_run_end(inst);
 
 	if (put_user(done, &uarg->submitted) && !done)
 		return -EFAULT;

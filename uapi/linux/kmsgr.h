@@ -553,7 +553,8 @@ struct kmsgr_slice {
  * @tid 0.  Each completes with one KMSGR_CQE_OP entry: @session the
  * handle, @tid the offset, @res 0 or -errno: EINVAL (misaligned, a slice
  * in the wrong place, a bad token), ENODEV (no such handle, or detached),
- * EROFS (a write to a read-only attachment), ENOSPC (beyond the
+ * EROFS (a write to a read-only attachment, or to a device set read-only
+ * since), ETXTBSY (a write to a device that is active swap), ENOSPC (beyond the
  * capacity), EMSGSIZE (above max_io), ENXIO (the device is gone: hot
  * unplug), or the block layer's status (EIO, ENOLINK, ...).
  * With KMSGR_SQE_F_SKIP_SUCCESS (KMSGR_FEAT_BDEV_LINK) a BDEV op that
@@ -570,8 +571,10 @@ struct kmsgr_slice {
  * complete, not in the order submitted.  Each keeps its CQE: the op's
  * (skip it on success with KMSGR_SQE_F_SKIP_SUCCESS), then the SEND's,
  * which is -ECANCELED when the op failed or was refused, and the op's
- * -ECANCELED when the SEND was refused at once (bad fields: it then gets
- * its own error, -EINVAL, in its KMSGR_CQE_SEND).  A LINK with no SQE
+ * -ECANCELED when the SEND was refused at once (bad fields, or a slice
+ * that shares bytes with those of a WRITE with KMSGR_SQE_F_RELEASE, which
+ * are freed before the SEND is made: it then gets its own error,
+ * -EINVAL, in its KMSGR_CQE_SEND).  A LINK with no SQE
  * after it in this ENTER (@to_submit ends there) or in an instance whose
  * CQ has fewer than 4 entries (the pair's two slots never fit), or before
  * one that is not a SEND, fails with -EINVAL, and the SQE after it,
