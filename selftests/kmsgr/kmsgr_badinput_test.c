@@ -38,67 +38,19 @@
 #include "kmsgr_selftest.h"
 #include "kmsgr_ring_util.h"
 
-#define TX_AREA		(1ULL << 20)
-#define RX_POOL		(4ULL << 20)
-#define SQ_ENTRIES	128
-#define SETUP_MS	20000
 #define ROGUE_MS	30000
-#define HEALTHY_MSGS	200000	/* more than any test gets through */
 #define UD_FUZZ		(3ULL << 56)
 
-/* the victim, its healthy peer, and the healthy traffic */
+/* the victim, its healthy peer, and the healthy traffic; the kernel log */
 struct bed {
-	struct kt_inst victim, peer;
-	struct kt_loop lp;
-	struct kmsgr_listen pl;		/* the peer's listener */
-	uint32_t v_id, p_id;		/* the healthy session, both ends */
-	struct kt_stream out, in;	/* victim -> peer, peer -> victim */
+	struct kt_bed h;
 	int kmsg;
 };
 
-static int bed_init(struct __test_metadata *_metadata, struct bed *b)
+static int bed_init(struct bed *b)
 {
-	struct kt_plan small = {
-		.count = HEALTHY_MSGS, .max_log2 = 12, .small_log2 = 12,
-		.big_one_in = 1, .seed = 0xbed,
-	};
-	int ret;
-
 	b->kmsg = kt_kmsg_open();
-	kt_loop_init(&b->lp);
-	ret = kt_inst_open(&b->victim, "victim", SQ_ENTRIES, TX_AREA,
-			   RX_POOL, 1);
-	if (ret)
-		return ret;
-	ret = kt_inst_open(&b->peer, "peer", SQ_ENTRIES, TX_AREA, RX_POOL, 2);
-	if (ret)
-		return ret;
-	kt_loop_add(&b->lp, &b->victim);
-	kt_loop_add(&b->lp, &b->peer);
-	ret = kt_listen(&b->peer, "127.0.0.1", KMSGR_SESS_F_LOSSLESS, 0x9ee7,
-			&b->pl);
-	if (ret)
-		return ret;
-	ret = kt_connect(&b->victim, &b->pl.bound, KMSGR_SESS_F_LOSSLESS,
-			 KT_PEER_ANY, 0x7ea1, &b->v_id);
-	if (ret)
-		return ret;
-	ret = kt_wait_pair(&b->lp, &b->victim, b->v_id, &b->peer, &b->p_id,
-			   SETUP_MS);
-	if (ret) {
-		TH_LOG("healthy session not up: %s", kmsgr_strerror(ret));
-		return ret;
-	}
-	if (kt_stream_init(&b->out, &b->victim, b->v_id, &b->peer, b->p_id,
-			   &small, 4))
-		return -ENOMEM;
-	small.seed++;
-	if (kt_stream_init(&b->in, &b->peer, b->p_id, &b->victim, b->v_id,
-			   &small, 4))
-		return -ENOMEM;
-	kt_loop_add_stream(&b->lp, &b->out);
-	kt_loop_add_stream(&b->lp, &b->in);
-	return 0;
+	return kt_bed_open(&b->h);
 }
 
 static void bed_fini(struct __test_metadata *_metadata, struct bed *b)
@@ -106,41 +58,17 @@ static void bed_fini(struct __test_metadata *_metadata, struct bed *b)
 	char line[512];
 
 	/* the healthy traffic never failed */
-	EXPECT_EQ(0, b->out.failed) TH_LOG("victim->peer: %s", b->out.why);
-	EXPECT_EQ(0, b->in.failed) TH_LOG("peer->victim: %s", b->in.why);
+	EXPECT_EQ(0, b->h.out.failed) TH_LOG("victim->peer: %s", b->h.out.why);
+	EXPECT_EQ(0, b->h.in.failed) TH_LOG("peer->victim: %s", b->h.in.why);
 	TH_LOG("healthy session: %u messages out, %u in",
-	       b->out.received, b->in.received);
-	if (b->victim.k)
-		kt_inst_close(&b->victim);
-	if (b->peer.k)
-		kt_inst_close(&b->peer);
-	kt_stream_free(&b->out);
-	kt_stream_free(&b->in);
+	       b->h.out.received, b->h.in.received);
+	kt_bed_close(&b->h);
 	if (b->kmsg >= 0) {
 		usleep(200000);
 		EXPECT_EQ(0, kt_kmsg_check(b->kmsg, line, sizeof(line)))
 			TH_LOG("kernel log: %s", line);
 		close(b->kmsg);
 	}
-}
-
-/* Run the loop until the healthy session moved @n more messages each way. */
-static int bed_progress(struct bed *b, unsigned int n, int ms)
-{
-	unsigned int out0 = b->out.received, in0 = b->in.received;
-	uint64_t end = kt_now_ms() + (uint64_t)ms;
-	int ret;
-
-	while (b->out.received < out0 + n || b->in.received < in0 + n) {
-		if (b->out.failed || b->in.failed)
-			return -EPROTO;
-		if (kt_now_ms() >= end)
-			return -ETIME;
-		ret = kt_loop_run_once(&b->lp, 50);
-		if (ret)
-			return ret;
-	}
-	return 0;
 }
 
 static const char *missing(void)
@@ -211,7 +139,7 @@ FIXTURE_SETUP(rogue)
 	self->why = missing();
 	if (self->why)
 		return;
-	ASSERT_EQ(0, bed_init(_metadata, &self->b));
+	ASSERT_EQ(0, bed_init(&self->b));
 }
 
 FIXTURE_TEARDOWN(rogue)
@@ -305,7 +233,7 @@ TEST_F_TIMEOUT(rogue, bad_peer, 120)
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	ASSERT_EQ(0, bed_progress(b, 10, 20000));
+	ASSERT_EQ(0, kt_bed_progress(&b->h, 10, 20000));
 
 	if (variant->server) {
 		self->pid = spawn_rogue("server", variant->fault, &self->out);
@@ -313,11 +241,11 @@ TEST_F_TIMEOUT(rogue, bad_peer, 120)
 		ASSERT_EQ(0, read_line(self->out, line, sizeof(line), 10000));
 		ASSERT_EQ(0, kt_addr(&a, "127.0.0.1", (uint16_t)atoi(line)));
 		/* lossy: the failure ends the session with CLOSED */
-		ASSERT_EQ(0, kt_connect(&b->victim, &a, 0, KT_ENTITY_OSD,
+		ASSERT_EQ(0, kt_connect(&b->h.victim, &a, 0, KT_ENTITY_OSD,
 					0xbad, &sess));
 		have_sess = true;
 	} else {
-		ASSERT_EQ(0, kt_listen(&b->victim, "127.0.0.1", 0, 0xbad1,
+		ASSERT_EQ(0, kt_listen(&b->h.victim, "127.0.0.1", 0, 0xbad1,
 				       &rl));
 		snprintf(role, sizeof(role), "client:%s:%u",
 			 kmsgr_addr_format(&rl.bound, addr, sizeof(addr)),
@@ -330,19 +258,19 @@ TEST_F_TIMEOUT(rogue, bad_peer, 120)
 	/* until the rogue is done and the session (if any) ended */
 	end = kt_now_ms() + ROGUE_MS;
 	while (kt_now_ms() < end) {
-		ASSERT_EQ(0, kt_loop_run_once(&b->lp, 50));
+		ASSERT_EQ(0, kt_loop_run_once(&b->h.lp, 50));
 		if (!have_sess) {
-			for (i = 0; i < b->lp.nr_ev; i++) {
-				if (b->lp.ev[i].inst == &b->victim &&
-				    b->lp.ev[i].event == KMSGR_EV_ACCEPTED &&
-				    b->lp.ev[i].user_data == 0xbad1) {
-					sess = b->lp.ev[i].session;
+			for (i = 0; i < b->h.lp.nr_ev; i++) {
+				if (b->h.lp.ev[i].inst == &b->h.victim &&
+				    b->h.lp.ev[i].event == KMSGR_EV_ACCEPTED &&
+				    b->h.lp.ev[i].user_data == 0xbad1) {
+					sess = b->h.lp.ev[i].session;
 					have_sess = true;
 				}
 			}
 		}
 		if (have_sess)
-			e = end_event(&b->lp, &b->victim, sess);
+			e = end_event(&b->h.lp, &b->h.victim, sess);
 		if (!exited && waitpid(self->pid, &status, WNOHANG) ==
 		    self->pid) {
 			exited = true;
@@ -375,12 +303,12 @@ TEST_F_TIMEOUT(rogue, bad_peer, 120)
 			       kmsgr_reason_str(variant->reason),
 			       variant->reason);
 		if (variant->server)
-			kmsgr_close_id(b->victim.k, sess);
+			kmsgr_close_id(b->h.victim.k, sess);
 	}
 	/* the healthy session did not notice */
-	EXPECT_EQ(0, bed_progress(b, 20, 20000));
-	EXPECT_FALSE(end_event(&b->lp, &b->victim, b->v_id));
-	EXPECT_EQ(0, b->lp.stray) TH_LOG("%s", b->lp.stray_why);
+	EXPECT_EQ(0, kt_bed_progress(&b->h, 20, 20000));
+	EXPECT_FALSE(end_event(&b->h.lp, &b->h.victim, b->h.v_id));
+	EXPECT_EQ(0, b->h.lp.stray) TH_LOG("%s", b->h.lp.stray_why);
 }
 
 /* ---- random SQEs ---------------------------------------------------------- */
@@ -406,7 +334,7 @@ FIXTURE_SETUP(fuzz)
 	self->why = missing();
 	if (self->why)
 		return;
-	ASSERT_EQ(0, bed_init(_metadata, &self->b));
+	ASSERT_EQ(0, bed_init(&self->b));
 }
 
 FIXTURE_TEARDOWN(fuzz)
@@ -439,7 +367,7 @@ static uint32_t pick_u32(uint64_t *rng, uint64_t area)
 static enum expect fuzz_sqe(struct kmsgr_sqe *sqe, uint64_t *rng,
 			    const struct bed *b)
 {
-	uint64_t area = b->victim.buf_size, end;
+	uint64_t area = b->h.victim.buf_size, end;
 	bool live, slices_ok = true, any = false;
 	uint8_t raw[sizeof(*sqe)];
 	unsigned int i;
@@ -465,7 +393,7 @@ static enum expect fuzz_sqe(struct kmsgr_sqe *sqe, uint64_t *rng,
 		sqe->token = 0;
 	switch (kt_rand(rng) % 3) {
 	case 0:
-		sqe->session = b->v_id;
+		sqe->session = b->h.v_id;
 		break;
 	case 1:
 		sqe->session = kt_rand(rng) % 8;
@@ -475,7 +403,7 @@ static enum expect fuzz_sqe(struct kmsgr_sqe *sqe, uint64_t *rng,
 		sqe->seg[i].off = pick_u32(rng, area);
 		sqe->seg[i].len = kt_rand(rng) % 3 ? pick_u32(rng, area) : 0;
 	}
-	live = sqe->session == b->v_id;
+	live = sqe->session == b->h.v_id;
 	/* never a valid SEND on the healthy session: one slice too far */
 	if (sqe->opcode == KMSGR_OP_SEND && live) {
 		sqe->seg[2].off = (uint32_t)area;
@@ -568,24 +496,24 @@ TEST_F_TIMEOUT(fuzz, random_sqes, 300)
 	f->expect = calloc(f->total, 1);
 	f->seen = calloc(f->total, 1);
 	ASSERT_TRUE(f->expect && f->seen);
-	b->lp.hook = fuzz_hook;
-	b->lp.priv = f;
+	b->h.lp.hook = fuzz_hook;
+	b->h.lp.priv = f;
 	TH_LOG("seed %llu, %u SQEs", (unsigned long long)rng, f->total);
 
 	end = kt_now_ms() + 240000;
 	while (f->made < f->total && kt_now_ms() < end) {
 		for (batch = 0; batch < 32 && f->made < f->total; batch++) {
-			sqe = kmsgr_get_sqe(b->victim.k);
+			sqe = kmsgr_get_sqe(b->h.victim.k);
 			if (!sqe)
 				break;
 			f->expect[f->made] = fuzz_sqe(sqe, &rng, b);
 			sqe->user_data = UD_FUZZ | f->made;
 			f->made++;
 		}
-		ASSERT_EQ(0, kt_loop_run_once(&b->lp, 10));
+		ASSERT_EQ(0, kt_loop_run_once(&b->h.lp, 10));
 	}
 	/* let the last completions arrive, with the healthy traffic */
-	EXPECT_EQ(0, bed_progress(b, 20, 30000));
+	EXPECT_EQ(0, kt_bed_progress(&b->h, 20, 30000));
 	for (i = 0; i < f->made; i++) {
 		if (f->expect[i] == FX_ANY)
 			continue;
@@ -597,13 +525,13 @@ TEST_F_TIMEOUT(fuzz, random_sqes, 300)
 			       f->expect[i]);
 	}
 	TH_LOG("%u SQEs made, %u needed an error CQE, %u got one; victim: %u CQEs",
-	       f->made, expected, got, b->victim.nr_cqes);
+	       f->made, expected, got, b->h.victim.nr_cqes);
 	EXPECT_EQ(f->total, f->made);
 	EXPECT_EQ(0, missing_cqe);
 	EXPECT_EQ(0, f->dup);
 	EXPECT_EQ(0, f->wrong) TH_LOG("%s", f->why);
-	EXPECT_EQ(0, b->lp.stray) TH_LOG("%s", b->lp.stray_why);
-	EXPECT_FALSE(end_event(&b->lp, &b->victim, b->v_id));
+	EXPECT_EQ(0, b->h.lp.stray) TH_LOG("%s", b->h.lp.stray_why);
+	EXPECT_FALSE(end_event(&b->h.lp, &b->h.victim, b->h.v_id));
 }
 
 TEST_HARNESS_MAIN

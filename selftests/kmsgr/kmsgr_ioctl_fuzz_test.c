@@ -70,11 +70,7 @@
 #include "kmsgr_selftest.h"
 #include "kmsgr_ring_util.h"
 
-#define TX_AREA		(1ULL << 20)
-#define RX_POOL		(4ULL << 20)
-#define SQ_ENTRIES	128
 #define SETUP_MS	20000
-#define HEALTHY_MSGS	200000	/* more than the test gets through */
 #define NR_FI		5	/* fuzz instances */
 #define MAX_OBJS	4	/* tracked listeners and sessions per instance */
 #define MAX_ACCEPTED	16	/* connects to one instance's listeners */
@@ -94,60 +90,12 @@
 /* ---- the bed: a healthy session that must not notice ----------------------- */
 
 struct bed {
-	struct kt_inst victim, peer;
-	struct kt_loop lp;
-	struct kmsgr_listen pl;		/* the peer's listener */
-	uint32_t v_id, p_id;		/* the healthy session, both ends */
-	struct kt_stream out, in;	/* victim -> peer, peer -> victim */
+	struct kt_bed h;		/* the healthy pair (kmsgr_ring_util.h) */
 	pthread_t thread;
 	bool running;
 	int stop;			/* __atomic */
 	int err;			/* kt_loop_run_once() failed */
 };
-
-static int bed_init(struct __test_metadata *_metadata, struct bed *b)
-{
-	struct kt_plan small = {
-		.count = HEALTHY_MSGS, .max_log2 = 12, .small_log2 = 12,
-		.big_one_in = 1, .seed = 0xbed,
-	};
-	int ret;
-
-	kt_loop_init(&b->lp);
-	ret = kt_inst_open(&b->victim, "victim", SQ_ENTRIES, TX_AREA,
-			   RX_POOL, 1);
-	if (ret)
-		return ret;
-	ret = kt_inst_open(&b->peer, "peer", SQ_ENTRIES, TX_AREA, RX_POOL, 2);
-	if (ret)
-		return ret;
-	kt_loop_add(&b->lp, &b->victim);
-	kt_loop_add(&b->lp, &b->peer);
-	ret = kt_listen(&b->peer, "127.0.0.1", KMSGR_SESS_F_LOSSLESS, 0x9ee7,
-			&b->pl);
-	if (ret)
-		return ret;
-	ret = kt_connect(&b->victim, &b->pl.bound, KMSGR_SESS_F_LOSSLESS,
-			 KT_PEER_ANY, 0x7ea1, &b->v_id);
-	if (ret)
-		return ret;
-	ret = kt_wait_pair(&b->lp, &b->victim, b->v_id, &b->peer, &b->p_id,
-			   SETUP_MS);
-	if (ret) {
-		TH_LOG("healthy session not up: %s", kmsgr_strerror(ret));
-		return ret;
-	}
-	if (kt_stream_init(&b->out, &b->victim, b->v_id, &b->peer, b->p_id,
-			   &small, 4))
-		return -ENOMEM;
-	small.seed++;
-	if (kt_stream_init(&b->in, &b->peer, b->p_id, &b->victim, b->v_id,
-			   &small, 4))
-		return -ENOMEM;
-	kt_loop_add_stream(&b->lp, &b->out);
-	kt_loop_add_stream(&b->lp, &b->in);
-	return 0;
-}
 
 /* The bed's thread: only it touches the bed until it is stopped. */
 static void *bed_thread(void *arg)
@@ -156,7 +104,7 @@ static void *bed_thread(void *arg)
 	int ret;
 
 	while (!__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE)) {
-		ret = kt_loop_run_once(&b->lp, 20);
+		ret = kt_loop_run_once(&b->h.lp, 20);
 		if (ret) {
 			b->err = ret;
 			break;
@@ -174,36 +122,10 @@ static void bed_stop(struct bed *b)
 	b->running = false;
 }
 
-/* Run the loop until the healthy session moved @n more messages each way. */
-static int bed_progress(struct bed *b, unsigned int n, int ms)
-{
-	unsigned int out0 = b->out.received, in0 = b->in.received;
-	uint64_t end = kt_now_ms() + (uint64_t)ms;
-	int ret;
-
-	while (b->out.received < out0 + n || b->in.received < in0 + n) {
-		if (b->out.failed || b->in.failed)
-			return -EPROTO;
-		if (kt_stream_finished(&b->out) && kt_stream_finished(&b->in))
-			return 0;
-		if (kt_now_ms() >= end)
-			return -ETIME;
-		ret = kt_loop_run_once(&b->lp, 50);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
 static void bed_fini(struct bed *b)
 {
 	bed_stop(b);
-	if (b->victim.k)
-		kt_inst_close(&b->victim);
-	if (b->peer.k)
-		kt_inst_close(&b->peer);
-	kt_stream_free(&b->out);
-	kt_stream_free(&b->in);
+	kt_bed_close(&b->h);
 }
 
 static const char *missing(void)
@@ -1909,12 +1831,12 @@ static int fz_init(struct __test_metadata *_metadata, struct fz *fz,
 		fz->fds[fz->nr_fds++] = fd;
 	fz->closed_fd = 999999;		/* above RLIMIT_NOFILE */
 
-	fz->victim_fd = kmsgr_fd(b->victim.k);
+	fz->victim_fd = kmsgr_fd(b->h.victim.k);
 	fz->fds[fz->nr_fds++] = fz->victim_fd;
-	fz->bed_ids[0] = b->v_id;
-	fz->bed_ids[1] = b->p_id;
-	fz->bed_ids[2] = b->pl.id;
-	fz->bed_port = ntohs(b->pl.bound.port);
+	fz->bed_ids[0] = b->h.v_id;
+	fz->bed_ids[1] = b->h.p_id;
+	fz->bed_ids[2] = b->h.pl.id;
+	fz->bed_port = ntohs(b->h.pl.bound.port);
 	for (i = 0; i < NR_FI; i++)
 		fi_open(_metadata, fz, &fz->fi[i]);
 	return 0;
@@ -2009,7 +1931,7 @@ FIXTURE_SETUP(ioctl_fuzz)
 	self->why = missing();
 	if (self->why)
 		return;
-	ASSERT_EQ(0, bed_init(_metadata, &self->b));
+	ASSERT_EQ(0, kt_bed_open(&self->b.h));
 }
 
 FIXTURE_TEARDOWN(ioctl_fuzz)
@@ -2096,8 +2018,8 @@ TEST_F_TIMEOUT(ioctl_fuzz, random_calls, 600)
 			one_cmd(_metadata, fz, fi, false);
 		}
 		if (__atomic_load_n(&b->err, __ATOMIC_RELAXED) ||
-		    __atomic_load_n(&b->out.failed, __ATOMIC_RELAXED) ||
-		    __atomic_load_n(&b->in.failed, __ATOMIC_RELAXED))
+		    __atomic_load_n(&b->h.out.failed, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&b->h.in.failed, __ATOMIC_RELAXED))
 			break;
 	}
 	alarm(0);
@@ -2119,20 +2041,20 @@ TEST_F_TIMEOUT(ioctl_fuzz, random_calls, 600)
 	/* the healthy session never noticed, and was busy all along */
 	bed_stop(b);
 	TH_LOG("healthy session during the loop: %u messages out, %u in",
-	       b->out.received, b->in.received);
-	EXPECT_LT(0, b->out.received);
-	EXPECT_LT(0, b->in.received);
+	       b->h.out.received, b->h.in.received);
+	EXPECT_LT(0, b->h.out.received);
+	EXPECT_LT(0, b->h.in.received);
 	EXPECT_EQ(0, b->err) TH_LOG("bed loop: %s", kmsgr_strerror(b->err));
-	EXPECT_EQ(0, bed_progress(b, 20, 30000));
-	EXPECT_EQ(0, b->out.failed) TH_LOG("victim->peer: %s", b->out.why);
-	EXPECT_EQ(0, b->in.failed) TH_LOG("peer->victim: %s", b->in.why);
-	EXPECT_EQ(NULL, kt_find_event(&b->lp, &b->victim, b->v_id,
+	EXPECT_EQ(0, kt_bed_progress(&b->h, 20, 30000));
+	EXPECT_EQ(0, b->h.out.failed) TH_LOG("victim->peer: %s", b->h.out.why);
+	EXPECT_EQ(0, b->h.in.failed) TH_LOG("peer->victim: %s", b->h.in.why);
+	EXPECT_EQ(NULL, kt_find_event(&b->h.lp, &b->h.victim, b->h.v_id,
 				      KMSGR_EV_DOWN, 0));
-	EXPECT_EQ(NULL, kt_find_event(&b->lp, &b->victim, b->v_id,
+	EXPECT_EQ(NULL, kt_find_event(&b->h.lp, &b->h.victim, b->h.v_id,
 				      KMSGR_EV_CLOSED, 0));
-	EXPECT_EQ(0, b->lp.stray) TH_LOG("%s", b->lp.stray_why);
+	EXPECT_EQ(0, b->h.lp.stray) TH_LOG("%s", b->h.lp.stray_why);
 	TH_LOG("healthy session at the end: %u messages out, %u in",
-	       b->out.received, b->in.received);
+	       b->h.out.received, b->h.in.received);
 
 	/* and the module still works */
 	fresh_pair(_metadata);

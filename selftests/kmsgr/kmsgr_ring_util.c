@@ -969,3 +969,87 @@ char *kt_trace_read(const struct kt_trace *t)
 		buf[len] = '\0';
 	return buf;
 }
+
+/* ---- the bad-input tests' bed ------------------------------------------ */
+
+#define KT_BED_SQ	128
+#define KT_BED_TX	(1ULL << 20)
+#define KT_BED_POOL	(4ULL << 20)
+#define KT_BED_MSGS	200000	/* more than any test gets through */
+#define KT_BED_UP_MS	20000
+
+int kt_bed_open(struct kt_bed *b)
+{
+	struct kt_plan small = {
+		.count = KT_BED_MSGS, .max_log2 = 12, .small_log2 = 12,
+		.big_one_in = 1, .seed = 0xbed,
+	};
+	int ret;
+
+	kt_loop_init(&b->lp);
+	ret = kt_inst_open(&b->victim, "victim", KT_BED_SQ, KT_BED_TX,
+			   KT_BED_POOL, 1);
+	if (ret)
+		return ret;
+	ret = kt_inst_open(&b->peer, "peer", KT_BED_SQ, KT_BED_TX,
+			   KT_BED_POOL, 2);
+	if (ret)
+		return ret;
+	kt_loop_add(&b->lp, &b->victim);
+	kt_loop_add(&b->lp, &b->peer);
+	ret = kt_listen(&b->peer, "127.0.0.1", KMSGR_SESS_F_LOSSLESS, 0x9ee7,
+			&b->pl);
+	if (ret)
+		return ret;
+	ret = kt_connect(&b->victim, &b->pl.bound, KMSGR_SESS_F_LOSSLESS,
+			 KT_PEER_ANY, 0x7ea1, &b->v_id);
+	if (ret)
+		return ret;
+	ret = kt_wait_pair(&b->lp, &b->victim, b->v_id, &b->peer, &b->p_id,
+			   KT_BED_UP_MS);
+	if (ret) {
+		fprintf(stderr, "# bed: the healthy session is not up: %s\n",
+			kmsgr_strerror(ret));
+		return ret;
+	}
+	if (kt_stream_init(&b->out, &b->victim, b->v_id, &b->peer, b->p_id,
+			   &small, 4))
+		return -ENOMEM;
+	small.seed++;
+	if (kt_stream_init(&b->in, &b->peer, b->p_id, &b->victim, b->v_id,
+			   &small, 4))
+		return -ENOMEM;
+	kt_loop_add_stream(&b->lp, &b->out);
+	kt_loop_add_stream(&b->lp, &b->in);
+	return 0;
+}
+
+int kt_bed_progress(struct kt_bed *b, unsigned int n, int ms)
+{
+	unsigned int out0 = b->out.received, in0 = b->in.received;
+	uint64_t end = kt_now_ms() + (uint64_t)ms;
+	int ret;
+
+	while (b->out.received < out0 + n || b->in.received < in0 + n) {
+		if (b->out.failed || b->in.failed)
+			return -EPROTO;
+		if (kt_stream_finished(&b->out) && kt_stream_finished(&b->in))
+			return 0;
+		if (kt_now_ms() >= end)
+			return -ETIME;
+		ret = kt_loop_run_once(&b->lp, 50);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void kt_bed_close(struct kt_bed *b)
+{
+	if (b->victim.k)
+		kt_inst_close(&b->victim);
+	if (b->peer.k)
+		kt_inst_close(&b->peer);
+	kt_stream_free(&b->out);
+	kt_stream_free(&b->in);
+}

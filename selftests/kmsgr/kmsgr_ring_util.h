@@ -286,6 +286,30 @@ bool kt_stream_finished(const struct kt_stream *st);
 bool kt_loop_streams_finished(struct kt_loop *lp);
 
 /*
+ * The bad-input tests' bed: instance "victim" with a healthy lossless
+ * session to instance "peer" on 127.0.0.1, and a stream of small messages
+ * each way that must keep flowing (once, in order, hashes equal) whatever
+ * a test does to other instances meanwhile.
+ */
+struct kt_bed {
+	struct kt_inst victim, peer;
+	struct kt_loop lp;
+	struct kmsgr_listen pl;		/* the peer's listener */
+	uint32_t v_id, p_id;		/* the healthy session, both ends */
+	struct kt_stream out, in;	/* victim -> peer, peer -> victim */
+};
+
+/* Set up @b and its streams: 0, or -errno (the reason is printed). */
+int kt_bed_open(struct kt_bed *b);
+/*
+ * Run @b's loop until its session moved @n more messages each way: 0,
+ * -EPROTO when a stream failed, -ETIME after @ms.
+ */
+int kt_bed_progress(struct kt_bed *b, unsigned int n, int ms);
+/* Close what kt_bed_open() opened (also after it failed half-way). */
+void kt_bed_close(struct kt_bed *b);
+
+/*
  * Receive-pool bytes @ti has in use (kmsgr_info.pool_bytes), after
  * submitting what is prepared; -1 if INFO fails.
  */
