@@ -95,11 +95,19 @@ stop() {
 	return $rc
 }
 
-# kill_target SIGNAL PID: SIGNAL (KILL or STOP) to the target after 2 s,
+# kill_target SIGNAL PID: SIGNAL (KILL or STOP) to the target once its
+# device has done an op for the client (its session and first requests
+# can take seconds to start under emulation; at most 30 s) and 1 s more,
 # then up to 30 s for its client PID to end; its exit status in $rc (99:
 # it did not end, and was killed)
 kill_target() {
-	sleep 2
+	i=0
+	while ! "$K" bdev show 2>/dev/null | grep -A1 " pid $srv " |
+		grep -q ' ops [1-9]' && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	sleep 1
 	kill -"$1" "$srv"
 	if [ "$1" = KILL ]; then
 		wait "$srv" 2>/dev/null
