@@ -71,25 +71,6 @@ static void bed_fini(struct __test_metadata *_metadata, struct bed *b)
 	}
 }
 
-static const char *missing(void)
-{
-	struct kmsgr_info info;
-	const char *why = kmsgr_missing(1);
-	struct kmsgr *k;
-
-	if (why)
-		return why;
-	if (kmsgr_open(NULL, &k))
-		return NULL;
-	if (kmsgr_info(k, &info))
-		info.features = 0;
-	kmsgr_close(k);
-	if (!(info.features & KMSGR_FEAT_RINGS) ||
-	    !(info.features & KMSGR_FEAT_TCP))
-		return "module without rings or TCP sessions";
-	return NULL;
-}
-
 /* ---- rogue peers ---------------------------------------------------------- */
 
 FIXTURE(rogue) {
@@ -136,7 +117,7 @@ FIXTURE_SETUP(rogue)
 	self->pid = -1;
 	self->out = -1;
 	self->b.kmsg = -1;
-	self->why = missing();
+	self->why = kt_bed_missing();
 	if (self->why)
 		return;
 	ASSERT_EQ(0, bed_init(&self->b));
@@ -331,7 +312,7 @@ FIXTURE(fuzz) {
 FIXTURE_SETUP(fuzz)
 {
 	self->b.kmsg = -1;
-	self->why = missing();
+	self->why = kt_bed_missing();
 	if (self->why)
 		return;
 	ASSERT_EQ(0, bed_init(&self->b));

@@ -128,25 +128,6 @@ static void bed_fini(struct bed *b)
 	kt_bed_close(&b->h);
 }
 
-static const char *missing(void)
-{
-	struct kmsgr_info info;
-	const char *why = kmsgr_missing(1);
-	struct kmsgr *k;
-
-	if (why)
-		return why;
-	if (kmsgr_open(NULL, &k))
-		return NULL;
-	if (kmsgr_info(k, &info))
-		info.features = 0;
-	kmsgr_close(k);
-	if (!(info.features & KMSGR_FEAT_RINGS) ||
-	    !(info.features & KMSGR_FEAT_TCP))
-		return "module without rings or TCP sessions";
-	return NULL;
-}
-
 /* ---- what is fuzzed ---------------------------------------------------------- */
 
 enum {
@@ -1928,7 +1909,7 @@ FIXTURE(ioctl_fuzz) {
 FIXTURE_SETUP(ioctl_fuzz)
 {
 	self->fz = NULL;
-	self->why = missing();
+	self->why = kt_bed_missing();
 	if (self->why)
 		return;
 	ASSERT_EQ(0, kt_bed_open(&self->b.h));

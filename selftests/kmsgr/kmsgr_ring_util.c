@@ -1053,3 +1053,22 @@ void kt_bed_close(struct kt_bed *b)
 	kt_stream_free(&b->out);
 	kt_stream_free(&b->in);
 }
+
+const char *kt_bed_missing(void)
+{
+	struct kmsgr_info info;
+	const char *why = kmsgr_missing(1);
+	struct kmsgr *k;
+
+	if (why)
+		return why;
+	if (kmsgr_open(NULL, &k))
+		return NULL;
+	if (kmsgr_info(k, &info))
+		info.features = 0;
+	kmsgr_close(k);
+	if (!(info.features & KMSGR_FEAT_RINGS) ||
+	    !(info.features & KMSGR_FEAT_TCP))
+		return "module without rings or TCP sessions";
+	return NULL;
+}

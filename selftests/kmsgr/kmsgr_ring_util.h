@@ -308,6 +308,8 @@ int kt_bed_open(struct kt_bed *b);
 int kt_bed_progress(struct kt_bed *b, unsigned int n, int ms);
 /* Close what kt_bed_open() opened (also after it failed half-way). */
 void kt_bed_close(struct kt_bed *b);
+/* Why the bed cannot be set up (no module, none with rings and TCP), or NULL */
+const char *kt_bed_missing(void);
 
 /*
  * Receive-pool bytes @ti has in use (kmsgr_info.pool_bytes), after
