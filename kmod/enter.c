@@ -495,6 +495,15 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 	ktime_t end = 0;
 	int ret = 0;
 
+	/*
+	 * The spin counts on local_clock(), which can run at another rate
+	 * than the clock the caller times the wait by (an emulated TSC
+	 * against the HPET: a 2 ms spin took 1.1 ms of CLOCK_MONOTONIC once):
+	 * the wait's end is fixed on that clock, and the sleep after the spin,
+	 * or the rest of a spin that was the whole wait, runs up to it.
+	 */
+	if (timeout_ns && busy_ns)
+		end = ktime_add_ns(ktime_get(), timeout_ns);
 	if (timeout_ns && busy_ns >= timeout_ns) {
 		busy_ns = timeout_ns;
 		busy_all = true;	/* the spin is the whole wait */
@@ -558,7 +567,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 				continue;
 			/* spun out: one more look, on the queue, then sleep */
 			busy_ns = 0;
-			if (busy_all)
+			if (busy_all && !ktime_before(ktime_get(), end))
 				expired = true;
 			continue;
 		}
