@@ -11,7 +11,9 @@
  *    only under inst->submit_lock, which ENTER holds while it looks a
  *    handle up and counts an op in h->inflight: an op is either counted
  *    before DETACH takes the handle out, or finds no handle.
- *  - h->inflight: ops submitted and not completed.  Whoever took the
+ *  - h->inflight: ops submitted and not completed, pollers holding @h
+ *    (counted while an op counts) and netlink readers (counted under the
+ *    bdevs xarray's lock, so only while it is linked).  Whoever took the
  *    handle out (DETACH, the instance's end) waits for it to reach 0, then
  *    lets the device go and frees @h.
  *  - An op's completion (kmsgr_bio_op_done(), any context: the last bio's
@@ -36,12 +38,15 @@
  *  - Polled ops (KMSGR_BDEV_F_POLL): an op whose bio went out with
  *    REQ_POLLED is on inst->bdev_polled (bdev_poll_lock) from before
  *    submit_bio() until it is done, holding a reference to that bio
- *    (op->pbio).  Nothing completes it but a poll of its hardware
- *    queue, so kmsgr_bdev_poll() polls: the ENTER that waits for CQEs,
- *    or inst->bdev_poll_work when no ENTER does.  One task at a time
- *    polls an instance (inst->bdev_poller).  Under the lock it takes a
- *    bio reference and an h->inflight count for each bio it will poll,
- *    so neither the bio nor the device goes away under bio_poll().  A
+ *    (op->pbio), unless submit_bio() cleared the flag (a split): such a
+ *    bio ends by interrupt, so the op leaves the list at once and nobody
+ *    spins for it.  Nothing completes the others but a poll of their
+ *    hardware queue, so kmsgr_bdev_poll() polls: the ENTER that waits
+ *    for CQEs, or inst->bdev_poll_work when no ENTER does.  One task at
+ *    a time polls an instance (inst->bdev_poller).  Under the lock it
+ *    takes a bio reference and an h->inflight count for each bio it will
+ *    poll, so neither the bio nor the device goes away under bio_poll(),
+ *    and a bio that ended meanwhile has no cookie left to poll.  A
  *    linked op that ends in the poller's own context (its bio_poll())
  *    is not handed to a work item: the poller makes its SEND on return
  *    (inst->bdev_done), in process context, with no hop.
@@ -76,9 +81,12 @@ struct kmsgr_bdev_h {
 	bool poll;			/* KMSGR_BDEV_F_POLL */
 	u32 lbs;
 	atomic_t inflight;		/* ops (and pollers) not yet done */
-	/* netlink's (kmsgr_bdev_info_next()): ops submitted, submit_lock */
-	u64 ops, read_ops, write_ops;
-	u64 read_bytes, write_bytes;
+	/*
+	 * For netlink (kmsgr_bdev_info_next(), which reads them without
+	 * a lock): ops submitted, counted before their bios go out
+	 */
+	atomic64_t ops, read_ops, write_ops;
+	atomic64_t read_bytes, write_bytes;
 	atomic64_t done;		/* ops completed (their CQE posted) */
 	atomic64_t errors;		/* ... with an error */
 };
@@ -471,21 +479,28 @@ void kmsgr_bdev_run_end(struct kmsgr_instance *inst)
 		kmsgr_bio_op_queue_link(op);
 }
 
+/* @op's polled bio is done, or ends by interrupt: off the polled list. */
+static void kmsgr_bio_op_unpoll(struct kmsgr_bio_op *op)
+{
+	struct kmsgr_instance *inst = op->inst;
+	unsigned long flags;
+
+	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
+	list_del(&op->poll_node);
+	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
+	bio_put(op->pbio);	/* a poller may hold its own */
+	op->pbio = NULL;
+}
+
 /* The last bio of @op ended (or none was needed): complete it. */
 static void kmsgr_bio_op_done(struct kmsgr_bio_op *op)
 {
 	struct kmsgr_instance *inst = op->inst;
 	bool freed = false;
-	unsigned long flags;
 	unsigned int i;
 
-	if (op->pbio) {
-		spin_lock_irqsave(&inst->bdev_poll_lock, flags);
-		list_del(&op->poll_node);
-		spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
-		bio_put(op->pbio);	/* a poller may hold its own */
-		op->pbio = NULL;
-	}
+	if (op->pbio)
+		kmsgr_bio_op_unpoll(op);
 	for (i = 0; i < KMSGR_NSEG; i++) {
 		if (!op->seg[i].len)
 			continue;
@@ -530,6 +545,13 @@ static void kmsgr_bio_end_io(struct bio *bio)
 
 	if (err)
 		cmpxchg(&op->error, 0, err);
+	/*
+	 * A poller may still hold the bio and poll it later: the cookie
+	 * names a hardware queue that a reset may have taken away since
+	 * (blk_mq_update_nr_hw_queues(), once nothing is in flight), and
+	 * bio_poll() would look it up.  A bio that is done polls nothing.
+	 */
+	WRITE_ONCE(bio->bi_cookie, BLK_QC_T_NONE);
 	bio_put(bio);
 	kmsgr_bio_op_put(op);
 }
@@ -537,6 +559,7 @@ static void kmsgr_bio_end_io(struct bio *bio)
 static void kmsgr_bio_submit(struct kmsgr_bio_op *op, struct bio *bio)
 {
 	struct kmsgr_instance *inst = op->inst;
+	bool polled = false;
 	unsigned long flags;
 
 	bio->bi_private = op;
@@ -547,6 +570,7 @@ static void kmsgr_bio_submit(struct kmsgr_bio_op *op, struct bio *bio)
 			/* one polled bio per op; the rest by interrupt */
 			bio_clear_polled(bio);
 		} else {
+			polled = true;
 			bio_get(bio);
 			op->pbio = bio;
 			spin_lock_irqsave(&inst->bdev_poll_lock, flags);
@@ -557,6 +581,15 @@ static void kmsgr_bio_submit(struct kmsgr_bio_op *op, struct bio *bio)
 		}
 	}
 	submit_bio(bio);
+	/*
+	 * The block layer clears REQ_POLLED, before submit_bio() returns,
+	 * from a bio it splits to the device's limits (or that a stacked
+	 * device cannot poll): it ends by interrupt, and a waiter that
+	 * spun for it would burn a CPU for nothing.  Our reference keeps
+	 * the bio readable; @op is ours until kmsgr_bdev_submit() puts it.
+	 */
+	if (polled && !(READ_ONCE(bio->bi_opf) & REQ_POLLED))
+		kmsgr_bio_op_unpoll(op);
 }
 
 /* Pages the area's bytes of @op's slices lie on (bio_vecs they need). */
@@ -738,8 +771,8 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 	case KMSGR_OP_BDEV_READ:
 		opf = REQ_OP_READ;
 		inst->stats.bdev_read_bytes += total;
-		h->read_ops++;
-		h->read_bytes += total;
+		atomic64_inc(&h->read_ops);
+		atomic64_add(total, &h->read_bytes);
 		break;
 	case KMSGR_OP_BDEV_WRITE:
 		opf = REQ_OP_WRITE | REQ_SYNC;
@@ -749,8 +782,8 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		if (sqe->flags & KMSGR_SQE_F_PREFLUSH)
 			opf |= REQ_PREFLUSH;
 		inst->stats.bdev_write_bytes += total;
-		h->write_ops++;
-		h->write_bytes += total;
+		atomic64_inc(&h->write_ops);
+		atomic64_add(total, &h->write_bytes);
 		break;
 	default:
 		opf = REQ_OP_WRITE | REQ_PREFLUSH;
@@ -766,7 +799,7 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 	    (!(opf & REQ_FUA) || bdev_fua(h->bdev)) && pages <= BIO_MAX_VECS)
 		opf |= REQ_POLLED;
 	inst->stats.bdev_ops++;
-	h->ops++;
+	atomic64_inc(&h->ops);
 	atomic_inc(&h->inflight);
 	atomic_set(&op->bios, 1);	/* ours while the bios are built */
 	kmsgr_bio_op_map(op, sqe->tid, opf, pages);
@@ -784,12 +817,18 @@ struct kmsgr_poll_ref {
 	struct kmsgr_bdev_h *h;
 };
 
-/* Does a bio in @p[0..@n) already stand for @bio's hardware queue? */
+/*
+ * Does a bio in @p[0..@n) already stand for @bio's hardware queue?  Only
+ * a blk-mq device's cookie names one; a stacked device (device mapper)
+ * gives all its bios the same cookie and polls each bio's own clones.
+ */
 static bool kmsgr_poll_seen(const struct kmsgr_poll_ref *p, unsigned int n,
 			    const struct bio *bio, blk_qc_t cookie)
 {
 	unsigned int i;
 
+	if (!queue_is_mq(bdev_get_queue(bio->bi_bdev)))
+		return false;
 	for (i = 0; i < n; i++)
 		if (p[i].bio->bi_bdev == bio->bi_bdev &&
 		    READ_ONCE(p[i].bio->bi_cookie) == cookie)
@@ -827,7 +866,7 @@ bool kmsgr_bdev_poll(struct kmsgr_instance *inst)
 
 	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
 	list_for_each_entry(op, &inst->bdev_polled, poll_node) {
-		/* not started yet, or split (then by interrupt) */
+		/* not dispatched yet, or done */
 		cookie = READ_ONCE(op->pbio->bi_cookie);
 		if (cookie == BLK_QC_T_NONE ||
 		    kmsgr_poll_seen(p, n, op->pbio, cookie))
@@ -868,12 +907,15 @@ static void kmsgr_bdev_poll_work(struct work_struct *work)
 /* ---- netlink ------------------------------------------------------------- */
 
 /*
- * kmsgr_bdev_info_next() (kmsgr.h).  Under submit_lock the handle can be
- * neither unlinked nor, so, let go and freed (kmsgr_bdev_put() follows
- * kmsgr_bdev_unlink()) while it is copied; nothing of it is kept after.
- * The submission counters are submit_lock's too, and every op they count
- * was counted before its bios went out: so @done, read after them, never
- * exceeds them.
+ * kmsgr_bdev_info_next() (kmsgr.h).  It takes no lock of the instance's
+ * but the xarray's own, for as long as it takes to find the handle and
+ * count itself in h->inflight, as a poller does: then @h (and its device)
+ * stay until it drops that count, even if DETACH unlinks it meanwhile.
+ * Not submit_lock: an ENTER may sleep under it in submit_bio() as long as
+ * a queue stays frozen (a controller reset) or out of tags, and a dump
+ * holds the registry's mutex, which every open and close of an instance
+ * takes.  The counters are atomics for that reason; @done is read first,
+ * as every op it counts was counted in @ops before its bios went out.
  */
 int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
 			 struct kmsgr_bdev_info *info)
@@ -881,16 +923,18 @@ int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
 	unsigned long idx = *id;
 	struct kmsgr_bdev_h *h;
 	struct gendisk *disk;
+	u64 ops, done;
 
-	mutex_lock(&inst->submit_lock);
+	xa_lock(&inst->bdevs);
 	h = xa_find(&inst->bdevs, &idx, U32_MAX, XA_PRESENT);
-	if (!h) {
-		mutex_unlock(&inst->submit_lock);
+	if (h)
+		atomic_inc(&h->inflight);
+	xa_unlock(&inst->bdevs);
+	if (!h)
 		return -ENOENT;
-	}
 	disk = h->bdev->bd_disk;
 	memset(info, 0, sizeof(*info));
-	info->id = h->id;
+	info->id = idx;
 	snprintf(info->name, sizeof(info->name), "%pg", h->bdev);
 	info->dev = h->bdev->bd_dev;
 	info->lbs = h->lbs;
@@ -905,15 +949,18 @@ int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
 		      (h->poll ? KMSGR_BDEV_A_POLL : 0);
 	/* as kmsgr_bdev_submit() tells that ops would fail ENXIO */
 	info->gone = !disk_live(disk) || test_bit(GD_DEAD, &disk->state);
-	info->read_ops = h->read_ops;
-	info->write_ops = h->write_ops;
-	info->flush_ops = h->ops - h->read_ops - h->write_ops;
-	info->read_bytes = h->read_bytes;
-	info->write_bytes = h->write_bytes;
-	info->in_flight = min_t(u64, h->ops - atomic64_read(&h->done),
-				U32_MAX);
 	info->errors = atomic64_read(&h->errors);
-	mutex_unlock(&inst->submit_lock);
+	done = atomic64_read(&h->done);
+	smp_rmb();	/* an op is counted in @ops before in @done */
+	ops = atomic64_read(&h->ops);
+	info->in_flight = min_t(u64, ops - min(ops, done), U32_MAX);
+	info->read_ops = atomic64_read(&h->read_ops);
+	info->write_ops = atomic64_read(&h->write_ops);
+	/* the three move apart while ops go out: never below 0 */
+	info->flush_ops = ops - min(ops, info->read_ops + info->write_ops);
+	info->read_bytes = atomic64_read(&h->read_bytes);
+	info->write_bytes = atomic64_read(&h->write_bytes);
+	kmsgr_bdev_h_put(h);
 	*id = idx;
 	return 0;
 }

@@ -478,9 +478,10 @@ static bool kmsgr_cq_run_expired(u64 timeout_ns, unsigned long *run_j,
  * With @busy_ns it spins that long first, its time taken from @timeout_ns;
  * a runner spinning is still a registered runner, so the sessions kicked
  * meanwhile are queued for it and it runs them at its next look.
+ * @bdev_runner: the caller is a registered block runner already.
  */
 static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
-			 u64 timeout_ns, u64 busy_ns, u32 room)
+			 u64 timeout_ns, u64 busy_ns, u32 room, bool bdev_runner)
 {
 	struct kmsgr_cq_waiter w = {
 		.inst = inst,
@@ -518,10 +519,11 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 	 * batch waiter leaves them to the workers and sleeps until its
 	 * min_complete CQEs are there.
 	 */
-	runner = w.want <= 1 && READ_ONCE(kmsgr_enter_runs);
+	runner = bdev_runner || (w.want <= 1 && READ_ONCE(kmsgr_enter_runs));
 	if (runner) {
 		kmsgr_sess_rx_wait_begin(inst);
-		kmsgr_bdev_run_begin(inst);
+		if (!bdev_runner)
+			kmsgr_bdev_run_begin(inst);
 	}
 	for (;;) {
 		spin = kmsgr_bdev_polling(inst) && kmsgr_bdev_poll(inst);
@@ -589,7 +591,8 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 	}
 	finish_wait(&inst->cq_wait, &w.wqe);
 	if (runner) {
-		kmsgr_bdev_run_end(inst);
+		if (!bdev_runner)
+			kmsgr_bdev_run_end(inst);
 		kmsgr_sess_rx_wait_end(inst);
 	}
 	return ret;
@@ -668,7 +671,7 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 	if (e.flags & KMSGR_ENTER_F_GETEVENTS && e.min_complete)
 		ret = kmsgr_cq_wait(inst, e.min_complete, e.timeout_ns,
 				    (u64)e.busy_poll_us * NSEC_PER_USEC,
-				    done < e.to_submit ? need : 0);
+				    done < e.to_submit ? need : 0, runner);
 	else if (!done && need)
 		ret = -EBUSY;
 	/* GETEVENTS without a wait still reaps polled block I/O, once */

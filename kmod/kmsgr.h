@@ -555,7 +555,7 @@ void kmsgr_bdev_detach_all(struct kmsgr_instance *inst);
 
 /*
  * What netlink reports of an attached block device: a snapshot taken
- * under inst->submit_lock (kmsgr_bdev_info_next()).
+ * while a count in the handle's inflight holds it (kmsgr_bdev_info_next()).
  */
 #define KMSGR_BDEV_NAME_LEN	32	/* the block layer's BDEVNAME_SIZE */
 struct kmsgr_bdev_info {
@@ -576,8 +576,9 @@ struct kmsgr_bdev_info {
 /*
  * The device attached to @inst with the smallest handle >= *@id: its
  * snapshot in @info, its handle in *@id; -ENOENT when there is none.
- * Process context; takes inst->submit_lock, so the caller holds none of
- * the instance's locks (the registry's mutex is fine: it is outside).
+ * Process context; takes only the bdevs xarray's lock, never submit_lock
+ * (an ENTER may sleep under it in submit_bio()), so it may be called with
+ * the registry's mutex held.
  */
 int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
 			 struct kmsgr_bdev_info *info);

@@ -10,11 +10,12 @@
  * reply skb) walks the instance registry under its mutex (session.c,
  * kmsgr_inst_walk()), so no instance is freed under it, and takes each
  * session's lock only while it copies that session
- * (kmsgr_obj_info_next()), or the instance's submit_lock while it copies
- * an attached block device (kmsgr_bdev_info_next(); nothing takes the
- * registry's mutex under submit_lock); the position between passes is an
- * instance id and an object id (a device's handle), so objects that come
- * and go meanwhile are simply seen or not.  Events reach the monitor
+ * (kmsgr_obj_info_next()); an attached block device is copied under no
+ * lock of the instance's (kmsgr_bdev_info_next() holds the handle by a
+ * count, never submit_lock, under which ENTER may sleep in submit_bio());
+ * the position between passes is an instance id and an object id (a
+ * device's handle), so objects that come and go meanwhile are simply seen
+ * or not.  Events reach the monitor
  * group from the session code with the session's lock held (struct
  * kmsgr_notifier).
  *
