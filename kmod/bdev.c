@@ -35,20 +35,25 @@
  *    h->inflight, so the sessions, and the buffer area the SENDs are
  *    read from, are still there for it.  The instance's end (after every
  *    h->inflight is 0) waits for the work item to return.
- *  - Polled ops (KMSGR_BDEV_F_POLL): an op whose bio went out with
- *    REQ_POLLED is on inst->bdev_polled (bdev_poll_lock) from before
- *    submit_bio() until it is done, holding a reference to that bio
- *    (op->pbio), unless submit_bio() cleared the flag (a split): such a
- *    bio ends by interrupt, so the op leaves the list at once and nobody
- *    spins for it.  Nothing completes the others but a poll of their
- *    hardware queue, so kmsgr_bdev_poll() polls: the ENTER that waits
- *    for CQEs, or inst->bdev_poll_work when no ENTER does.  One task at
- *    a time polls an instance (inst->bdev_poller).  Under the lock it
- *    takes a bio reference and an h->inflight count for each bio it will
- *    poll, so neither the bio nor the device goes away under bio_poll(),
- *    and a bio that ended meanwhile has no cookie left to poll.  A
- *    linked op that ends in the poller's own context (its bio_poll())
- *    is not handed to a work item: the poller makes its SEND on return
+ *  - Polled ops (KMSGR_BDEV_F_POLL): an op whose bio is still REQ_POLLED
+ *    when submit_bio() returns goes on inst->bdev_polled (bdev_poll_lock)
+ *    then, not before (a stacked device builds its bio's poll state
+ *    inside submit_bio(), and bio_poll() is for a submitted bio), and
+ *    stays there, holding a reference to that bio (op->pbio), until it is
+ *    done.  A bio that the block layer split (or a stacked device could
+ *    not poll) has lost the flag by then, and one that a multipath
+ *    failover takes off polling later loses it then: those end by
+ *    interrupt, are not listed or are dropped by the poller, and nobody
+ *    spins for them.  Nothing completes the others but a poll of their
+ *    hardware queue, so kmsgr_bdev_poll() polls: the ENTER that waits for
+ *    CQEs, or inst->bdev_poll_work when no ENTER does.  One task at a
+ *    time polls an instance (inst->bdev_poller).  Under the lock it takes
+ *    a bio reference and an h->inflight count for each bio it will poll,
+ *    so neither the bio nor the device goes away under bio_poll(); it
+ *    enters the bio's queue before bio_poll() reads the cookie, and a
+ *    bio that ended has none left (kmsgr_bio_poll()).  A linked op that
+ *    ends in the poller's own context (its bio_poll()) is not handed to a
+ *    work item: the poller makes its SEND on return
  *    (inst->bdev_done), in process context, with no hop.
  *
  * Copyright (C) 2025 The kmsgr authors
@@ -60,6 +65,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
+#include <linux/percpu-refcount.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
@@ -85,7 +91,7 @@ struct kmsgr_bdev_h {
 	 * For netlink (kmsgr_bdev_info_next(), which reads them without
 	 * a lock): ops submitted, counted before their bios go out
 	 */
-	atomic64_t ops, read_ops, write_ops;
+	atomic64_t ops, read_ops, write_ops, flush_ops;
 	atomic64_t read_bytes, write_bytes;
 	atomic64_t done;		/* ops completed (their CQE posted) */
 	atomic64_t errors;		/* ... with an error */
@@ -479,14 +485,14 @@ void kmsgr_bdev_run_end(struct kmsgr_instance *inst)
 		kmsgr_bio_op_queue_link(op);
 }
 
-/* @op's polled bio is done, or ends by interrupt: off the polled list. */
+/* @op's polled bio is done: off the polled list, our reference dropped. */
 static void kmsgr_bio_op_unpoll(struct kmsgr_bio_op *op)
 {
 	struct kmsgr_instance *inst = op->inst;
 	unsigned long flags;
 
 	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
-	list_del(&op->poll_node);
+	list_del_init(&op->poll_node);
 	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
 	bio_put(op->pbio);	/* a poller may hold its own */
 	op->pbio = NULL;
@@ -573,23 +579,32 @@ static void kmsgr_bio_submit(struct kmsgr_bio_op *op, struct bio *bio)
 			polled = true;
 			bio_get(bio);
 			op->pbio = bio;
-			spin_lock_irqsave(&inst->bdev_poll_lock, flags);
-			list_add_tail(&op->poll_node, &inst->bdev_polled);
-			spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
-			/* in case no ENTER polls it */
-			queue_delayed_work(kmsgr_wq, &inst->bdev_poll_work, 1);
 		}
 	}
 	submit_bio(bio);
+	if (!polled)
+		return;
 	/*
-	 * The block layer clears REQ_POLLED, before submit_bio() returns,
-	 * from a bio it splits to the device's limits (or that a stacked
-	 * device cannot poll): it ends by interrupt, and a waiter that
-	 * spun for it would burn a CPU for nothing.  Our reference keeps
-	 * the bio readable; @op is ours until kmsgr_bdev_submit() puts it.
+	 * Listed for the pollers only now that it is submitted: a stacked
+	 * device builds its bio's poll state inside submit_bio() (device
+	 * mapper's list of clones), and bio_poll() is for a bio that is
+	 * submitted.  Until it is listed nothing polls it, and nothing but
+	 * an error ends it; @op is ours until kmsgr_bdev_submit() puts it,
+	 * and our reference keeps the bio readable.  The block layer clears
+	 * REQ_POLLED from a bio it splits to the device's limits (or that a
+	 * stacked device cannot poll): that one ends by interrupt, and a
+	 * waiter that spun for it would burn a CPU for nothing.
 	 */
-	if (polled && !(READ_ONCE(bio->bi_opf) & REQ_POLLED))
-		kmsgr_bio_op_unpoll(op);
+	if (!(READ_ONCE(bio->bi_opf) & REQ_POLLED)) {
+		op->pbio = NULL;
+		bio_put(bio);
+		return;
+	}
+	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
+	list_add_tail(&op->poll_node, &inst->bdev_polled);
+	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
+	/* in case no ENTER polls it */
+	queue_delayed_work(kmsgr_wq, &inst->bdev_poll_work, 1);
 }
 
 /* Pages the area's bytes of @op's slices lie on (bio_vecs they need). */
@@ -787,6 +802,7 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		break;
 	default:
 		opf = REQ_OP_WRITE | REQ_PREFLUSH;
+		atomic64_inc(&h->flush_ops);
 		break;
 	}
 	/*
@@ -836,6 +852,30 @@ static bool kmsgr_poll_seen(const struct kmsgr_poll_ref *p, unsigned int n,
 	return false;
 }
 
+/*
+ * bio_poll() a bio that may have ended since the poller took it: its
+ * cookie names a hardware queue, which a controller reset can take away
+ * once the queue is frozen (blk_mq_update_nr_hw_queues()).  bio_poll()
+ * enters the queue only after it has read the cookie; entering it first
+ * keeps a freeze from completing until the poll is over, and a bio that
+ * ended before has no cookie left (kmsgr_bio_end_io()), seen after the
+ * queue's reference as the freeze and unfreeze ordered it.
+ */
+static void kmsgr_bio_poll(struct bio *bio)
+{
+	struct block_device *bdev = READ_ONCE(bio->bi_bdev);
+	struct request_queue *q;
+
+	if (!bdev)
+		return;
+	q = bdev_get_queue(bdev);
+	if (!percpu_ref_tryget(&q->q_usage_counter))
+		return;		/* frozen: nothing completes anyway */
+	smp_rmb();	/* the cookie after the reference */
+	bio_poll(bio, NULL, BLK_POLL_ONESHOT | BLK_POLL_NOSLEEP);
+	percpu_ref_put(&q->q_usage_counter);
+}
+
 /* Make the SENDs of the linked ops finished for the poller or a runner. */
 void kmsgr_bdev_run_done(struct kmsgr_instance *inst)
 {
@@ -854,7 +894,7 @@ void kmsgr_bdev_run_done(struct kmsgr_instance *inst)
 bool kmsgr_bdev_poll(struct kmsgr_instance *inst)
 {
 	struct kmsgr_poll_ref p[KMSGR_POLL_BATCH];
-	struct kmsgr_bio_op *op;
+	struct kmsgr_bio_op *op, *next;
 	unsigned int i, n = 0;
 	unsigned long flags;
 	blk_qc_t cookie;
@@ -865,7 +905,16 @@ bool kmsgr_bdev_poll(struct kmsgr_instance *inst)
 		return true;
 
 	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
-	list_for_each_entry(op, &inst->bdev_polled, poll_node) {
+	list_for_each_entry_safe(op, next, &inst->bdev_polled, poll_node) {
+		/*
+		 * Taken off polling after it went out (an NVMe multipath
+		 * failover, a device-mapper requeue): it ends by interrupt
+		 * now, and must not keep a waiter spinning.
+		 */
+		if (!(READ_ONCE(op->pbio->bi_opf) & REQ_POLLED)) {
+			list_del_init(&op->poll_node);
+			continue;
+		}
 		/* not dispatched yet, or done */
 		cookie = READ_ONCE(op->pbio->bi_cookie);
 		if (cookie == BLK_QC_T_NONE ||
@@ -883,7 +932,7 @@ bool kmsgr_bdev_poll(struct kmsgr_instance *inst)
 
 	kmsgr_fault(KMSGR_FAULT_BDEV_POLL, false);
 	for (i = 0; i < n; i++) {
-		bio_poll(p[i].bio, NULL, BLK_POLL_ONESHOT | BLK_POLL_NOSLEEP);
+		kmsgr_bio_poll(p[i].bio);
 		bio_put(p[i].bio);
 		kmsgr_bdev_h_put(p[i].h);
 	}
@@ -956,8 +1005,7 @@ int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
 	info->in_flight = min_t(u64, ops - min(ops, done), U32_MAX);
 	info->read_ops = atomic64_read(&h->read_ops);
 	info->write_ops = atomic64_read(&h->write_ops);
-	/* the three move apart while ops go out: never below 0 */
-	info->flush_ops = ops - min(ops, info->read_ops + info->write_ops);
+	info->flush_ops = atomic64_read(&h->flush_ops);
 	info->read_bytes = atomic64_read(&h->read_bytes);
 	info->write_bytes = atomic64_read(&h->write_bytes);
 	kmsgr_bdev_h_put(h);

@@ -15,7 +15,8 @@
  *                            wall time and under a quarter of that in
  *                            CPU time of its thread (it sleeps; it used
  *                            to spin)
- *  dm_polled_ops_one_pass    a dm linear device over a polled null_blk
+ *  dm_polled_ops_one_pass    a dm device of two linear targets (one READ
+ *                            crosses their seam) over a polled null_blk
  *                            (queue/io_poll 1): 8 polled 4 KiB READs
  *                            submitted by an ENTER with GETEVENTS and
  *                            min_complete 0 (one poll pass), then such
@@ -100,6 +101,7 @@
 /* dm_polled_ops_one_pass */
 #define DM_READS	8
 #define DM_SPAN		(64 * KIB)	/* written first, then read */
+#define DM_SEAM		66		/* sector: the READ at 32 KiB crosses */
 #define DM_MAX_ENTERS	3
 #define DM_GIVE_UP_MS	2000
 
@@ -422,21 +424,24 @@ static void bg_join(FIXTURE_DATA(nullb) *self)
 }
 
 /*
- * DM_NAME, linear over the whole of @self->nb (a stale one removed
- * first), with polling (queue/io_poll 1): its disk (dm-N) in @self->dm.
+ * DM_NAME over the whole of @self->nb (a stale one removed first) as two
+ * linear targets meeting at DM_SEAM, so that a READ across it is split by
+ * device mapper into two clones, both polled (queue/io_poll 1): its disk
+ * (dm-N) in @self->dm.
  */
 static void dm_create(struct __test_metadata *_metadata,
 		      FIXTURE_DATA(nullb) *self)
 {
-	char cmd[192], poll[16];
+	char cmd[256], poll[16];
 	int ret;
 
 	run_cmd("modprobe dm_mod 2>/dev/null");
 	run_cmd("dmsetup remove --retry " DM_NAME " >/dev/null 2>&1");
 	snprintf(cmd, sizeof(cmd),
-		 "dmsetup create --noudevsync " DM_NAME
-		 " --table '0 %u linear %s 0' >&2", NB_SIZE_MIB * 2048,
-		 self->nb.dev);
+		 "printf '0 %u linear %s 0\\n%u %u linear %s %u\\n' | "
+		 "dmsetup create --noudevsync " DM_NAME " >&2",
+		 DM_SEAM, self->nb.dev, DM_SEAM, NB_SIZE_MIB * 2048 - DM_SEAM,
+		 self->nb.dev, DM_SEAM);
 	ret = run_cmd(cmd);
 	ASSERT_EQ(0, ret) TH_LOG("%s: exit status %d", cmd, ret);
 	self->dm_made = true;
