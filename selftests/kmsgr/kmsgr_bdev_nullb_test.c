@@ -438,8 +438,8 @@ static void dm_create(struct __test_metadata *_metadata,
 	run_cmd("modprobe dm_mod 2>/dev/null");
 	run_cmd("dmsetup remove --retry " DM_NAME " >/dev/null 2>&1");
 	snprintf(cmd, sizeof(cmd),
-		 "printf '0 %u linear %s 0\\n%u %u linear %s %u\\n' | "
-		 "dmsetup create --noudevsync " DM_NAME " >&2",
+		 "printf '0 %u linear %s 0\\n%u %u linear %s %u\\n' | dmsetup create --noudevsync "
+		 DM_NAME " >&2",
 		 DM_SEAM, self->nb.dev, DM_SEAM, NB_SIZE_MIB * 2048 - DM_SEAM,
 		 self->nb.dev, DM_SEAM);
 	ret = run_cmd(cmd);
