@@ -411,6 +411,29 @@ static bool kmsgr_cq_sleep(u64 timeout_ns, ktime_t *end,
 }
 
 /*
+ * How long a waiter spins for polled block I/O after the last CQE it saw
+ * posted.  Polled ops that make no progress for that long are not
+ * completing (a suspended device-mapper table, an NVMe controller in
+ * error recovery): the waiter sleeps then, while the instance's poll work
+ * keeps polling every tick, and a CQE that work posts wakes it.
+ */
+#define KMSGR_POLL_SPIN_MS	20
+
+/* Whether the waiter that saw CQ tail *@tail still spins (jiffies *@until). */
+static bool kmsgr_cq_spin_on(struct kmsgr_instance *inst, u32 *tail,
+			     unsigned long *until)
+{
+	u32 t = READ_ONCE(inst->cq_tail);
+
+	if (!*until || t != *tail) {
+		*tail = t;
+		*until = jiffies + 1 + msecs_to_jiffies(KMSGR_POLL_SPIN_MS);
+		return true;
+	}
+	return time_before(jiffies, *until);
+}
+
+/*
  * Spin instead of sleeping (polled block I/O is out): false once
  * @timeout_ns after the first call have passed.
  */
@@ -474,7 +497,9 @@ static bool kmsgr_cq_run_expired(u64 timeout_ns, unsigned long *run_j,
  * can be reserved (SQEs were left for want of them: 2 for a linked
  * pair); 0, -ETIME or -EINTR.
  * While polled block I/O is out (KMSGR_BDEV_F_POLL) it polls the devices
- * and spins rather than sleeps: nothing else would complete that I/O.
+ * and spins rather than sleeps, as long as CQEs keep coming
+ * (KMSGR_POLL_SPIN_MS): the poll work would complete that I/O only at
+ * the next tick.
  * With @busy_ns it spins that long first, its time taken from @timeout_ns;
  * a runner spinning is still a registered runner, so the sessions kicked
  * meanwhile are queued for it and it runs them at its next look.
@@ -489,7 +514,8 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		.room = room,
 	};
 	bool expired = false, busy_all = false, runner, spin;
-	unsigned long end_j = 0, run_j = 0;
+	unsigned long end_j = 0, run_j = 0, spin_j = 0;
+	u32 spin_tail = 0;
 	u64 run_t0 = 0;
 	/* a runner's bound: the whole timeout, from its first run */
 	u64 busy_end = 0, run_ns = timeout_ns;
@@ -573,7 +599,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 				expired = true;
 			continue;
 		}
-		if (spin) {
+		if (spin && kmsgr_cq_spin_on(inst, &spin_tail, &spin_j)) {
 			__set_current_state(TASK_RUNNING);
 			if (!kmsgr_cq_spin(timeout_ns, &end))
 				expired = true;
@@ -615,7 +641,8 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
  * with KMSGR_SQE_F_SKIP_SUCCESS succeeded): then it returns what it
  * consumed, and the caller submits again.  GETEVENTS also polls the
  * instance's polled block I/O (KMSGR_BDEV_F_POLL), once with min_complete
- * 0, and spins while waiting for it.  Also call it (to_submit 0) after
+ * 0, and spins while waiting for it (while CQEs keep coming).  Also call
+ * it (to_submit 0) after
  * consuming CQEs while the CQ ring has KMSGR_RING_F_CQ_PAUSED set; poll()
  * does the same.
  *

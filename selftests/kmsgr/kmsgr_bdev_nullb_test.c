@@ -25,6 +25,13 @@
  *                            the bytes written before, in 3 ENTERs or
  *                            fewer (every dm bio has the same cookie: a
  *                            pass that polled one bio per cookie took 8)
+ *  suspended_dm_polled_op_sleeps
+ *                            the same dm device suspended (device mapper
+ *                            holds a bio until the resume): an ENTER
+ *                            waiting 1 s for a polled READ there uses
+ *                            under a quarter of that in CPU (it stops
+ *                            spinning 20 ms after the last CQE), and the
+ *                            READ completes with 0 after the resume
  *  stale_cookie_after_queue_shrink
  *                            (KMSGR_FAULT=y) null_blk with 2 submit queues
  *                            and a poll queue (hardware context 2),
@@ -102,6 +109,9 @@
 #define DM_READS	8
 #define DM_SPAN		(64 * KIB)	/* written first, then read */
 #define DM_SEAM		66		/* sector: the READ at 32 KiB crosses */
+
+/* suspended_dm_polled_op_sleeps */
+#define SUSPEND_MS	1000		/* the device is suspended that long */
 #define DM_MAX_ENTERS	3
 #define DM_GIVE_UP_MS	2000
 
@@ -359,6 +369,7 @@ FIXTURE(nullb) {
 	struct nullb nb;
 	char dm[32];		/* the dm disk (dm-N), "" when none */
 	bool dm_made;		/* DM_NAME was created */
+	bool dm_suspended;	/* ... and is suspended */
 	int dfd;		/* a device, O_RDWR | O_DIRECT */
 	uint8_t *bounce;	/* BOUNCE bytes, page-aligned */
 	uint64_t rng;
@@ -388,6 +399,9 @@ FIXTURE_TEARDOWN(nullb)
 	int ret;
 
 	kmsgr_faults_off();
+	/* first: a READ held by the suspended device holds the ENTER */
+	if (self->dm_suspended)
+		run_cmd("dmsetup resume --noudevsync " DM_NAME " >&2");
 	if (self->bg_live)
 		pthread_join(self->bg_thread, NULL);
 	if (self->dfd >= 0)
@@ -655,6 +669,59 @@ TEST_F_TIMEOUT(nullb, dm_polled_ops_one_pass, 60)
 				       n, n * 8);
 	}
 	free(pattern);
+}
+
+/*
+ * A polled op that makes no progress (its device-mapper device is
+ * suspended: device mapper holds the bio until the resume) must not keep
+ * the ENTER waiting for it spinning: it stops after KMSGR_POLL_SPIN_MS
+ * without a CQE, sleeps, and the poll work completes the op after the
+ * resume.
+ */
+TEST_F_TIMEOUT(nullb, suspended_dm_polled_op_sleeps, 60)
+{
+	static const char *const cfg[] = {
+		"poll_queues=1", "irqmode=0", NULL
+	};
+	struct kmsgr_bdev b;
+	unsigned int n;
+	char path[48];
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (run_cmd("command -v dmsetup >/dev/null 2>&1"))
+		SKIP(return, "dmsetup is not installed (tools/deps installs it)");
+	nullb_create(_metadata, &self->nb, cfg);
+	dm_create(_metadata, self);
+	snprintf(path, sizeof(path), "/dev/%s", self->dm);
+	attach(_metadata, self, path, KMSGR_BDEV_F_POLL, &b);
+
+	ret = run_cmd("dmsetup suspend --noudevsync " DM_NAME " >&2");
+	ASSERT_EQ(0, ret) TH_LOG("dmsetup suspend: exit status %d", ret);
+	self->dm_suspended = true;
+	queue_read(_metadata, self, b.id, 0, 0, 4 * KIB, 0);
+	bg_start(_metadata, self, 1, 2 * OP_MS);
+	usleep(SUSPEND_MS * 1000);
+	EXPECT_EQ(0, __atomic_load_n(&self->bg.done, __ATOMIC_ACQUIRE))
+		TH_LOG("the ENTER returned while the device was suspended");
+	ret = run_cmd("dmsetup resume --noudevsync " DM_NAME " >&2");
+	ASSERT_EQ(0, ret) TH_LOG("dmsetup resume: exit status %d", ret);
+	self->dm_suspended = false;
+	bg_join(self);
+
+	TH_LOG("a polled READ on %s, suspended for %u ms: the ENTER took %llu us, %llu us of its thread's CPU",
+	       self->dm, SUSPEND_MS, (unsigned long long)self->bg.wall_us,
+	       (unsigned long long)self->bg.cpu_us);
+	EXPECT_EQ(1, self->bg.ret) TH_LOG("ENTER: %d", self->bg.ret);
+	ret = read_cqe(_metadata, self, OP_MS, &n, "the READ after the resume");
+	EXPECT_EQ(0, ret) TH_LOG("READ: %s", ret == NO_CQE ? "no CQE" :
+				 strerror(-ret));
+	EXPECT_LE(SUSPEND_MS * 1000ULL * 9 / 10, self->bg.wall_us);
+	EXPECT_GT(self->bg.wall_us / 4, self->bg.cpu_us)
+		TH_LOG("the ENTER spun: %llu us of CPU in %llu us, expected under a quarter",
+		       (unsigned long long)self->bg.cpu_us,
+		       (unsigned long long)self->bg.wall_us);
 }
 
 /*

@@ -417,10 +417,11 @@ struct kmsgr_close {
  * without a CQE (KMSGR_SQE_F_SKIP_SUCCESS): it returns then, and the
  * caller submits again.  While ops on a polled block device
  * (KMSGR_BDEV_F_POLL) are out, it polls the device and spins instead of
- * sleeping; with min_complete 0 it polls once.  Returns the number of
- * SQEs consumed, or -1 with errno; a signal during the wait gives EINTR
- * even when SQEs were consumed (@submitted tells how many, as does the
- * SQ head).
+ * sleeping, until 20 ms pass without a CQE (then it sleeps, and a kernel
+ * worker polls every tick); with min_complete 0 it polls once.  Returns
+ * the number of SQEs consumed, or -1 with errno; a signal during the wait
+ * gives EINTR even when SQEs were consumed (@submitted tells how many, as
+ * does the SQ head).
  *
  * With @busy_poll_us (KMSGR_FEAT_BUSY_POLL) the wait spins for up to that
  * long before it sleeps: it watches the CQ and, waiting for one CQE, runs
@@ -722,11 +723,11 @@ struct kmsgr_cqe {
  * go to its poll queues (REQ_POLLED; NVMe: the nvme.poll_queues module
  * parameter), with no interrupt: an ENTER with KMSGR_ENTER_F_GETEVENTS
  * reaps them by polling the device while it waits (it spins instead of
- * sleeping while polled ops are in flight), and completes an op's linked
- * SEND in its own context.  When no ENTER waits, a kernel worker polls
- * them every tick, so an op never waits for the device's timeout.  FLUSH,
- * PREFLUSH, FUA where the device does not do it itself (no
- * KMSGR_BDEV_A_FUA), and an op the block layer has to split still
+ * sleeping while polled ops are in flight and complete), and completes an
+ * op's linked SEND in its own context.  When no ENTER waits, a kernel
+ * worker polls them every tick, so an op never waits for the device's
+ * timeout.  FLUSH, PREFLUSH, FUA where the device does not do it itself
+ * (no KMSGR_BDEV_A_FUA), and an op the block layer has to split still
  * complete by interrupt.  EOPNOTSUPP: the device has no poll queues.
  */
 struct kmsgr_bdev {
