@@ -438,17 +438,22 @@ static void bg_join(FIXTURE_DATA(nullb) *self)
 }
 
 /*
- * DM_NAME over the whole of @self->nb (a stale one removed first) as two
- * linear targets meeting at DM_SEAM, so that a READ across it is split by
- * device mapper into two clones, both polled (queue/io_poll 1): its disk
- * (dm-N) in @self->dm.
+ * A polled null_blk in @self->nb, and DM_NAME over the whole of it (a
+ * stale one removed first) as two linear targets meeting at DM_SEAM, so
+ * that a READ across it is split by device mapper into two clones, both
+ * polled (queue/io_poll 1): its disk (dm-N) in @self->dm, its node in
+ * @path.
  */
 static void dm_create(struct __test_metadata *_metadata,
-		      FIXTURE_DATA(nullb) *self)
+		      FIXTURE_DATA(nullb) *self, char *path, size_t len)
 {
+	static const char *const cfg[] = {
+		"poll_queues=1", "irqmode=0", NULL
+	};
 	char cmd[256], poll[16];
 	int ret;
 
+	nullb_create(_metadata, &self->nb, cfg);
 	run_cmd("modprobe dm_mod 2>/dev/null");
 	run_cmd("dmsetup remove --retry " DM_NAME " >/dev/null 2>&1");
 	snprintf(cmd, sizeof(cmd),
@@ -465,6 +470,17 @@ static void dm_create(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, strcmp(poll, "1"))
 		TH_LOG("%s (" DM_NAME " over %s): queue/io_poll is %s, not 1",
 		       self->dm, self->nb.dev, poll);
+	snprintf(path, len, "/dev/%s", self->dm);
+}
+
+/* Why the dm tests cannot run here, or NULL. */
+static const char *dm_missing(FIXTURE_DATA(nullb) *self)
+{
+	if (self->why)
+		return self->why;
+	if (run_cmd("command -v dmsetup >/dev/null 2>&1"))
+		return "dmsetup is not installed (tools/deps installs it)";
+	return NULL;
 }
 
 /* Attach @path O_RDWR with @flags; F_POLL must be granted. */
@@ -600,9 +616,6 @@ TEST_F_TIMEOUT(nullb, split_polled_op_sleeps, 60)
  */
 TEST_F_TIMEOUT(nullb, dm_polled_ops_one_pass, 60)
 {
-	static const char *const cfg[] = {
-		"poll_queues=1", "irqmode=0", NULL
-	};
 	unsigned int i, n, enters, ready, seen = 0;
 	uint8_t *pattern = NULL;
 	struct enter_call c;
@@ -611,15 +624,11 @@ TEST_F_TIMEOUT(nullb, dm_polled_ops_one_pass, 60)
 	uint64_t t0;
 	int ret;
 
-	if (self->why)
-		SKIP(return, "%s", self->why);
-	if (run_cmd("command -v dmsetup >/dev/null 2>&1"))
-		SKIP(return, "dmsetup is not installed (tools/deps installs it)");
-	nullb_create(_metadata, &self->nb, cfg);
-	dm_create(_metadata, self);
+	if (dm_missing(self))
+		SKIP(return, "%s", dm_missing(self));
+	dm_create(_metadata, self, path, sizeof(path));
 
 	/* a pattern, written with O_DIRECT */
-	snprintf(path, sizeof(path), "/dev/%s", self->dm);
 	self->dfd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	ASSERT_LE(0, self->dfd) TH_LOG("open %s: %s", path, strerror(errno));
 	pattern = malloc(DM_SPAN);
@@ -680,21 +689,14 @@ TEST_F_TIMEOUT(nullb, dm_polled_ops_one_pass, 60)
  */
 TEST_F_TIMEOUT(nullb, suspended_dm_polled_op_sleeps, 60)
 {
-	static const char *const cfg[] = {
-		"poll_queues=1", "irqmode=0", NULL
-	};
 	struct kmsgr_bdev b;
 	unsigned int n;
 	char path[48];
 	int ret;
 
-	if (self->why)
-		SKIP(return, "%s", self->why);
-	if (run_cmd("command -v dmsetup >/dev/null 2>&1"))
-		SKIP(return, "dmsetup is not installed (tools/deps installs it)");
-	nullb_create(_metadata, &self->nb, cfg);
-	dm_create(_metadata, self);
-	snprintf(path, sizeof(path), "/dev/%s", self->dm);
+	if (dm_missing(self))
+		SKIP(return, "%s", dm_missing(self));
+	dm_create(_metadata, self, path, sizeof(path));
 	attach(_metadata, self, path, KMSGR_BDEV_F_POLL, &b);
 
 	ret = run_cmd("dmsetup suspend --noudevsync " DM_NAME " >&2");
