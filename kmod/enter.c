@@ -642,9 +642,8 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
  * consumed, and the caller submits again.  GETEVENTS also polls the
  * instance's polled block I/O (KMSGR_BDEV_F_POLL), once with min_complete
  * 0, and spins while waiting for it (while CQEs keep coming).  Also call
- * it (to_submit 0) after
- * consuming CQEs while the CQ ring has KMSGR_RING_F_CQ_PAUSED set; poll()
- * does the same.
+ * it (to_submit 0) after consuming CQEs while the CQ ring has
+ * KMSGR_RING_F_CQ_PAUSED set; poll() does the same.
  *
  * Return: the number of SQEs consumed, also written to submitted; if none
  * was: 0; -EBUSY (without GETEVENTS) when SQEs were waiting but the CQ had
