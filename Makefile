@@ -320,7 +320,8 @@ vm-build: ksrc
 		{ cat $(RESULTS)/build.log; \
 		  echo "not ok 1 build kmsgr (see above)" >$(RESULTS)/build.tap; \
 		  exit 1; }
-	@$(MAKE) --no-print-directory -C selftests/kmsgr
+	@# two programs at a time: about 20 s less on 2 cores
+	@$(MAKE) -j2 --no-print-directory -C selftests/kmsgr
 	@tools/check-layers >$(RESULTS)/layers.tap || true
 	@# the fio engine fetches fio's Debian source package once (tools/fio);
 	@# without it, blk_test.sh's fio checks fail, the rest runs

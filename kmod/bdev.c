@@ -356,7 +356,7 @@ static void kmsgr_bio_op_cqe(struct kmsgr_bio_op *op)
 	if (op->error)
 		atomic64_inc(&op->h->errors);
 	if (op->skip_success && !op->error)
-		kmsgr_cq_unreserve(op->inst);
+		kmsgr_sess_unreserve(op->inst);
 	else
 		kmsgr_cq_post(op->inst, &op->cqe, KMSGR_CQ_RESERVED);
 }

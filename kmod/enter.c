@@ -169,7 +169,7 @@ static void kmsgr_sqe_exec(struct kmsgr_instance *inst,
 		if (ret)
 			kmsgr_sqe_complete(inst, sqe, KMSGR_CQE_OP, ret);
 		else
-			kmsgr_cq_unreserve(inst);	/* silent success */
+			kmsgr_sess_unreserve(inst);	/* silent success */
 		break;
 	case KMSGR_OP_SEND:
 		/* On success the session posts the SEND CQE later. */
@@ -271,6 +271,7 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 {
 	u32 tail, avail, n, done = 0, batch = 0;
 	struct kmsgr_sqe sqe, next;
+	const struct kmsgr_sqe *last;
 	bool cancel, link, linked;
 
 	lockdep_assert_held(&inst->submit_lock);
@@ -296,7 +297,7 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 		/* a CQ of under 4 entries never has 2 slots to reserve */
 		linked = link && done + 1 < max && inst->cq_entries >= 4;
 		if (linked && !kmsgr_cq_reserve(inst)) {
-			kmsgr_cq_unreserve(inst);
+			kmsgr_sess_unreserve(inst);
 			*need = 2;
 			break;
 		}
@@ -311,10 +312,16 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 		inst->stats.sqes += n;
 		/*
 		 * A LINK refused for want of its SEND here (@max ended, or
-		 * too small a CQ): the SQE after it, in this ENTER or a later
-		 * one, must not go out as an ordinary SEND.
+		 * too small a CQ), or on a BDEV op that fails whole (one
+		 * cancelled, or taken as a pair's second): the SQE after it,
+		 * in this ENTER or a later one, must not go out as an
+		 * ordinary SEND.
 		 */
-		inst->sq_cancel_next = link && !linked;
+		last = linked ? &next : &sqe;
+		inst->sq_cancel_next = (link && !linked) ||
+				       ((cancel || linked) &&
+					kmsgr_sqe_is_bdev(last) &&
+					last->flags & KMSGR_SQE_F_LINK);
 		if (cancel)
 			kmsgr_sqe_complete(inst, &sqe, kmsgr_sqe_kind(&sqe),
 					   -ECANCELED);
@@ -367,8 +374,14 @@ static int kmsgr_cq_wake_fn(struct wait_queue_entry *wqe, unsigned int mode,
 		if (!w->room)
 			return 0;
 		WRITE_ONCE(w->woken_for_room, true);
-	} else if (READ_ONCE(inst->cq_tail) - READ_ONCE(inst->cq_head) <
+	} else if (!w->room &&
+		   READ_ONCE(inst->cq_tail) - READ_ONCE(inst->cq_head) <
 		   w->want) {
+		/*
+		 * A waiter for room looks at every post: the completion of
+		 * an SQE it consumed frees a reserved slot, and it may be
+		 * the room it waits for (it slept on until a signal).
+		 */
 		return 0;
 	}
 	return autoremove_wake_function(wqe, mode, sync, key);
@@ -384,6 +397,13 @@ static int kmsgr_cq_wake_fn(struct wait_queue_entry *wqe, unsigned int mode,
  * local APIC.  Shorter ones keep an hrtimer.
  */
 #define KMSGR_WAIT_COARSE_MS	20
+
+/*
+ * The longest wait, 100 years: the clock's end time (ns, signed 64 bits)
+ * cannot overflow, where U64_MAX ("for ever") wrapped to an end already
+ * passed and the wait ended at once.
+ */
+#define KMSGR_WAIT_MAX_NS	(100ULL * 365 * 24 * 3600 * NSEC_PER_SEC)
 
 static bool kmsgr_cq_sleep(u64 timeout_ns, ktime_t *end,
 			   unsigned long *end_j)
@@ -695,7 +715,8 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 	 * completions end it).
 	 */
 	if (e.flags & KMSGR_ENTER_F_GETEVENTS && e.min_complete)
-		ret = kmsgr_cq_wait(inst, e.min_complete, e.timeout_ns,
+		ret = kmsgr_cq_wait(inst, e.min_complete,
+				    min(e.timeout_ns, KMSGR_WAIT_MAX_NS),
 				    (u64)e.busy_poll_us * NSEC_PER_USEC,
 				    done < e.to_submit ? need : 0, runner);
 	else if (!done && need)

@@ -162,6 +162,10 @@ enum kmsgr_fault_point {
 	KMSGR_FAULT_BDEV_ATTACHED,	/* ATTACH_BDEV linked its handle,
 					 * before it tells the caller
 					 */
+	KMSGR_FAULT_ACCEPT_FAIL,	/* not a delay: a listener's accept
+					 * fails with -ENOMEM (as when its
+					 * memcg is at its limit)
+					 */
 };
 
 #ifdef KMSGR_FAULT
@@ -344,7 +348,7 @@ bool kmsgr_cq_reserve(struct kmsgr_instance *inst);
 /* Whether @n calls of kmsgr_cq_reserve() could succeed now. */
 bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst, u32 n);
 /* A consumed SQE completes without a CQE: give its reserved slot back. */
-void kmsgr_cq_unreserve(struct kmsgr_instance *inst);
+bool kmsgr_cq_unreserve(struct kmsgr_instance *inst);
 /* Post a session event; queued on the overflow list if the CQ is full. */
 void kmsgr_cq_post_event(struct kmsgr_instance *inst,
 			 const struct kmsgr_cqe *cqe);
@@ -448,6 +452,8 @@ bool kmsgr_sess_rx_run(struct kmsgr_instance *inst);
 void kmsgr_sess_rx_wait_end(struct kmsgr_instance *inst);
 /* CQ or pool room appeared: restart sessions paused by backpressure. */
 void kmsgr_sess_resume(struct kmsgr_instance *inst);
+/* Give back a CQ slot reserved for an SQE's completion, resuming delivery. */
+void kmsgr_sess_unreserve(struct kmsgr_instance *inst);
 
 /*
  * open(): initialise the session.c fields (objs, counters), give @inst its

@@ -31,6 +31,12 @@
 
 /* connections taken per run of the accept work */
 #define KMSGR_LISTENER_ACCEPT_BUDGET	16
+/*
+ * After an accept that failed (memory), the listener tries again this much
+ * later: the connections already queued would otherwise wait for the next
+ * one to arrive, and with a full accept queue no new one arrives at all.
+ */
+#define KMSGR_LISTENER_RETRY	(HZ / 10)
 
 /* The secret of @k from the caller's logon key "kmsgr:TYPE.ID". */
 static int kmsgr_listener_logon_key(struct msgr2_cephx_entity *e,
@@ -85,7 +91,8 @@ static int kmsgr_listener_copy_keys(struct kmsgr_listener *l,
 
 static void kmsgr_listener_accept(struct work_struct *work)
 {
-	struct kmsgr_listener *l = container_of(work, struct kmsgr_listener,
+	struct kmsgr_listener *l = container_of(to_delayed_work(work),
+						struct kmsgr_listener,
 						accept_work);
 	struct mem_cgroup *old_memcg;
 	struct kmsgr_xprt *x;
@@ -96,19 +103,24 @@ static void kmsgr_listener_accept(struct work_struct *work)
 	for (i = 0; i < KMSGR_LISTENER_ACCEPT_BUDGET; i++) {
 		if (READ_ONCE(l->closing))
 			goto out;
-		ret = l->xprt->ops->accept(l->xprt, &x);
+		if (kmsgr_fault_set(KMSGR_FAULT_ACCEPT_FAIL))
+			ret = -ENOMEM;
+		else
+			ret = l->xprt->ops->accept(l->xprt, &x);
 		if (ret == -EAGAIN)
 			goto out;
 		if (ret) {
-			kmsgr_inst_warn_ratelimited(l->obj.inst, "listener %u: accept failed: %d\n",
+			kmsgr_inst_warn_ratelimited(l->obj.inst, "listener %u: accept failed: %d; trying again\n",
 						    l->obj.id, ret);
+			queue_delayed_work(kmsgr_wq, &l->accept_work,
+					   KMSGR_LISTENER_RETRY);
 			goto out;
 		}
 		ret = kmsgr_sess_accept(l, x);
 		if (ret)	/* reported by kmsgr_sess_accept() */
 			x->ops->close(x);
 	}
-	queue_work(kmsgr_wq, &l->accept_work);	/* more may wait */
+	queue_delayed_work(kmsgr_wq, &l->accept_work, 0);	/* more may wait */
 out:
 	set_active_memcg(old_memcg);
 }
@@ -117,7 +129,8 @@ static void kmsgr_listener_kick(void *priv, unsigned int why)
 {
 	struct kmsgr_listener *l = priv;
 
-	queue_work(kmsgr_wq, &l->accept_work);
+	/* a retry waiting for its time is run now: a connection came */
+	mod_delayed_work(kmsgr_wq, &l->accept_work, 0);
 }
 
 /*
@@ -132,10 +145,10 @@ void kmsgr_listener_teardown(struct kmsgr_listener *l)
 	spin_lock(&l->lock);
 	l->closing = true;		/* no embryo is linked or announced */
 	spin_unlock(&l->lock);
-	cancel_work_sync(&l->accept_work);
+	cancel_delayed_work_sync(&l->accept_work);
 	if (l->xprt)
 		l->xprt->ops->close(l->xprt);	/* no kick after this */
-	cancel_work_sync(&l->accept_work);
+	cancel_delayed_work_sync(&l->accept_work);
 
 	spin_lock(&l->lock);
 	list_for_each_entry_safe(s, tmp, &l->embryos, embryo) {
@@ -207,7 +220,7 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	l->my_type = la.my_type ? la.my_type : MSGR2_ENTITY_CLIENT;
 	spin_lock_init(&l->lock);
 	INIT_LIST_HEAD(&l->embryos);
-	INIT_WORK(&l->accept_work, kmsgr_listener_accept);
+	INIT_DELAYED_WORK(&l->accept_work, kmsgr_listener_accept);
 	/* released with the listener (kmsgr_obj_release()) */
 	l->xtype = kmsgr_xprt_get(la.transport);
 	if (!l->xtype) {

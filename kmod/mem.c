@@ -558,23 +558,29 @@ static void kmsgr_cq_wake_if(struct kmsgr_instance *inst, u32 tail)
  * the caller restarts the sessions (kmsgr_sess_resume()).  Returns the
  * number of CQEs ready for the application.
  */
+/* End a pause of delivery if room has appeared; true if it ended. */
+static bool kmsgr_cq_unpause(struct kmsgr_instance *inst)
+	__must_hold(&inst->cq_lock)
+{
+	if (!inst->cq_paused || !list_empty(&inst->cq_overflow) ||
+	    !kmsgr_cq_free(inst))
+		return false;
+	inst->cq_paused = false;
+	WRITE_ONCE(inst->cq->flags, 0);
+	trace_kmsgr_cq_resume(inst);
+	return true;
+}
+
 u32 kmsgr_cq_refresh(struct kmsgr_instance *inst, bool *resume)
 {
 	unsigned long flags;
 	bool moved;
 	u32 ready;
 
-	*resume = false;
 	spin_lock_irqsave(&inst->cq_lock, flags);
 	kmsgr_cq_sync_head(inst);
 	moved = kmsgr_cq_flush(inst);
-	if (inst->cq_paused && list_empty(&inst->cq_overflow) &&
-	    kmsgr_cq_free(inst)) {
-		inst->cq_paused = false;
-		WRITE_ONCE(inst->cq->flags, 0);
-		*resume = true;
-		trace_kmsgr_cq_resume(inst);
-	}
+	*resume = kmsgr_cq_unpause(inst);
 	ready = inst->cq_tail - inst->cq_head;
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
 
@@ -657,17 +663,32 @@ void kmsgr_cq_wake_runners(struct kmsgr_instance *inst)
 		__wake_up(&inst->cq_wait, TASK_NORMAL, 0, KMSGR_WAKE_RUN);
 }
 
-/* Give back a reservation that no completion will use. */
-void kmsgr_cq_unreserve(struct kmsgr_instance *inst)
+/*
+ * Give back a reservation that no completion will use.  The slot is room:
+ * events waiting on the overflow list move in (their waiters are woken),
+ * and a pause of delivery may end; then it returns true, and the caller
+ * restarts the sessions (kmsgr_sess_unreserve() does both).  Without
+ * that, a waiter for those events or for held messages slept on, with
+ * the room there.
+ */
+bool kmsgr_cq_unreserve(struct kmsgr_instance *inst)
 {
 	unsigned long flags;
+	bool resume;
+	u32 tail;
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
+	tail = inst->cq_tail;
 	if (!WARN_ON_ONCE(!inst->cq_reserved))
 		inst->cq_reserved--;
+	kmsgr_cq_sync_head(inst);
+	kmsgr_cq_flush(inst);
+	resume = kmsgr_cq_unpause(inst);
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	kmsgr_cq_wake_if(inst, tail);
 	if (wq_has_sleeper(&inst->cq_wait))
 		__wake_up(&inst->cq_wait, TASK_NORMAL, 0, KMSGR_WAKE_ROOM);
+	return resume;
 }
 
 static void kmsgr_pool_hand_out(struct kmsgr_instance *inst,
@@ -719,7 +740,11 @@ int kmsgr_cq_post(struct kmsgr_instance *inst, const struct kmsgr_cqe *cqe,
 		kmsgr_pool_hand_out(inst, cqe);
 out_unlock:
 	spin_unlock_irqrestore(&inst->cq_lock, irqflags);
-	if (!(flags & KMSGR_CQ_QUIET))
+	/*
+	 * A quiet caller wakes after its batch, for what it posted; events
+	 * moved in by a post that then failed are woken for here.
+	 */
+	if (!(flags & KMSGR_CQ_QUIET) || ret)
 		kmsgr_cq_wake_if(inst, tail);
 	return ret;
 }

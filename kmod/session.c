@@ -357,7 +357,7 @@ static void kmsgr_sess_tx_complete(struct kmsgr_sess *s, struct msgr2_msg *m,
 	trace_kmsgr_msg_send_done(s, m, status);
 	/* no_cq: the instance is going away */
 	if (!s->no_cq && !status && tx->skip_success)
-		kmsgr_cq_unreserve(s->obj.inst);
+		kmsgr_sess_unreserve(s->obj.inst);
 	else if (!s->no_cq)
 		kmsgr_sess_post(s, &cqe, KMSGR_CQ_RESERVED);
 	kmem_cache_free(kmsgr_tx_cache, tx);
@@ -459,6 +459,17 @@ static bool kmsgr_sess_flush_held(struct kmsgr_sess *s)
 	s->rx_held = false;
 	kmsgr_sess_set_paused(s, false);
 	return true;
+}
+
+/*
+ * @s lost its connection: a pause for that connection's message (no CQ or
+ * pool room for it) ends with it; held and spilled messages still wait.
+ * Left set, the next connection's silence was never timed
+ * (keepalive_timeout) and a stall was reported for it.
+ */
+static void kmsgr_sess_conn_unpause(struct kmsgr_sess *s)
+{
+	kmsgr_sess_set_paused(s, s->rx_held || !list_empty(&s->spill));
 }
 
 /* ---- engine callbacks (all under the owner's lock) ----------------------- */
@@ -1226,6 +1237,7 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 	s->conn = NULL;
 	if (kc)
 		kmsgr_conn_free(kc);
+	kmsgr_sess_conn_unpause(s);
 	if (s->state == KMSGR_SESS_CLOSED || s->state == KMSGR_SESS_DEAD)
 		return;
 	s->last_error = res;
@@ -1382,6 +1394,7 @@ static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
 	x->conn = NULL;
 	if (old)
 		kmsgr_conn_free(old);	/* the stale connection */
+	kmsgr_sess_conn_unpause(x);
 	kc->adopt = NULL;
 	WRITE_ONCE(kc->sess, x);
 	x->conn = kc;
@@ -2367,7 +2380,9 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		ret = -EPIPE;
 		goto out_free;
 	}
-	if (s->cfg.tx_scratch_len && total > KMSGR_SECURE_MSG_MAX) {
+	/* sealed in the scratch buffer: a session that may be secure */
+	if (s->cfg.tx_scratch_len && total > KMSGR_SECURE_MSG_MAX &&
+	    READ_ONCE(s->con_mode) != MSGR2_MODE_CRC) {
 		ret = -EMSGSIZE;
 		goto out_free;
 	}
@@ -2404,6 +2419,13 @@ void kmsgr_sess_resume(struct kmsgr_instance *inst)
 			queue_work(kmsgr_wq, &s->work);
 	}
 	rcu_read_unlock();
+}
+
+/* Give back a CQ reservation (kmsgr_cq_unreserve()), resuming delivery. */
+void kmsgr_sess_unreserve(struct kmsgr_instance *inst)
+{
+	if (kmsgr_cq_unreserve(inst))
+		kmsgr_sess_resume(inst);
 }
 
 /* ---- what netlink sees --------------------------------------------------- */

@@ -142,7 +142,7 @@ struct kmsgr_listener {
 	u64 accepted;			/* sessions announced (lock) */
 	u64 refused;			/* connections refused (lock) */
 	struct sockaddr_storage bound;	/* local address (lock) */
-	struct work_struct accept_work;
+	struct delayed_work accept_work;
 };
 
 struct kmsgr_sess {

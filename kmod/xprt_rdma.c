@@ -613,6 +613,7 @@ static void kmsgr_rdma_fail(struct kmsgr_rdma_conn *c, int err)
 		c->err = err;
 	kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_STATE | KMSGR_XPRT_KICK_RX |
 			   KMSGR_XPRT_KICK_TX);
+	wake_up(&c->wq);	/* close() lingers no longer */
 }
 
 static int kmsgr_rdma_post_recv(struct kmsgr_rdma_conn *c,
@@ -804,10 +805,23 @@ static void kmsgr_rdma_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 					       struct kmsgr_rdma_mr, inv_cqe);
 
 	spin_lock_bh(&c->lock);
+	if (wc->status == IB_WC_WR_FLUSH_ERR) {
+		/*
+		 * Flushed: the QP is in error (the peer disconnected after
+		 * its DONE, or the connection failed), and a QP in error
+		 * serves no READ: the memory is ours again, as after the
+		 * invalidation.  The MR stays busy, mapped: teardown unmaps
+		 * it.  Left offered, a clean close after the peer's DONE
+		 * waited 1 s and ended as a protocol error.
+		 */
+		kmsgr_rdma_charge(c, 0, -(s64)m->len);
+		m->offered = false;
+		m->inv = false;
+		wake_up(&c->wq);
+		goto out;
+	}
 	if (wc->status != IB_WC_SUCCESS) {
-		/* the MR stays busy: teardown frees it */
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			kmsgr_rdma_fail(c, -EIO);
+		kmsgr_rdma_fail(c, -EIO);	/* teardown frees the MR */
 		goto out;
 	}
 	ib_dma_unmap_sg(c->ibdev, m->sgt.sgl, m->sgt.orig_nents,
@@ -1117,13 +1131,23 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 		c->can_pull = false;	/* no fast registration */
 	if (c->can_pull) {
 		/* a receiver keeps at most KMSGR_RDMA_DONES DONEs waiting */
-		c->nr_mrs = min_t(u32, READ_ONCE(pulls), KMSGR_RDMA_DONES);
+		u32 nr = min_t(u32, READ_ONCE(pulls), KMSGR_RDMA_DONES);
+		struct kmsgr_rdma_mr *mrs;
+
 		c->mr_pages = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len,
 				    KMSGR_RDMA_MR_PAGES);
-		c->nr_stages = min_t(u32, READ_ONCE(stages), c->nr_mrs);
-		c->mrs = kcalloc(c->nr_mrs, sizeof(*c->mrs), GFP_KERNEL);
-		if (!c->mrs)
+		c->nr_stages = min_t(u32, READ_ONCE(stages), nr);
+		mrs = kcalloc(nr, sizeof(*mrs), GFP_KERNEL);
+		if (!mrs)
 			return -ENOMEM;
+		/*
+		 * Published together, under the lock its readers (close(),
+		 * describe()) take: never a count without its array.
+		 */
+		spin_lock_bh(&c->lock);
+		c->mrs = mrs;
+		c->nr_mrs = nr;
+		spin_unlock_bh(&c->lock);
 	}
 	/*
 	 * Send queue: the SENDs, a registration and an invalidation per MR,
@@ -1325,7 +1349,7 @@ static void kmsgr_rdma_quiesce(struct kmsgr_rdma_conn *c)
 static bool kmsgr_rdma_park(struct kmsgr_rdma_conn *c)
 {
 	struct kmsgr_rdma_dev *d = c->dev;
-	bool parked = false;
+	bool parked = false, connecting;
 
 	if (!c->id || !kmsgr_rdma_port_down(d, c->port))
 		return false;
@@ -1337,7 +1361,16 @@ static bool kmsgr_rdma_park(struct kmsgr_rdma_conn *c)
 		parked = true;
 	}
 	mutex_unlock(&kmsgr_rdma_lock);
-	if (parked)
+	/*
+	 * A client still connecting may be in its CM handler's set-up of
+	 * the QP and its registrations, which nothing but rdma_destroy_id()
+	 * waits for: leave them to the teardown, after it.  Nothing was
+	 * offered yet.
+	 */
+	spin_lock_bh(&c->lock);
+	connecting = c->state == KMSGR_RDMA_CONNECTING;
+	spin_unlock_bh(&c->lock);
+	if (parked && !connecting)
 		kmsgr_rdma_quiesce(c);
 	return parked;
 }
@@ -1636,6 +1669,7 @@ static int kmsgr_rdma_conn_event(struct kmsgr_rdma_conn *c,
 		else if (!c->err)
 			c->err = -ECONNRESET;
 		kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_STATE | KMSGR_XPRT_KICK_RX);
+		wake_up(&c->wq);	/* close() lingers no longer */
 		spin_unlock_bh(&c->lock);
 		break;
 	case RDMA_CM_EVENT_REJECTED:

@@ -640,6 +640,17 @@ static int kmsgr_tcp_accept(struct kmsgr_xprt *lx, struct kmsgr_xprt **out)
 	ret = kernel_accept(l->sock, &sock, O_NONBLOCK);
 	if (ret)
 		return ret;
+	/*
+	 * The clone carries our listen hook and the listener's user data:
+	 * give it the listener's original callback back at once, until
+	 * start() hooks it (which looks once for bytes that came meanwhile),
+	 * so that a socket closed before then (below, too) keeps nothing of
+	 * ours.
+	 */
+	write_lock_bh(&sock->sk->sk_callback_lock);
+	sock->sk->sk_user_data = NULL;
+	sock->sk->sk_data_ready = l->orig_data_ready;
+	write_unlock_bh(&sock->sk->sk_callback_lock);
 	kmsgr_tcp_conn_opts(sock->sk);
 	sock->sk->sk_allocation = GFP_KERNEL;
 	t = kmsgr_tcp_alloc(sock, &kmsgr_tcp_ops);
@@ -647,16 +658,6 @@ static int kmsgr_tcp_accept(struct kmsgr_xprt *lx, struct kmsgr_xprt **out)
 		sock_release(sock);
 		return -ENOMEM;
 	}
-	/*
-	 * The clone carries our listen hook and the listener's user data:
-	 * give it the listener's original callback back until start()
-	 * hooks it (which looks once for bytes that came meanwhile), so that
-	 * a socket closed before then keeps nothing of ours.
-	 */
-	write_lock_bh(&sock->sk->sk_callback_lock);
-	sock->sk->sk_user_data = NULL;
-	sock->sk->sk_data_ready = l->orig_data_ready;
-	write_unlock_bh(&sock->sk->sk_callback_lock);
 	t->orig_data_ready = l->orig_data_ready;
 	*out = &t->x;
 	return 0;

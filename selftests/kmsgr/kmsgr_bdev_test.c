@@ -98,7 +98,11 @@
  *                            LINK before a NOP, as the last SQE, in a
  *                            2-entry CQ: EINVAL, the NOP after it (in the
  *                            same ENTER or the next) -ECANCELED; on a
- *                            NOP: EINVAL, the next NOP untouched; CLOSE
+ *                            NOP: EINVAL, the next NOP untouched; a LINK
+ *                            before a READ with LINK: EINVAL, that READ
+ *                            and the SEND after it -ECANCELED, in one
+ *                            ENTER or across ENTERs (the SEND went out
+ *                            alone); CLOSE
  *                            under 8
  *                            pairs in flight: all 16 CQEs come
  *  linked_send_by_waiter     24 READ+SEND pairs, each submitted by the
@@ -2795,6 +2799,58 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 	lk_expect(_metadata, &x, KMSGR_CQE_OP, -ECANCELED,
 		  UD(TAG_LK_NOP, tid), "the SQE after a LINK, a later ENTER");
 	tid++;
+	/*
+	 * LINK before a READ with LINK: the first EINVAL, the second
+	 * cancelled, and so the SEND after the second, which would carry
+	 * what it never read (it went out alone)
+	 */
+	for (k = 0; k < 2; k++) {
+		sqe = kmsgr_get_sqe(x.srv.k);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x.id, LK_BASE, 0,
+				self->lbs, UD(TAG_LK_READ, tid + k));
+		sqe->flags = KMSGR_SQE_F_LINK;
+	}
+	sqe = kmsgr_get_sqe(x.srv.k);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_send(sqe, x.srv_id, 0x4243, tid, slice(lk_front(&x, 0), 8),
+			slice(0, 0), slice(0, self->lbs),
+			UD(TAG_LK_SEND, tid));
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
+		  "READ linked to a READ");
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -ECANCELED,
+		  UD(TAG_LK_READ, tid + 1), "the READ with LINK after it");
+	lk_expect(_metadata, &x, KMSGR_CQE_SEND, -ECANCELED,
+		  UD(TAG_LK_SEND, tid), "the SEND after the cancelled LINK");
+	tid += 2;
+	/* the same across ENTERs: a cancelled READ with LINK ends one */
+	sqe = kmsgr_get_sqe(x.srv.k);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x.id, LK_BASE, 0, self->lbs,
+			UD(TAG_LK_READ, tid));
+	sqe->flags = KMSGR_SQE_F_LINK;
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
+		  "LINK with no SQE after it");
+	sqe = kmsgr_get_sqe(x.srv.k);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x.id, LK_BASE, 0, self->lbs,
+			UD(TAG_LK_READ, tid + 1));
+	sqe->flags = KMSGR_SQE_F_LINK;
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_OP, -ECANCELED,
+		  UD(TAG_LK_READ, tid + 1), "a READ with LINK, cancelled");
+	sqe = kmsgr_get_sqe(x.srv.k);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_send(sqe, x.srv_id, 0x4243, tid, slice(lk_front(&x, 0), 8),
+			slice(0, 0), slice(0, self->lbs),
+			UD(TAG_LK_SEND, tid));
+	ASSERT_EQ(0, submit_all(&x.srv));
+	lk_expect(_metadata, &x, KMSGR_CQE_SEND, -ECANCELED,
+		  UD(TAG_LK_SEND, tid), "the SEND in the ENTER after it");
+	tid += 2;
+	lk_none(_metadata, &x, 300);
 	/* a CQ of 2 entries: a pair never fits, LINK fails alone */
 	{
 		struct kt_inst tiny;

@@ -72,6 +72,14 @@
  *                                 server session UP but reaches its send
  *                                 list after the session retired still
  *                                 gets its CQE, -ECONNRESET (it got none)
+ *  room_waiter_woken_by_completions  an ENTER that stopped for want of
+ *                                 CQ room (CQ 8, 8 SENDs, waiting for 8)
+ *                                 returns once the completions of those
+ *                                 it consumed make room (it slept on)
+ *  accept_failure_retried        (KMSGR_FAULT=y) a listener whose accept
+ *                                 failed (memory) accepts the connection
+ *                                 queued meanwhile once accepts work, with
+ *                                 no other connection (it waited for one)
  *  id_unknown_until_returned      (KMSGR_FAULT=y) a SEND naming the id a
  *                                 CONNECT has not returned yet fails with
  *                                 ENOENT (it went on a session that a
@@ -1943,6 +1951,7 @@ TEST_F_TIMEOUT(core, session_memory_charged_to_memcg, 180)
 
 #define FAULT_SEND_LATE	(1U << 11)
 #define FAULT_CONNECT_ID	(1U << 12)
+#define FAULT_ACCEPT_FAIL	(1U << 14)
 #define LATE_US		500000	/* a fault point's longest wait */
 #define LATE_MS		(LATE_US / 1000)
 #define LATE_UD		0x1a7e
@@ -2082,6 +2091,87 @@ TEST_F_TIMEOUT(core, send_racing_retirement, 120)
 	}
 	EXPECT_TRUE(hit) TH_LOG("the session never retired within the SEND's wait");
 	kmsgr_nl_close(nl);
+}
+
+/*
+ * An accept that fails (memory: the fault point ACCEPT_FAIL fails every
+ * accept of a listener while it is set) is tried again shortly, not only
+ * when the next connection comes: the connection queued meanwhile is
+ * accepted once the point is cleared, with no other connection.  The
+ * listener used to wait for a new connection, which never comes once its
+ * accept queue is full.
+ */
+TEST_F_TIMEOUT(core, accept_failure_retried, 60)
+{
+	struct kmsgr_listen l;
+	uint32_t cli_id, srv_id;
+	uint64_t t0;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, 0, 0xacc, &l));
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_ACCEPT_FAIL, 200));
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xacd,
+				&cli_id));
+	usleep(500000);			/* its accepts fail meanwhile */
+	ASSERT_EQ(0, kmsgr_set_faults(0, 200));
+	t0 = kt_now_ms();
+	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				  &srv_id, 5000))
+		TH_LOG("the queued connection was not accepted once accept worked");
+	TH_LOG("accepted %llu ms after accepts work again",
+	       (unsigned long long)(kt_now_ms() - t0));
+}
+
+/*
+ * An ENTER that stopped for want of CQ room waits for room, and the
+ * completions of the SQEs it did consume make it: a CQ of 8 (at most 4
+ * completions in flight), 8 lossless SENDs and a wait for 8 CQEs.  Four
+ * are consumed, and complete when acked; the wait ends with room for the
+ * fifth.  It was woken only by a slot given back without a CQE, and slept
+ * on.
+ */
+TEST_F_TIMEOUT(core, room_waiter_woken_by_completions, 60)
+{
+	struct kmsgr_slice none = { 0 };
+	struct kmsgr_listen l;
+	uint32_t id, srv_id;
+	struct kmsgr_sqe *sqe;
+	struct kt_inst sm;
+	unsigned int i;
+	uint64_t t0;
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_inst_open_cq(&sm, "cq8", 8, 8, TX_AREA, RX_POOL, 9));
+	sm.transport = self->x.transport;
+	kt_loop_add(&self->lp, &sm);
+	/* lossless: each SEND completes when acked, after the wait began */
+	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, KMSGR_SESS_F_LOSSLESS,
+			       0x8008, &l));
+	ASSERT_EQ(0, kt_connect(&sm, &l.bound, KMSGR_SESS_F_LOSSLESS,
+				KT_PEER_ANY, 0x8009, &id));
+	ASSERT_EQ(0, kt_wait_pair(&self->lp, &sm, id, &self->srv, &srv_id,
+				  SETUP_MS));
+	for (i = 0; i < 8; i++) {
+		sqe = kmsgr_get_sqe(sm.k);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_send(sqe, id, 0x4242, i + 1,
+				(struct kmsgr_slice){ .off = 64 * i, .len = 64 },
+				none, none, 0x5e00 + i);
+	}
+	t0 = kt_now_ms();
+	ret = kmsgr_submit(sm.k, 8, 5000000000ULL);
+	EXPECT_EQ(4, ret)
+		TH_LOG("ENTER: %d (%s) after %llu ms", ret,
+		       ret < 0 ? strerror(-ret) : "consumed",
+		       (unsigned long long)(kt_now_ms() - t0));
+	EXPECT_GT(3000, kt_now_ms() - t0);
+	kt_inst_close(&sm);
+	self->lp.nr_inst--;	/* sm was the last added */
 }
 
 /* CONNECT with *@c in a thread. */

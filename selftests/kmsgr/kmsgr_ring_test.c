@@ -1196,6 +1196,7 @@ TEST_F(ring, wait_is_interruptible)
 {
 	struct ring *r = &self->r;
 	struct sigaction sa;
+	uint64_t ns;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;	/* no SA_RESTART */
@@ -1206,6 +1207,14 @@ TEST_F(ring, wait_is_interruptible)
 	alarm(1);
 	EXPECT_EQ(-EINTR, enter_ioctl(r->fd, 0, 1, KMSGR_ENTER_F_GETEVENTS,
 				      0));
+	/*
+	 * ~0 ("for ever") with a spin first is a wait until the signal too:
+	 * its end time wrapped, and it ended at once, -ETIME
+	 */
+	alarm(1);
+	EXPECT_EQ(-EINTR, enter_busy(r->fd, 0, ~0ULL, 100, &ns));
+	EXPECT_LT(500000000ULL, ns)
+		TH_LOG("ended after %llu ns", (unsigned long long)ns);
 	/*
 	 * Also when the call consumed an SQE: a count would read as a short
 	 * wait, and the caller would sleep again past its handler's stop.

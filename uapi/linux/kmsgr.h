@@ -436,7 +436,9 @@ struct kmsgr_enter {
 	__u32 min_complete;	/* in: wait until this many CQEs are ready */
 	__u32 flags;		/* in: KMSGR_ENTER_F_* */
 	__u32 submitted;	/* out: SQEs consumed */
-	__u64 timeout_ns;	/* in: with GETEVENTS; 0 = no timeout */
+	__u64 timeout_ns;	/* in: with GETEVENTS; 0 = no timeout;
+				 * more than 100 years counts as 100 years
+				 */
 	__u32 busy_poll_us;	/* in: with GETEVENTS, spin this long before
 				 * sleeping; 0 = no spin; at most
 				 * KMSGR_BUSY_POLL_MAX_US (else EINVAL, as
