@@ -2593,6 +2593,28 @@ static struct kmsgr_sqe *lk_queue(struct __test_metadata *_metadata,
 	return sqe;
 }
 
+/* Queue a READ of the first block at LK_BASE with LINK, as @ud. */
+static void lk_read_link(struct __test_metadata *_metadata, struct lk *x,
+			 uint32_t lbs, uint64_t ud)
+{
+	struct kmsgr_sqe *sqe = kmsgr_get_sqe(x->srv.k);
+
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x->id, LK_BASE, 0, lbs, ud);
+	sqe->flags = KMSGR_SQE_F_LINK;
+}
+
+/* Queue the SEND of slot 0 (front: 8 bytes, @lbs of data) as tid @tid. */
+static void lk_send0(struct __test_metadata *_metadata, struct lk *x,
+		     uint32_t lbs, uint64_t tid)
+{
+	struct kmsgr_sqe *sqe = kmsgr_get_sqe(x->srv.k);
+
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_send(sqe, x->srv_id, 0x4243, tid, slice(lk_front(x, 0), 8),
+			slice(0, 0), slice(0, lbs), UD(TAG_LK_SEND, tid));
+}
+
 /* The next CQE of the server: its kind, res and user_data must be these. */
 static void lk_expect(struct __test_metadata *_metadata, struct lk *x,
 		      uint8_t kind, int res, uint64_t ud, const char *what)
@@ -2772,11 +2794,7 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 	tid++;
 
 	/* LINK before a NOP: EINVAL, the NOP cancelled */
-	sqe = kmsgr_get_sqe(x.srv.k);
-	ASSERT_NE(NULL, sqe);
-	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x.id, LK_BASE, 0, self->lbs,
-			UD(TAG_LK_READ, tid));
-	sqe->flags = KMSGR_SQE_F_LINK;
+	lk_read_link(_metadata, &x, self->lbs, UD(TAG_LK_READ, tid));
 	kmsgr_prep_nop(kmsgr_get_sqe(x.srv.k), UD(TAG_LK_NOP, tid));
 	ASSERT_EQ(0, submit_all(&x.srv));
 	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
@@ -2785,11 +2803,7 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 		  UD(TAG_LK_NOP, tid), "the NOP after a LINK");
 	tid++;
 	/* LINK on the last SQE of an ENTER: EINVAL */
-	sqe = kmsgr_get_sqe(x.srv.k);
-	ASSERT_NE(NULL, sqe);
-	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x.id, LK_BASE, 0, self->lbs,
-			UD(TAG_LK_READ, tid));
-	sqe->flags = KMSGR_SQE_F_LINK;
+	lk_read_link(_metadata, &x, self->lbs, UD(TAG_LK_READ, tid));
 	ASSERT_EQ(0, submit_all(&x.srv));
 	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
 		  "LINK with no SQE after it");
@@ -2804,18 +2818,9 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 	 * cancelled, and so the SEND after the second, which would carry
 	 * what it never read (it went out alone)
 	 */
-	for (k = 0; k < 2; k++) {
-		sqe = kmsgr_get_sqe(x.srv.k);
-		ASSERT_NE(NULL, sqe);
-		kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x.id, LK_BASE, 0,
-				self->lbs, UD(TAG_LK_READ, tid + k));
-		sqe->flags = KMSGR_SQE_F_LINK;
-	}
-	sqe = kmsgr_get_sqe(x.srv.k);
-	ASSERT_NE(NULL, sqe);
-	kmsgr_prep_send(sqe, x.srv_id, 0x4243, tid, slice(lk_front(&x, 0), 8),
-			slice(0, 0), slice(0, self->lbs),
-			UD(TAG_LK_SEND, tid));
+	lk_read_link(_metadata, &x, self->lbs, UD(TAG_LK_READ, tid));
+	lk_read_link(_metadata, &x, self->lbs, UD(TAG_LK_READ, tid + 1));
+	lk_send0(_metadata, &x, self->lbs, tid);
 	ASSERT_EQ(0, submit_all(&x.srv));
 	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
 		  "READ linked to a READ");
@@ -2825,27 +2830,15 @@ TEST_F_TIMEOUT(bdev, read_and_send_linked, 180)
 		  UD(TAG_LK_SEND, tid), "the SEND after the cancelled LINK");
 	tid += 2;
 	/* the same across ENTERs: a cancelled READ with LINK ends one */
-	sqe = kmsgr_get_sqe(x.srv.k);
-	ASSERT_NE(NULL, sqe);
-	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x.id, LK_BASE, 0, self->lbs,
-			UD(TAG_LK_READ, tid));
-	sqe->flags = KMSGR_SQE_F_LINK;
+	lk_read_link(_metadata, &x, self->lbs, UD(TAG_LK_READ, tid));
 	ASSERT_EQ(0, submit_all(&x.srv));
 	lk_expect(_metadata, &x, KMSGR_CQE_OP, -EINVAL, UD(TAG_LK_READ, tid),
 		  "LINK with no SQE after it");
-	sqe = kmsgr_get_sqe(x.srv.k);
-	ASSERT_NE(NULL, sqe);
-	kmsgr_prep_bdev(sqe, KMSGR_OP_BDEV_READ, x.id, LK_BASE, 0, self->lbs,
-			UD(TAG_LK_READ, tid + 1));
-	sqe->flags = KMSGR_SQE_F_LINK;
+	lk_read_link(_metadata, &x, self->lbs, UD(TAG_LK_READ, tid + 1));
 	ASSERT_EQ(0, submit_all(&x.srv));
 	lk_expect(_metadata, &x, KMSGR_CQE_OP, -ECANCELED,
 		  UD(TAG_LK_READ, tid + 1), "a READ with LINK, cancelled");
-	sqe = kmsgr_get_sqe(x.srv.k);
-	ASSERT_NE(NULL, sqe);
-	kmsgr_prep_send(sqe, x.srv_id, 0x4243, tid, slice(lk_front(&x, 0), 8),
-			slice(0, 0), slice(0, self->lbs),
-			UD(TAG_LK_SEND, tid));
+	lk_send0(_metadata, &x, self->lbs, tid);
 	ASSERT_EQ(0, submit_all(&x.srv));
 	lk_expect(_metadata, &x, KMSGR_CQE_SEND, -ECANCELED,
 		  UD(TAG_LK_SEND, tid), "the SEND in the ENTER after it");

@@ -72,6 +72,11 @@
  *                                 server session UP but reaches its send
  *                                 list after the session retired still
  *                                 gets its CQE, -ECONNRESET (it got none)
+ *  cephx_crc_sends_past_secure_max  a session of a cephx listener in crc
+ *                                 mode sends a message past
+ *                                 KMSGR_SECURE_MSG_MAX (it was refused,
+ *                                 EMSGSIZE, as in secure mode, which still
+ *                                 refuses it)
  *  room_waiter_woken_by_completions  an ENTER that stopped for want of
  *                                 CQ room (CQ 8, 8 SENDs, waiting for 8)
  *                                 returns once the completions of those
@@ -1799,6 +1804,75 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 	EXPECT_EQ(KMSGR_REASON_AUTH, self->lp.ev[ev].reason);
 	EXPECT_GT(0, wait_event(&self->lp, &self->cli, cli_id, KMSGR_EV_DOWN,
 				0, 10));
+	memset(&k, 0, sizeof(k));
+}
+
+/*
+ * KMSGR_SECURE_MSG_MAX bounds what a session in secure mode sends; a
+ * session of a cephx listener that negotiated crc mode sends more (it
+ * was refused with EMSGSIZE, as if secure), and one in secure mode is
+ * refused.
+ */
+TEST_F_TIMEOUT(core, cephx_crc_sends_past_secure_max, 120)
+{
+	static const uint8_t good[16] = "kmsgr-cephx-key!";
+	const uint32_t len = KMSGR_SECURE_MSG_MAX + 4096;
+	struct kmsgr_slice none = { 0 };
+	struct kmsgr_listen_key k;
+	struct kmsgr_listen l;
+	uint32_t cli_id, srv_id;
+	struct kt_inst bs, bc;
+	struct kmsgr_sqe *sqe;
+	struct kmsgr_cqe c;
+	int i;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	memset(&k, 0, sizeof(k));
+	strcpy(k.name, "admin");
+	k.entity_type = KT_ENTITY_CLIENT;
+	memcpy(k.key, good, 16);
+	ASSERT_EQ(0, kt_inst_open(&bs, "big-server", 16, 8 << 20, 1 << 20,
+				  11));
+	ASSERT_EQ(0, kt_inst_open(&bc, "big-client", 16, 64 << 10, 16 << 20,
+				  12));
+	bs.transport = self->x.transport;
+	bc.transport = self->x.transport;
+	kt_loop_add(&self->lp, &bs);
+	kt_loop_add(&self->lp, &bc);
+	for (i = 0; i < 2; i++) {
+		uint32_t flags = i ? KMSGR_SESS_F_SECURE : 0;
+
+		ASSERT_EQ(0, cephx_listen(&bs, &self->x, flags, &k, &l));
+		ASSERT_EQ(0, kt_connect_as(&bc, &l.bound, flags, KT_PEER_ANY,
+					   0xc9, "admin", good, &cli_id));
+		ASSERT_EQ(0, kt_wait_pair(&self->lp, &bc, cli_id, &bs, &srv_id,
+					  SETUP_MS));
+		sqe = kt_sqe(&bs);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_send(sqe, srv_id, 0x42, 1, none, none,
+				(struct kmsgr_slice){ .off = 0, .len = len },
+				0xb16 + i);
+		kmsgr_submit(bs.k, 0, 0);
+		ASSERT_EQ(0, next_non_event(&bs, &c));
+		ASSERT_EQ(KMSGR_CQE_SEND, c.kind);
+		if (i) {
+			EXPECT_EQ(-EMSGSIZE, c.res) TH_LOG("secure: %d", c.res);
+		} else {
+			EXPECT_EQ(0, c.res)
+				TH_LOG("crc: %d (%s)", c.res, strerror(-c.res));
+			ASSERT_EQ(0, next_non_event(&bc, &c));
+			ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
+			EXPECT_EQ(len, c.seg[2].len);
+			EXPECT_EQ(0, memcmp(bc.buf + c.seg[2].off, bs.buf, len));
+			release(&bc, c.seg[2], c.res, 0x94);
+		}
+		EXPECT_EQ(0, kmsgr_close_id(bc.k, cli_id));
+		EXPECT_EQ(0, kmsgr_close_id(bs.k, l.id));
+	}
+	kt_inst_close(&bc);
+	kt_inst_close(&bs);
+	self->lp.nr_inst -= 2;	/* bs and bc were the last added */
 	memset(&k, 0, sizeof(k));
 }
 
