@@ -506,8 +506,9 @@ int kmsgr_obj_info_next(struct kmsgr_instance *inst, u32 *id, bool listener,
 /*
  * Walk the registered instances with an id > *@after, in id order, under
  * the registry's mutex: @fn returns 0 to go on, anything else stops the
- * walk and is returned (*@after is then the id of the instance it stopped
- * at, else of the last one).  Nothing is freed while @fn runs; it may
+ * walk and is returned.  *@after is the id of the last instance @fn
+ * finished (returned 0 for), so a walk that stopped resumes at the
+ * instance it stopped at.  Nothing is freed while @fn runs; it may
  * sleep, but never on inst->lock, whose holder may wait on user memory
  * for as long as that user likes (every open and final close of
  * /dev/kmsgr waits for the registry's mutex): only the session and

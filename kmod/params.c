@@ -131,6 +131,41 @@ static int kmsgr_param_set_secs(const char *val, const struct kernel_param *kp)
 	return kmsgr_param_set_range(val, kp, 0, KMSGR_TIMEOUT_LIMIT);
 }
 
+/*
+ * keepalive_timeout: 0 (off), or 3 s to a day: three keepalives (at
+ * least a second apart) fit in it, and a tick late is no timeout.
+ */
+static int kmsgr_param_set_keepalive(const char *val,
+				     const struct kernel_param *kp)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (n && n < 3)
+		return -EINVAL;
+	return kmsgr_param_set_range(val, kp, 0, KMSGR_TIMEOUT_LIMIT);
+}
+
+/* resume_timeout: 1 s to a day (0 would end each one at once). */
+static int kmsgr_param_set_resume(const char *val,
+				  const struct kernel_param *kp)
+{
+	return kmsgr_param_set_range(val, kp, 1, KMSGR_TIMEOUT_LIMIT);
+}
+
+static const struct kernel_param_ops kmsgr_param_keepalive_ops = {
+	.set = kmsgr_param_set_keepalive,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops kmsgr_param_resume_ops = {
+	.set = kmsgr_param_set_resume,
+	.get = param_get_uint,
+};
+
 /* Spill bytes per session, 0 (off) to 256 MiB. */
 static int kmsgr_param_set_spill(const char *val, const struct kernel_param *kp)
 {
@@ -185,18 +220,18 @@ MODULE_PARM_DESC(max_sessions,
 		 "Most sessions per instance (1-65536; default 256)");
 module_param_cb(max_half_open, &kmsgr_param_sessions_ops,
 		&kmsgr_max_half_open, 0644);
-module_param_cb(keepalive_timeout, &kmsgr_param_secs_ops,
+module_param_cb(keepalive_timeout, &kmsgr_param_keepalive_ops,
 		&kmsgr_keepalive_timeout, 0644);
 MODULE_PARM_DESC(keepalive_timeout,
-		 "Seconds a READY connection may stay silent (keepalives go out every 10 s, or every third of this when shorter, but at most once a second) before it is closed with reason TIMEOUT; also its TCP_USER_TIMEOUT (0: off; default 30)");
+		 "Seconds a READY connection may stay silent (keepalives go out every 10 s, or every third of this when shorter) before it is closed with reason TIMEOUT; also its TCP_USER_TIMEOUT. A session keeps the value it was made with (0: off, else 3-86400; default 30)");
 module_param_cb(idle_timeout, &kmsgr_param_secs_ops, &kmsgr_idle_timeout,
 		0644);
 MODULE_PARM_DESC(idle_timeout,
 		 "Seconds a server session may carry no message before it is closed with reason TIMEOUT (0: never; default 900)");
-module_param_cb(resume_timeout, &kmsgr_param_secs_ops,
+module_param_cb(resume_timeout, &kmsgr_param_resume_ops,
 		&kmsgr_resume_timeout, 0644);
 MODULE_PARM_DESC(resume_timeout,
-		 "Seconds a lossless server session waits for its client to resume it before it is closed (reason TIMEOUT); default 60");
+		 "Seconds a lossless server session waits for its client to resume it before it is closed (reason TIMEOUT); 1-86400, default 60");
 module_param_cb(msg_timeout, &kmsgr_param_secs_ops, &kmsgr_msg_timeout,
 		0644);
 MODULE_PARM_DESC(msg_timeout,

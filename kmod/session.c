@@ -1462,7 +1462,7 @@ static int kmsgr_sess_check_timeouts(struct kmsgr_sess *s,
 				     struct kmsgr_conn *kc)
 	__must_hold(&s->lock)
 {
-	unsigned int ka = READ_ONCE(kmsgr_keepalive_timeout);
+	unsigned int ka = s->ka_secs;
 	unsigned int idle = READ_ONCE(kmsgr_idle_timeout);
 	unsigned int mt = READ_ONCE(kmsgr_msg_timeout);
 	const char *what;
@@ -1888,6 +1888,13 @@ static void kmsgr_sess_cfg_common(struct kmsgr_sess *s)
 	unsigned int ka = READ_ONCE(kmsgr_keepalive_timeout);
 	unsigned int hs = READ_ONCE(kmsgr_handshake_timeout);
 
+	/*
+	 * The session keeps the value its keepalives are timed by: a later
+	 * change of the parameter (a shorter timeout than those keepalives
+	 * allow for) applies to sessions made after it, and does not drop
+	 * idle sessions that are healthy.
+	 */
+	s->ka_secs = ka;
 	cfg->features_supported = MSGR2_FEATURES_DEFAULT;
 	/* at least three keepalives per keepalive_timeout */
 	cfg->keepalive_ms = KMSGR_SESS_KEEPALIVE_MS;

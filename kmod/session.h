@@ -215,6 +215,11 @@ struct kmsgr_sess {
 	bool rx_queued;			/* on it, with a reference */
 	/* what netlink reports (under @lock) */
 	u8 con_mode;			/* MSGR2_CON_MODE_* of the last auth */
+	/*
+	 * keepalive_timeout when the session was made (s, 0: off): its
+	 * keepalives were timed by it, so its silence is too
+	 */
+	unsigned int ka_secs;
 	u32 ups;			/* UP events (reconnects: ups - 1) */
 	u32 in_flight;			/* SENDs queued, not completed */
 	u64 msgs_out, bytes_out;	/* SENDs completed successfully */

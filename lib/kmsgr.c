@@ -544,8 +544,10 @@ int kmsgr_wait_cqe(struct kmsgr *k, struct kmsgr_cqe **cqe, __u64 timeout_ns)
 		}
 		if (timeout_ns) {
 			now = kmsgr_now_ns();
+			/* saturated: a "for ever" timeout must not wrap */
 			if (!deadline)
-				deadline = now + timeout_ns;
+				deadline = timeout_ns > UINT64_MAX - now ?
+					   UINT64_MAX : now + timeout_ns;
 			else if (now >= deadline)
 				return -ETIME;
 			left = deadline - now;

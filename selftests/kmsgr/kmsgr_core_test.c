@@ -68,6 +68,10 @@
  *                                 handshake (answers no keepalive) is
  *                                 closed with TIMEOUT after
  *                                 keepalive_timeout, not after minutes
+ *  keepalive_change_spares_sessions  keepalive_timeout set from 30 to 3 s
+ *                                 leaves an idle pair made before up (both
+ *                                 ends timed out, their keepalives 10 s
+ *                                 apart)
  *  send_racing_retirement         (KMSGR_FAULT=y) a SEND that found a
  *                                 server session UP but reaches its send
  *                                 list after the session retired still
@@ -1522,6 +1526,42 @@ static void silent_peer_times_out(struct __test_metadata *_metadata,
 TEST_F_TIMEOUT(core_tcp, silent_peer_times_out, 120)
 {
 	silent_peer_times_out(_metadata, &self->c);
+}
+
+/*
+ * keepalive_timeout applies to the sessions made after it is set: a pair
+ * made under 30 s (a keepalive every 10 s) stays up, idle, once it is set
+ * to 3 s.  Both ends were closed 3 s later, their next keepalive 10 s
+ * away.
+ */
+static void keepalive_change_spares_sessions(struct __test_metadata *_metadata,
+					     FIXTURE_DATA(core) *self)
+{
+	uint32_t cli_id, srv_id;
+	struct kmsgr_listen l;
+	unsigned int old;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, param_set("keepalive_timeout", 30, &old));
+	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, 0, 0xa1, &l));
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xa2,
+				&cli_id));
+	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				  &srv_id, SETUP_MS));
+	EXPECT_EQ(0, param_set("keepalive_timeout", 3, NULL));
+	EXPECT_GT(0, wait_event(&self->lp, &self->cli, cli_id,
+				KMSGR_EV_CLOSED, 0, 5000))
+		TH_LOG("the idle client session was closed");
+	EXPECT_GT(0, wait_event(&self->lp, &self->srv, srv_id,
+				KMSGR_EV_CLOSED, 0, 10))
+		TH_LOG("the idle server session was closed");
+	EXPECT_EQ(0, param_set("keepalive_timeout", old, NULL));
+}
+
+TEST_F_TIMEOUT(core_tcp, keepalive_change_spares_sessions, 60)
+{
+	keepalive_change_spares_sessions(_metadata, &self->c);
 }
 
 /* ---- loss: CLOSE completes every queued SEND, then CLOSED ------------------ */

@@ -591,6 +591,11 @@ TEST(module_params_are_validated)
 	EXPECT_EQ(-EINVAL, write_param("max_buf_size", "4096"));
 	EXPECT_EQ(-EINVAL, write_param("max_buf_size", "8589934592"));
 	EXPECT_EQ(-EINVAL, write_param("max_sessions", "0"));
+	/* fewer than 3 keepalives (a second apart) would not fit */
+	EXPECT_EQ(-EINVAL, write_param("keepalive_timeout", "1"));
+	EXPECT_EQ(-EINVAL, write_param("keepalive_timeout", "2"));
+	/* 0 would end every lossless server session at its first fault */
+	EXPECT_EQ(-EINVAL, write_param("resume_timeout", "0"));
 
 	EXPECT_EQ(0, write_param("max_sq_entries", "16"));
 	ASSERT_EQ(0, get_info(&info));

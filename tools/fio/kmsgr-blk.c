@@ -207,6 +207,8 @@ static void kblk_free(struct kblk *d)
 	free(d);
 }
 
+static void kblk_fail_all(struct kblk *d, int err);
+
 /* Give a RECV's pool slices back, now or at the next submission. */
 static void kblk_release(struct kblk *d, const struct kmsgr_cqe *recv)
 {
@@ -218,7 +220,17 @@ static void kblk_release(struct kblk *d, const struct kmsgr_cqe *recv)
 			d->rel[d->nrel++] = *recv;
 			return;
 		}
-		log_err("kmsgr-blk: no room to release a receive-pool slice\n");
+		/*
+		 * more stray messages than that: the target misbehaves.  A
+		 * slice kept would shrink the pool until no reply fits and
+		 * every I/O stalled: end the session with an error instead.
+		 */
+		log_err("kmsgr-blk: no room to release a receive-pool slice: closing the session\n");
+		if (d->open) {
+			kmsgr_close_id(d->k, d->session);
+			d->open = false;
+		}
+		kblk_fail_all(d, ENOSPC);
 		return;
 	}
 	kmsgr_prep_release(sqe, recv);

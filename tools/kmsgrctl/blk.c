@@ -184,6 +184,20 @@ static int blk_common_opt(struct blk_opts *o, int c, const char *arg)
 #define SRV_UD_RECLAIM	4	/* a failed WRITE's data: EINVAL is fine */
 #define SRV_UD(i, stage) (((__u64)(i) << 8) | (stage))
 
+/*
+ * RELEASE of what @recv holds, marked as a RELEASE: the CQE of one the
+ * module refuses names no context (with the RECV's user_data, the
+ * listener's 0, it read as context 0's reply and freed that context).
+ */
+static int srv_queue_release(const struct kmsgr_cqe *recv)
+{
+	struct kmsgr_sqe sqe;
+
+	kmsgr_prep_release(&sqe, recv);
+	sqe.user_data = SRV_UD(0, SRV_UD_RELEASE);
+	return ctl_queue(&sqe);
+}
+
 struct srv_ctx {
 	__u32 idx;
 	__u32 session;
@@ -321,7 +335,7 @@ static int srv_start(struct srv *s, struct srv_ctx *c,
 	ret = srv_check(s, q, recv);
 	if (ret || q->op != BLK_OP_WRITE) {
 		/* nothing of the message is needed any more */
-		if (ctl_queue_release(recv))
+		if (srv_queue_release(recv))
 			return -ENOMEM;
 	}
 	if (ret)
@@ -377,7 +391,7 @@ static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
 	if (recv->type != BLK_MSG_REQUEST) {
 		error("session %u: message type %#x is not a request: dropped",
 		      recv->session, recv->type);
-		return ctl_queue_release(recv);
+		return srv_queue_release(recv);
 	}
 	c = s->free;
 	if (c && !s->wait_head) {
@@ -414,7 +428,7 @@ static int srv_forget(struct srv *s, __u32 id)
 		}
 		*p = w->next;
 		if (!ret)
-			ret = ctl_queue_release(&w->recv);
+			ret = srv_queue_release(&w->recv);
 		free(w);
 		s->abandoned++;
 	}
@@ -477,6 +491,11 @@ static int srv_cqe(struct srv *s, const struct kmsgr_cqe *cqe)
 		/* an op's CQE comes only when it failed: its reply follows */
 		c->io_res = cqe->res;
 		return 0;
+	}
+	if (stage != SRV_UD_REPLY) {
+		error("a completion with unknown user_data %#llx",
+		      (unsigned long long)cqe->user_data);
+		return -EIO;
 	}
 	/* the reply's SEND */
 	if (cqe->res == -ECANCELED && c->io_res) {
