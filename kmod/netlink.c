@@ -49,16 +49,27 @@ static struct genl_family kmsgr_nl_family;
 /*
  * Whether the sender of @skb (a request) may see @inst: same network
  * namespace, and CAP_NET_ADMIN there or the effective uid that opened it.
+ * *@admin caches the capability for the request (KMSGR_NL_ADMIN_*): it
+ * is asked once, not once per instance (a security module logs each
+ * denial).
  */
+#define KMSGR_NL_ADMIN_UNKNOWN	0
+#define KMSGR_NL_ADMIN_NO	1
+#define KMSGR_NL_ADMIN_YES	2
+
 static bool kmsgr_nl_visible(const struct sk_buff *skb,
-			     const struct kmsgr_instance *inst)
+			     const struct kmsgr_instance *inst,
+			     long *admin)
 {
 	struct sock *sk = NETLINK_CB(skb).sk;
 	struct socket *sock = sk ? sk->sk_socket : NULL;
 
 	if (!sk || !net_eq(sock_net(sk), inst->net))
 		return false;
-	if (netlink_net_capable(skb, CAP_NET_ADMIN))
+	if (*admin == KMSGR_NL_ADMIN_UNKNOWN)
+		*admin = netlink_net_capable(skb, CAP_NET_ADMIN) ?
+			 KMSGR_NL_ADMIN_YES : KMSGR_NL_ADMIN_NO;
+	if (*admin == KMSGR_NL_ADMIN_YES)
 		return true;
 	return sock && sock->file &&
 	       uid_eq(sock->file->f_cred->euid, inst->uid);
@@ -328,12 +339,13 @@ static int kmsgr_nl_get_one(struct kmsgr_instance *inst, void *arg)
 	struct kmsgr_nl_get *g = arg;
 	struct genl_info *info = g->info;
 	struct kmsgr_obj_info *o;
+	long admin = KMSGR_NL_ADMIN_UNKNOWN;
 	u32 id = g->id;
 	int ret;
 
 	if (inst->id != g->inst_id)
 		return inst->id > g->inst_id ? -ENOENT : 0;
-	if (!kmsgr_nl_visible(g->skb, inst))
+	if (!kmsgr_nl_visible(g->skb, inst, &admin))
 		return -ENOENT;
 	if (g->cmd == KMSGR_CMD_INSTANCE_GET)
 		return kmsgr_nl_put_inst(g->msg, info->snd_portid,
@@ -431,7 +443,8 @@ static int kmsgr_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
  * cb->args[0]: id of the last instance fully dumped; cb->args[1]: the
  * object id to go on from in instance cb->args[2], where the last pass
  * stopped (if that one has gone meanwhile, the next starts from its
- * first object).
+ * first object); cb->args[3]: the sender's CAP_NET_ADMIN, once known
+ * (kmsgr_nl_visible()).
  */
 struct kmsgr_nl_dump {
 	struct sk_buff *skb;
@@ -478,7 +491,7 @@ static int kmsgr_nl_dump_one(struct kmsgr_instance *inst, void *arg)
 	u32 id = cb->args[2] == inst->id ? cb->args[1] : 0;
 
 	if ((d->only && inst->id != d->only) ||
-	    !kmsgr_nl_visible(cb->skb, inst))
+	    !kmsgr_nl_visible(cb->skb, inst, &cb->args[3]))
 		goto next;
 	if (d->cmd == KMSGR_CMD_INSTANCE_GET) {
 		if (kmsgr_nl_put_inst(d->skb, portid, seq, NLM_F_MULTI, inst))

@@ -326,6 +326,26 @@ FIXTURE(core) {
 
 KT_XPRT_VARIANTS(core);
 
+/*
+ * A listener of @self->srv presenting user_data @ud and a client session
+ * of @self->cli to it (@ud + 1), both with @flags: 0 once both are UP.
+ */
+static int core_pair(FIXTURE_DATA(core) *self, uint32_t flags, uint64_t ud,
+		     uint32_t *cli_id, uint32_t *srv_id)
+{
+	struct kmsgr_listen l;
+	int ret;
+
+	ret = kt_listen(&self->srv, self->x.ip, flags, ud, &l);
+	if (!ret)
+		ret = kt_connect(&self->cli, &l.bound, flags, KT_PEER_ANY,
+				 ud + 1, cli_id);
+	if (!ret)
+		ret = kt_wait_pair(&self->lp, &self->cli, *cli_id, &self->srv,
+				   srv_id, SETUP_MS);
+	return ret;
+}
+
 /* The set-up of both fixtures: two instances, sessions over @transport. */
 static void core_open(struct __test_metadata *_metadata,
 		      FIXTURE_DATA(core) *self, uint32_t transport)
@@ -744,7 +764,6 @@ TEST_F_TIMEOUT(core, ended_sessions_free_slots, 600)
 TEST_F_TIMEOUT(core, lossless_server_wait_bounded, 120)
 {
 	unsigned int old;
-	struct kmsgr_listen l;
 	uint32_t cli_id, srv_id;
 	uint64_t t0;
 	int i;
@@ -752,12 +771,8 @@ TEST_F_TIMEOUT(core, lossless_server_wait_bounded, 120)
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, param_set("resume_timeout", 2, &old));
-	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, KMSGR_SESS_F_LOSSLESS,
-			       0x9, &l));
-	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, KMSGR_SESS_F_LOSSLESS,
-				KT_PEER_ANY, 0xc, &cli_id));
-	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
-				  &srv_id, SETUP_MS));
+	ASSERT_EQ(0, core_pair(self, KMSGR_SESS_F_LOSSLESS, 0x9, &cli_id,
+			       &srv_id));
 	/* the client application goes away for good */
 	kt_inst_close(&self->cli);
 	self->lp.nr_inst = 1;
@@ -897,18 +912,13 @@ TEST_F_TIMEOUT(core, closed_after_spilled_recvs, 120)
 TEST_F_TIMEOUT(core, idle_server_sessions_time_out, 120)
 {
 	unsigned int old;
-	struct kmsgr_listen l;
 	uint32_t cli_id, srv_id;
 	int i;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, param_set("idle_timeout", 2, &old));
-	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, 0, 0xa, &l));
-	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xc,
-				&cli_id));
-	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
-				  &srv_id, SETUP_MS));
+	ASSERT_EQ(0, core_pair(self, 0, 0xa, &cli_id, &srv_id));
 	i = wait_event(&self->lp, &self->srv, srv_id, KMSGR_EV_CLOSED, 0,
 		       20000);
 	ASSERT_LE(0, i);
@@ -1538,17 +1548,12 @@ static void keepalive_change_spares_sessions(struct __test_metadata *_metadata,
 					     FIXTURE_DATA(core) *self)
 {
 	uint32_t cli_id, srv_id;
-	struct kmsgr_listen l;
 	unsigned int old;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, param_set("keepalive_timeout", 30, &old));
-	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, 0, 0xa1, &l));
-	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xa2,
-				&cli_id));
-	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
-				  &srv_id, SETUP_MS));
+	ASSERT_EQ(0, core_pair(self, 0, 0xa1, &cli_id, &srv_id));
 	EXPECT_EQ(0, param_set("keepalive_timeout", 3, NULL));
 	EXPECT_GT(0, wait_event(&self->lp, &self->cli, cli_id,
 				KMSGR_EV_CLOSED, 0, 5000))
