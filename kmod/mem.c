@@ -552,12 +552,6 @@ static void kmsgr_cq_wake_if(struct kmsgr_instance *inst, u32 tail)
 		kmsgr_cq_wake(inst);
 }
 
-/*
- * Resync with the application's head and flush the overflow list.  If
- * delivery was paused and room has appeared, unpause it and set *@resume:
- * the caller restarts the sessions (kmsgr_sess_resume()).  Returns the
- * number of CQEs ready for the application.
- */
 /* End a pause of delivery if room has appeared; true if it ended. */
 static bool kmsgr_cq_unpause(struct kmsgr_instance *inst)
 	__must_hold(&inst->cq_lock)
@@ -571,6 +565,12 @@ static bool kmsgr_cq_unpause(struct kmsgr_instance *inst)
 	return true;
 }
 
+/*
+ * Resync with the application's head and flush the overflow list.  If
+ * delivery was paused and room has appeared, unpause it and set *@resume:
+ * the caller restarts the sessions (kmsgr_sess_resume()).  Returns the
+ * number of CQEs ready for the application.
+ */
 u32 kmsgr_cq_refresh(struct kmsgr_instance *inst, bool *resume)
 {
 	unsigned long flags;

@@ -144,9 +144,10 @@ static int kmsgr_param_set_keepalive(const char *val,
 	ret = kstrtouint(val, 0, &n);
 	if (ret)
 		return ret;
-	if (n && n < 3)
+	if (n && (n < 3 || n > KMSGR_TIMEOUT_LIMIT))
 		return -EINVAL;
-	return kmsgr_param_set_range(val, kp, 0, KMSGR_TIMEOUT_LIMIT);
+	WRITE_ONCE(*(unsigned int *)kp->arg, n);
+	return 0;
 }
 
 /* resume_timeout: 1 s to a day (0 would end each one at once). */
