@@ -616,27 +616,54 @@ out_free:
 
 /* ---- devices ---------------------------------------------------------- */
 
+/*
+ * A dump pass takes the devices whose key (transport, index) is at least
+ * the cursor, and keeps the KMSGR_NL_MAX_DEVS smallest in key order: a
+ * device that comes or goes between passes moves no other one, and a
+ * longer list takes more passes.
+ */
 #define KMSGR_NL_MAX_DEVS	64
 
 struct kmsgr_nl_devs {
+	u64 from;				/* the cursor */
 	u32 n;
+	u64 key[KMSGR_NL_MAX_DEVS];		/* ascending */
 	u32 xprt[KMSGR_NL_MAX_DEVS];
 	struct kmsgr_xprt_dev dev[KMSGR_NL_MAX_DEVS];
 };
+
+static u64 kmsgr_nl_dev_key(u32 xprt, const struct kmsgr_xprt_dev *d)
+{
+	return (u64)xprt << 32 | d->index;
+}
 
 static int kmsgr_nl_dev_one(u32 xprt, const struct kmsgr_xprt_dev *d,
 			    void *arg)
 {
 	struct kmsgr_nl_devs *all = arg;
+	u64 key = kmsgr_nl_dev_key(xprt, d);
+	u32 i;
 
-	if (all->n == KMSGR_NL_MAX_DEVS)
-		return -E2BIG;
-	all->xprt[all->n] = xprt;
-	all->dev[all->n++] = *d;
+	if (key < all->from)
+		return 0;
+	if (all->n == KMSGR_NL_MAX_DEVS) {
+		if (key > all->key[all->n - 1])
+			return 0;
+		all->n--;			/* the largest makes room */
+	}
+	for (i = all->n; i && all->key[i - 1] > key; i--) {
+		all->key[i] = all->key[i - 1];
+		all->xprt[i] = all->xprt[i - 1];
+		all->dev[i] = all->dev[i - 1];
+	}
+	all->key[i] = key;
+	all->xprt[i] = xprt;
+	all->dev[i] = *d;
+	all->n++;
 	return 0;
 }
 
-/* cb->args[0]: devices sent so far (the list is taken again each pass). */
+/* cb->args[0..1]: the cursor's high and low 32 bits (0: from the start). */
 static int kmsgr_nl_dev_dumpit(struct sk_buff *skb,
 			       struct netlink_callback *cb)
 {
@@ -650,10 +677,9 @@ static int kmsgr_nl_dev_dumpit(struct sk_buff *skb,
 	all = kzalloc(sizeof(*all), GFP_KERNEL);
 	if (!all)
 		return -ENOMEM;
+	all->from = (u64)cb->args[0] << 32 | (u32)cb->args[1];
 	ret = kmsgr_xprt_devices(kmsgr_nl_dev_one, all);
-	if (ret == -E2BIG)
-		ret = 0;	/* the first KMSGR_NL_MAX_DEVS */
-	for (i = cb->args[0]; !ret && i < all->n; i++) {
+	for (i = 0; !ret && i < all->n; i++) {
 		d = &all->dev[i];
 		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
 				  cb->nlh->nlmsg_seq, &kmsgr_nl_family,
@@ -672,8 +698,9 @@ static int kmsgr_nl_dev_dumpit(struct sk_buff *skb,
 			break;
 		}
 		genlmsg_end(skb, hdr);
+		cb->args[0] = (all->key[i] + 1) >> 32;
+		cb->args[1] = (u32)(all->key[i] + 1);
 	}
-	cb->args[0] = i;
 	kfree(all);
 	return ret ?: skb->len;
 }

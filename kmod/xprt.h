@@ -110,6 +110,7 @@ struct kmsgr_xprt_acct {
 /* A device a transport uses, as netlink's dev-get reports it. */
 struct kmsgr_xprt_dev {
 	char name[64];
+	u32 index;			/* the transport's stable device index */
 	u32 ports;			/* its ports: 1 .. @ports */
 	u64 ports_down;			/* bit N: port N is down */
 	u32 conns;			/* connections on it now */

@@ -2809,6 +2809,7 @@ static int kmsgr_rdma_devices(kmsgr_xprt_dev_fn fn, void *arg)
 	list_for_each_entry(d, &kmsgr_rdma_devs, node) {
 		memset(x, 0, sizeof(*x));
 		strscpy(x->name, dev_name(&d->ibdev->dev), sizeof(x->name));
+		x->index = d->ibdev->index;
 		x->ports = rdma_end_port(d->ibdev);
 		x->ports_down = READ_ONCE(d->ports_down);
 		list_for_each_entry(c, &d->conns, dev_node)

@@ -196,6 +196,39 @@ for f in "$tmp"/lsn.json "$tmp"/inst.json "$tmp"/stats.json; do
 	sed 's/^/# /' "$f"
 done
 
+# NDEV more rxe devices, on dummy netdevs: dev show lists each once (more
+# than a dump pass takes), and again after some went between two dumps
+NDEV=${KMSGR_NL_DEVS:-70}
+many_devs() {
+	i=0
+	while [ "$i" -lt "$NDEV" ]; do
+		ip link add "kdum$i" type dummy &&
+			rdma link add "krxe$i" type rxe netdev "kdum$i" || break
+		i=$((i + 1))
+	done
+	"$K" -j dev >"$tmp/devs.json" 2>&1
+	json "$tmp/devs.json" "sorted(d['name'] for d in j
+		if d['name'].startswith('krxe')) ==
+		sorted('krxe%d' % i for i in range($NDEV))"
+	tap $? "dev show -j: $NDEV more devices, each listed once"
+	i=0
+	while [ "$i" -lt "$NDEV" ]; do
+		[ $((i % 3)) -eq 0 ] && rdma link delete "krxe$i"
+		i=$((i + 1))
+	done
+	"$K" -j dev >"$tmp/devs.json" 2>&1
+	json "$tmp/devs.json" "sorted(d['name'] for d in j
+		if d['name'].startswith('krxe')) ==
+		sorted('krxe%d' % i for i in range($NDEV) if i % 3)"
+	tap $? "dev show -j: a third of them deleted, the others each once"
+	i=0
+	while [ "$i" -lt "$NDEV" ]; do
+		rdma link delete "krxe$i" 2>/dev/null
+		ip link delete "kdum$i" 2>/dev/null
+		i=$((i + 1))
+	done
+}
+
 # devices: what kmsgr_rdma found (run_guest.sh loads it on rxe0)
 "$K" -j dev >"$tmp/dev.json" 2>&1
 sed 's/^/# /' "$tmp/dev.json"
@@ -204,6 +237,7 @@ if [ -d /sys/module/kmsgr_rdma ]; then
 		d['ports'] >= 1 and d['ports_down'] == [] and not d['dying']
 		for d in j) and any(d['name'] == '${KMSGR_RXE:-rxe0}' for d in j)"
 	tap $? "dev show -j: ${KMSGR_RXE:-rxe0}, its port up, as kmsgr_rdma sees it"
+	many_devs
 else
 	json "$tmp/dev.json" "j == []"
 	tap $? "dev show -j: no device without kmsgr_rdma"
