@@ -961,6 +961,7 @@ static int cx_srv_authenticate(struct msgr2_auth_cephx_server *sv,
 
 	memset(res, 0, sizeof(*res));
 	res->global_id = sv->global_id;
+	res->entity_type = sv->who->entity_type;
 	res->session_key_len = MSGR2_CEPHX_KEY_LEN;
 	memcpy(res->session_key, skey, sizeof(skey));
 	res->con_secret_len = CEPHX_SECRET_LEN;

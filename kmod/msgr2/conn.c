@@ -221,6 +221,8 @@ static int m2_auth_finish(struct msgr2_conn *c, u32 con_mode)
 			return m2_fail(c, ret == -ENOMEM ? MSGR2_R_NOMEM :
 					  MSGR2_R_AUTH);
 	}
+	/* the keys are in the ciphers and signatures now: nothing reads them */
+	msgr2_wipe(&c->ares, sizeof(c->ares));
 	c->state = M2_S_AUTH_SIGN;
 	/* AUTH_SIGNATURE is the first frame in the negotiated mode */
 	ret = m2_ctrl_send(c, MSGR2_TAG_AUTH_SIGNATURE, sig, sizeof(sig));
@@ -475,9 +477,14 @@ static int m2_srv_accept(struct msgr2_conn *c, bool more, const u8 *in,
 		ret = m2_ctrl_end(c, MSGR2_TAG_AUTH_REPLY_MORE, 4 + olen);
 		goto out;
 	}
-	/* refuse secure mode without a full connection secret (C1) */
-	if (c->srv_mode == MSGR2_MODE_SECURE &&
-	    res.con_secret_len < M2_SECRET_MIN) {
+	/*
+	 * refuse secure mode without a full connection secret (C1), and a
+	 * peer that proved to be another kind of entity than HELLO said (a
+	 * client's key must not make an "osd" of the session's peer_type)
+	 */
+	if ((c->srv_mode == MSGR2_MODE_SECURE &&
+	     res.con_secret_len < M2_SECRET_MIN) ||
+	    (res.entity_type && res.entity_type != c->peer_type)) {
 		ret = m2_fail(c, MSGR2_R_AUTH);
 		goto out;
 	}
@@ -950,9 +957,17 @@ int m2_on_msg_done(struct msgr2_conn *c, bool aborted)
 	} else if (seq <= s->in_seq) {
 		status = -EALREADY;		/* duplicate after a resend */
 	} else {
-		s->in_seq = seq;
-		c->rx_aborted = 0;
 		m2_sess_ack(s, c, m->hdr.ack_seq);
+		/*
+		 * a tx_done() callback that failed the connection: the
+		 * message is dropped unrecorded (a lossless peer resends it)
+		 */
+		if (m2_failed(c)) {
+			status = c->err;
+		} else {
+			s->in_seq = seq;
+			c->rx_aborted = 0;
+		}
 	}
 	c->rx_msg_live = false;
 	c->cfg.ops->rx_msg(c->cfg.priv, m, status);

@@ -726,6 +726,9 @@ static int m2_rx_msg_begin(struct msgr2_conn *c, const u8 *hdr)
 	 * wait for an ack queued behind the very message it cannot place.
 	 */
 	m2_sess_ack(c->s, c, m->hdr.ack_seq);
+	/* its tx_done() callback may have failed the connection */
+	if (m2_failed(c))
+		return c->err;
 	c->rx_state = M2_RX_MSG_ALLOC;
 	ret = m2_rx_try_alloc(c);
 	return ret < 0 ? ret : 0;

@@ -244,6 +244,7 @@ struct msgr2_auth_result {
 	u8 session_key[32];
 	u32 con_secret_len;		/* >= 40 needed for secure mode */
 	u8 con_secret[64];
+	u8 entity_type;			/* server: whom it proved to be; 0 */
 };
 
 /*

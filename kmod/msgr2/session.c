@@ -130,7 +130,9 @@ void m2_sess_requeue(struct msgr2_session *s)
  * message still being written (c->tx_msg) is never released early, even
  * if a broken peer acknowledges it (or a transport hands the bytes over
  * before it reports them written): it is released once written, by
- * m2_tx_msg_done().
+ * m2_tx_msg_done().  A peer that acks more than ever went on the wire
+ * (broken or hostile) does not make the queued messages count as
+ * delivered the moment they are written: @seq is cut to wire_seq.
  */
 void m2_sess_ack(struct msgr2_session *s, struct msgr2_conn *c, u64 seq)
 {
@@ -138,8 +140,9 @@ void m2_sess_ack(struct msgr2_session *s, struct msgr2_conn *c, u64 seq)
 
 	if (s->lossy)
 		return;
+	seq = min_t(u64, seq, s->wire_seq);
 	if (seq > s->acked_seq)
-		s->acked_seq = min_t(u64, seq, s->out_seq);
+		s->acked_seq = seq;
 	while ((m = s->sent_head) && m->hdr.seq <= seq && m != c->tx_msg) {
 		m2_q_pop(&s->sent_head, &s->sent_tail);
 		c->cfg.ops->tx_done(c->cfg.priv, m, 0);

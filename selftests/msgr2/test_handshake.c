@@ -886,6 +886,41 @@ TEST(reconnect_ack_beyond_what_was_sent)
 	pair_free(p);
 }
 
+/*
+ * The same lie in a live session: a message from the peer whose ack_seq
+ * (or an ACK) covers messages still queued.  They are not complete when
+ * written, only at an ack that comes after them: a fault before it sends
+ * them again.
+ */
+TEST(ack_beyond_what_was_sent)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	u8 x = 3;
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	/* queued, not written: out_seq 2, wire_seq 0 */
+	pair_send(&p->cl, 1, &x, 1, NULL, 0, NULL, 0);
+	pair_send(&p->cl, 2, &x, 1, NULL, 0, NULL, 0);
+	pair_session(&p->sv)->in_seq = 1000;	/* the lie */
+	pair_send(&p->sv, 3, &x, 1, NULL, 0, NULL, 0);
+	pair_move(p, false, 0);			/* its ack_seq reaches us */
+	ASSERT_EQ(1, p->cl.n_rx);
+	pair_move(p, true, 0);			/* now they are written */
+	EXPECT_EQ(0, p->cl.n_tx_ok) TH_LOG("completed without an ack");
+	EXPECT_EQ(2, p->sv.n_rx_dup);		/* dropped by the liar */
+	/* still owed: a reconnect to an honest server delivers them */
+	pair_disconnect(p);
+	pair_session(&p->sv)->in_seq = 0;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	EXPECT_EQ(2, p->sv.n_rx);
+	EXPECT_EQ(2, p->cl.n_tx_ok);
+	pair_free(p);
+}
+
 TEST(lossy_session)
 {
 	struct pair *p = pair_new(MSGR2_MODE_CRC);
@@ -1044,7 +1079,8 @@ TEST(secure_scratch_on_demand)
  * Server-side CephX: the engine's own cephx client against the engine as a
  * mon (msgr2_auth_cephx_server_ops): READY in crc and in secure mode (the
  * connection secret the server issued drives the ciphers both ways), a
- * global id assigned; a wrong secret or an unknown entity gets no session.
+ * global id assigned; a wrong secret, an unknown entity or a HELLO of
+ * another entity type than the key's gets no session.
  */
 static const u8 cx_key_admin[16] = "0123456789abcdef";
 static const u8 cx_key_other[16] = "fedcba9876543210";
@@ -1115,6 +1151,16 @@ static void cephx_server_case(struct __test_metadata *_metadata, u32 mode)
 	pair_pump(p);
 	EXPECT_EQ(MSGR2_R_AUTH, msgr2_conn_reason(p->cl.c));
 	EXPECT_FALSE(msgr2_conn_ready(p->sv.c));
+	pair_free(p);
+
+	/* client.admin's key behind a HELLO that says "osd" */
+	p = cephx_pair(mode, "admin", cx_key_admin, &cx, &sv, ents);
+	p->cl.cfg.my_type = MSGR2_ENTITY_OSD;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_R_AUTH, msgr2_conn_reason(p->sv.c));
+	EXPECT_FALSE(msgr2_conn_ready(p->sv.c));
+	EXPECT_FALSE(msgr2_conn_ready(p->cl.c));
 	pair_free(p);
 }
 
