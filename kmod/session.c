@@ -1930,8 +1930,17 @@ static int kmsgr_sess_take_ticket(struct kmsgr_instance *inst, u32 id,
 	mutex_lock(&mon->lock);
 	if (mon->state == KMSGR_SESS_CLOSED)
 		ret = -ENOENT;
-	else if (!mon->server && mon->cephx &&
-		 (!mon->cfg.peer_type || mon->cfg.peer_type == MSGR2_ENTITY_MON))
+	else if (mon->server || !mon->cephx ||
+		 (mon->cfg.peer_type && mon->cfg.peer_type != MSGR2_ENTITY_MON))
+		ret = -EINVAL;
+	else if (mon->state != KMSGR_SESS_UP)
+		/*
+		 * Tickets are the mon's once its AUTH_SIGNATURE has proven
+		 * the reply fresh (a replayed AUTH_DONE decrypts as well),
+		 * and a handshake that failed after AUTH_DONE never did
+		 */
+		ret = -ENOKEY;
+	else
 		ret = msgr2_cephx_authorizer_init(az, mon->cephx, service);
 	mutex_unlock(&mon->lock);
 out:

@@ -379,8 +379,9 @@ struct kmsgr_connect {
 	 * its global id are presented (a cephx authorizer), and @key,
 	 * @key_len, @key_desc and @name stay 0.  The ticket is taken at
 	 * CONNECT (the mon's auth_service_ticket_ttl, 1 h by default).
-	 * ENOKEY when the mon session has not authenticated or holds no
-	 * ticket for @peer_type, EMSGSIZE when the mon issued one larger
+	 * ENOKEY when the mon session is not up (it has not authenticated
+	 * and checked the mon's signature, or it is reconnecting) or holds
+	 * no ticket for @peer_type, EMSGSIZE when the mon issued one larger
 	 * than kmsgr keeps (4096 bytes, which an entity with very long caps
 	 * may exceed); ENOENT when @ticket_from is no session,
 	 * EINVAL when it is not a cephx client session to a mon.  0: none.
