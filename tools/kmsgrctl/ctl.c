@@ -152,7 +152,8 @@ int ctl_parse_secs(const char *s, __u64 *ns)
 	if (errno || *end || !(d > 0) || d > 86400.0 * 365)
 		return -EINVAL;
 	*ns = (__u64)(d * 1e9);
-	return 0;
+	/* 0 would mean "no timeout" to whoever takes it */
+	return *ns ? 0 : -EINVAL;
 }
 
 int ctl_parse_busy_poll(const char *s, __u32 *usec)
@@ -305,9 +306,15 @@ int ctl_setup(__u32 sq_entries, __u64 tx_size, __u64 pool_size)
 	pool_size = PAGE_ROUND(pool_size);
 	tx_size = PAGE_ROUND(tx_size ? tx_size : 4096);
 
+	if (info.max_sq_entries && sq_entries > info.max_sq_entries) {
+		error("need a %u-entry submission ring, the module allows %u (max_sq_entries)",
+		      sq_entries, info.max_sq_entries);
+		ret = -E2BIG;
+		goto out_close;
+	}
 	memset(&s, 0, sizeof(s));
 	s.sq_entries = sq_entries;
-	s.cq_entries = 2 * sq_entries;
+	s.cq_entries = 0;	/* twice the SQ, capped at max_cq_entries */
 	s.buf_size = tx_size + pool_size;
 	s.rx_pool_size = pool_size;
 	if (info.max_buf_size && s.buf_size > info.max_buf_size) {

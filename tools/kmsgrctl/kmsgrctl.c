@@ -395,22 +395,26 @@ static const struct command {
 	{ "help",	cmd_help },
 };
 
-/* iproute2 habit: an object may be abbreviated to any unique prefix. */
-static const struct command *find_command(const char *name)
+/*
+ * iproute2 habit: an object may be abbreviated to any unique prefix.
+ * NULL if none matches; *@ambiguous set if several do.
+ */
+static const struct command *find_command(const char *name, bool *ambiguous)
 {
 	const struct command *found = NULL;
 	size_t i, len = strlen(name);
 
+	*ambiguous = false;
 	for (i = 0; i < ARRAY_SIZE(commands); i++) {
 		if (strcmp(commands[i].name, name) == 0)
 			return &commands[i];
 		if (len && strncmp(commands[i].name, name, len) == 0) {
 			if (found)
-				return NULL;
+				*ambiguous = true;
 			found = &commands[i];
 		}
 	}
-	return found;
+	return *ambiguous ? NULL : found;
 }
 
 int main(int argc, char **argv)
@@ -425,6 +429,7 @@ int main(int argc, char **argv)
 		{ NULL,		0,			NULL, 0 },
 	};
 	const struct command *cmd;
+	bool ambiguous;
 	int c, ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -460,10 +465,10 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
-	cmd = find_command(argv[0]);
+	cmd = find_command(argv[0], &ambiguous);
 	if (!cmd) {
-		error("unknown object \"%s\"; try \"%s help\"", argv[0],
-		      progname);
+		error("%s object \"%s\"; try \"%s help\"",
+		      ambiguous ? "ambiguous" : "unknown", argv[0], progname);
 		return EXIT_USAGE;
 	}
 

@@ -85,6 +85,7 @@ struct echo {
 struct listen_state {
 	bool echo;
 	__u64 count;		/* stop after this many messages (0: none) */
+	__u64 deadline;		/* --time: stop then (CLOCK_MONOTONIC ns) */
 	__u64 msgs, bytes, echoed, in_flight, op_errors;
 	__u64 echo_errors;	/* the module refused an echo */
 	__u64 echo_dropped;	/* its session went away first */
@@ -135,11 +136,12 @@ static int listen_recv(struct listen_state *st, const struct kmsgr_cqe *cqe)
 	st->bytes += (__u64)cqe->seg[0].len + cqe->seg[1].len +
 		     cqe->seg[2].len;
 	/*
-	 * Past --count nothing new is started: the messages still arriving
-	 * while the last echoes go out are released, or a client that keeps
-	 * sending would keep the listener from ever stopping.
+	 * Past --count or --time nothing new is started: the messages still
+	 * arriving while the last echoes go out are released, or a client
+	 * that keeps sending would keep the listener from ever stopping.
 	 */
-	if (!st->echo || (st->count && st->msgs > st->count))
+	if (!st->echo || (st->count && st->msgs > st->count) ||
+	    (st->deadline && ctl_now_ns() >= st->deadline))
 		return ctl_queue_release(cqe);
 
 	e = malloc(sizeof(*e));
@@ -204,8 +206,9 @@ static int listen_cqe(struct listen_state *st, const struct kmsgr_cqe *cqe)
 	}
 }
 
-static int listen_loop(struct listen_state *st, __u64 deadline)
+static int listen_loop(struct listen_state *st)
 {
+	__u64 deadline = st->deadline;
 	struct kmsgr_cqe cqe;
 	__u64 now, until;
 	int ret;
@@ -273,7 +276,7 @@ static int session_listen(int argc, char **argv)
 	struct listen_state st = { 0 };
 	__u64 sq = 256;
 	struct kmsgr_listen l;
-	__u64 pool = 64ULL << 20, time_ns = 0, deadline = 0;
+	__u64 pool = 64ULL << 20, time_ns = 0;
 	__u32 xprt = KMSGR_XPRT_TCP;
 	char bound[80];
 	int c, ret;
@@ -396,18 +399,23 @@ static int session_listen(int argc, char **argv)
 	}
 
 	ctl_catch_signals();
-	if (ctl_setup((__u32)sq, 4096, pool))
-		return EXIT_FAILURE;
-	ret = kmsgr_set_busy_poll(ctl_k, busy_poll);
-	if (ret) {
-		error("cannot set busy-poll to %u us: %s", busy_poll,
-		      kmsgr_strerror(ret));
-		ctl_teardown();
-		return EXIT_FAILURE;
+	ret = ctl_setup((__u32)sq, 4096, pool) ? -1 : 0;
+	if (!ret) {
+		ret = kmsgr_set_busy_poll(ctl_k, busy_poll);
+		if (ret) {
+			error("cannot set busy-poll to %u us: %s", busy_poll,
+			      kmsgr_strerror(ret));
+			ctl_teardown();
+		}
 	}
-	ret = kmsgr_listen(ctl_k, &l);
+	if (!ret)
+		ret = kmsgr_listen(ctl_k, &l);
+	else
+		ret = 1;	/* reported, torn down */
 	if (keyring)
 		explicit_bzero(&lk, sizeof(lk));
+	if (ret == 1)
+		return EXIT_FAILURE;
 	if (ret && logon && (ret == -ENOKEY || ret == -EKEYREJECTED ||
 			     ret == -EKEYREVOKED || ret == -EKEYEXPIRED)) {
 		error("cannot listen on %s: the logon key \"kmsgr:%s\": %s",
@@ -438,8 +446,8 @@ static int session_listen(int argc, char **argv)
 	}
 
 	if (time_ns)
-		deadline = ctl_now_ns() + time_ns;
-	ret = listen_loop(&st, deadline);
+		st.deadline = ctl_now_ns() + time_ns;
+	ret = listen_loop(&st);
 	kmsgr_close_id(ctl_k, l.id);
 
 	if (opt.json) {
@@ -554,7 +562,10 @@ static int send_messages(struct ctl_conn *c, struct send_state *st)
 				ctl_report_event("sending", &cqe);
 				return cqe.res ? cqe.res : -ECONNABORTED;
 			}
-			if (cqe.event == KMSGR_EV_DOWN)
+			/* JSON: stdout holds the session's one object */
+			if (cqe.event == KMSGR_EV_DOWN && opt.json)
+				ctl_report_event("sending", &cqe);
+			else if (cqe.event == KMSGR_EV_DOWN)
 				listen_event(&cqe);
 			break;
 		case KMSGR_CQE_OP:
@@ -584,7 +595,7 @@ static int hold_session(struct ctl_conn *c, __u64 ns)
 			return 0;
 		if (ret)
 			return ret;
-		if (cqe.kind == KMSGR_CQE_RECV && !cqe.res) {
+		if (cqe.kind == KMSGR_CQE_RECV && cqe.res >= 0) {
 			ret = ctl_queue_release(&cqe);
 			if (ret)
 				return ret;
@@ -708,8 +719,9 @@ static int session_connect(int argc, char **argv)
 	}
 
 	ctl_catch_signals();
+	/* room for the echoes of what is in flight, wanted or not */
 	if (ctl_setup(64, st.n ? st.size : 4096,
-		      st.verify ? 2 * CTL_SEND_DEPTH * st.size : 0))
+		      st.n ? 2 * CTL_SEND_DEPTH * st.size : 0))
 		return EXIT_FAILURE;
 	ret = ctl_conn_open(&conn);
 	if (ret)

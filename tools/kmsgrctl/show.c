@@ -791,11 +791,16 @@ int cmd_monitor(int argc, char **argv)
 			return EXIT_SUCCESS;
 		}
 		if (i + 1 < argc && !strcmp(argv[i], "--count")) {
-			if (ctl_parse_size(argv[++i], 1, ~0ULL, &m.left))
+			if (ctl_parse_size(argv[++i], 1, ~0ULL, &m.left)) {
+				error("bad --count \"%s\" (1 or more)", argv[i]);
 				return EXIT_USAGE;
+			}
 		} else if (i + 1 < argc && !strcmp(argv[i], "--timeout")) {
-			if (ctl_parse_secs(argv[++i], &timeout_ns))
+			if (ctl_parse_secs(argv[++i], &timeout_ns)) {
+				error("bad --timeout \"%s\" (seconds, above 0)",
+				      argv[i]);
 				return EXIT_USAGE;
+			}
 		} else {
 			error("unknown argument \"%s\" for \"monitor\"; try \"%s monitor help\"",
 			      argv[i], progname);
@@ -821,14 +826,19 @@ int cmd_monitor(int argc, char **argv)
 	ret = 0;
 	while (!ctl_stopped() && !m.done) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int ms = -1;
+		/*
+		 * At most a second at a time: a stop signal that lands
+		 * between the ctl_stopped() check and poll() is seen then
+		 */
+		int ms = 1000;
 
 		if (deadline) {
 			__u64 now = ctl_now_ns();
 
 			if (now >= deadline)
 				break;
-			ms = (int)((deadline - now + 999999) / 1000000);
+			if (deadline - now < 1000ULL * 1000000)
+				ms = (int)((deadline - now + 999999) / 1000000);
 		}
 		ret = poll(&pfd, 1, ms);
 		if (ret < 0 && errno == EINTR)
