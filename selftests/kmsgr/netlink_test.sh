@@ -196,6 +196,31 @@ for f in "$tmp"/lsn.json "$tmp"/inst.json "$tmp"/stats.json; do
 	sed 's/^/# /' "$f"
 done
 
+# connect --hold gives back the receive-pool slices of what arrives while
+# it holds (the echoes of its sends, unasked for without --verify-echo)
+"$K" -j session connect --send 40 --size $SIZE --hold 600 "$ADDR" \
+	>"$tmp/holder.json" 2>"$tmp/holder.err" &
+hpid=$!
+pids="$pids $hpid"
+held_all() {
+	"$K" -j session show >"$tmp/hshow.json" 2>/dev/null &&
+		hinst=$(json "$tmp/hshow.json" "[s['instance'] for s in j
+			if s['role'] == 'client' and s['instance'] != $inst and
+			s['msgs_in'] == 40][0]" 2>/dev/null) &&
+		"$K" -j instance show "$hinst" >"$tmp/hinst.json" 2>&1 &&
+		json "$tmp/hinst.json" "j[0]['pool_used'] == 0"
+}
+wait_for 30 held_all
+rc=$?
+if [ $rc -ne 0 ]; then
+	for f in "$tmp/hshow.json" "$tmp/hinst.json" "$tmp/holder.err"; do
+		[ -f "$f" ] && comment "$f"
+	done
+fi
+tap $rc "session connect --hold: its 40 echoes arrived and their slices are given back"
+kill "$hpid" 2>/dev/null
+wait "$hpid" 2>/dev/null
+
 # NDEV more rxe devices, on dummy netdevs: dev show lists each once (more
 # than a dump pass takes), and again after some went between two dumps
 NDEV=${KMSGR_NL_DEVS:-70}
