@@ -183,13 +183,15 @@ const char ceph_default_keyrings[] =
 	"/etc/ceph/$cluster.$name.keyring,/etc/ceph/$cluster.keyring,"
 	"/etc/ceph/keyring,/etc/ceph/keyring.bin";
 
+#define CEPH_MON_PORT		"3300"	/* msgr2 */
+#define CEPH_MON_PORT_LEGACY	"6789"	/* msgr1 */
+
 /*
- * The first monitor of @mon_host ("v2:1.2.3.4:3300/0", "[v2:...,v1:...]",
- * "host1,host2", "[::1]:3300", hostnames) as "IP:PORT" or "[IP6]:PORT"
- * into @out; a v1-only address or no port means the msgr2 port 3300.
- * Hostnames are resolved.  0 or -errno (-EINVAL: nothing usable).
+ * One pass of ceph_mon_addr(): the msgr2 addresses, or (@v1) the msgr1
+ * ones ("v1:" or port 6789), taken as the same host on the msgr2 port.
  */
-int ceph_mon_addr(const char *mon_host, char *out, size_t size)
+static int mon_addr_pass(const char *mon_host, bool v1, char *out,
+			 size_t size)
 {
 	char buf[512], *save = NULL, *tok;
 	int ret = -EINVAL;
@@ -199,8 +201,9 @@ int ceph_mon_addr(const char *mon_host, char *out, size_t size)
 	     tok = strtok_r(NULL, ",; \t", &save)) {
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
 		char host[256], ip[INET6_ADDRSTRLEN], *p, *end;
-		const char *port = "3300";
+		const char *port = CEPH_MON_PORT;
 		struct addrinfo *res, *ai;
+		bool legacy;
 		size_t n;
 
 		/* an address vector: [v2:...,v1:...] */
@@ -210,9 +213,9 @@ int ceph_mon_addr(const char *mon_host, char *out, size_t size)
 		if (n && tok[n - 1] == ']' &&
 		    (!strchr(tok, '[') || strchr(tok, '/')))
 			tok[--n] = '\0';
-		if (!strncmp(tok, "v1:", 3))
-			continue;	/* msgr1: not ours */
-		if (!strncmp(tok, "v2:", 3) || !strncmp(tok, "any:", 4))
+		legacy = !strncmp(tok, "v1:", 3);
+		if (legacy || !strncmp(tok, "v2:", 3) ||
+		    !strncmp(tok, "any:", 4))
 			tok = strchr(tok, ':') + 1;
 		p = strchr(tok, '/');
 		if (p)
@@ -236,6 +239,11 @@ int ceph_mon_addr(const char *mon_host, char *out, size_t size)
 		}
 		if (!*host || !*port)
 			continue;
+		legacy = legacy || !strcmp(port, CEPH_MON_PORT_LEGACY);
+		if (legacy != v1)
+			continue;
+		if (legacy)
+			port = CEPH_MON_PORT;
 		if (getaddrinfo(host, port, &hints, &res)) {
 			ret = -EHOSTUNREACH;
 			continue;
@@ -260,6 +268,21 @@ int ceph_mon_addr(const char *mon_host, char *out, size_t size)
 		return 0;
 	}
 	return ret;
+}
+
+/*
+ * The first monitor of @mon_host ("v2:1.2.3.4:3300/0", "[v2:...,v1:...]",
+ * "host1,host2", "[::1]:3300", hostnames) as "IP:PORT" or "[IP6]:PORT"
+ * into @out.  No port means the msgr2 port 3300; with no msgr2 address
+ * at all, the host of a msgr1 one ("v1:", or port 6789) on port 3300, as
+ * a monitor that has both binds them.  Hostnames are resolved.  0 or
+ * -errno (-EINVAL: nothing usable).
+ */
+int ceph_mon_addr(const char *mon_host, char *out, size_t size)
+{
+	int ret = mon_addr_pass(mon_host, false, out, size);
+
+	return ret ? mon_addr_pass(mon_host, true, out, size) : 0;
 }
 
 /*
@@ -297,10 +320,12 @@ int ceph_resolve_mon(struct ctl_conn *conn, const char *addr,
 		return EXIT_USAGE;
 	}
 	/*
-	 * IP:PORT as is; a v2: address vector or a host name resolved.
-	 * Either way into @abuf: @cf is gone when the caller uses it.
+	 * IP:PORT as is, unless it is the msgr1 port; a v2: address vector
+	 * or a host name resolved.  Either way into @abuf: @cf is gone when
+	 * the caller uses it.
 	 */
-	if (kmsgr_addr_parse(addr, &conn->addr)) {
+	if (kmsgr_addr_parse(addr, &conn->addr) ||
+	    ntohs(conn->addr.port) == atoi(CEPH_MON_PORT_LEGACY)) {
 		ret = ceph_mon_addr(addr, abuf, asize);
 		if (ret) {
 			error("monitor address \"%s\": %s", addr,

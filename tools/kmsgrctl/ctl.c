@@ -739,6 +739,8 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 	     bool any_tid, __u64 deadline_ns, const char *what,
 	     struct ctl_reply *r)
 {
+	static __u32 calls;
+	const __u64 udata = CTL_CALL_UDATA | ++calls;
 	struct kmsgr_slice none = { 0 };
 	bool sent = false, replied = false;
 	struct kmsgr_sqe sqe;
@@ -746,7 +748,7 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 	int ret, rret = 0;
 
 	kmsgr_prep_send(&sqe, c->id, m->type, m->tid, m->front, none, m->data,
-			CTL_CALL_UDATA);
+			udata);
 	sqe.version = m->version;
 	sqe.compat_version = m->compat;
 	ret = ctl_queue(&sqe);
@@ -777,7 +779,7 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 			goto fail;
 		/* someone else's: another session's, another request's */
 		if ((cqe.kind == KMSGR_CQE_SEND || cqe.kind == KMSGR_CQE_OP) &&
-		    cqe.user_data != CTL_CALL_UDATA) {
+		    cqe.user_data != udata) {
 			ctl_defer(&cqe);
 			continue;
 		}

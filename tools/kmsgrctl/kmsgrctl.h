@@ -249,12 +249,14 @@ struct ctl_reply {
 void ctl_reply_free(struct ctl_reply *r);
 
 /*
- * The user_data of ctl_call()'s SENDs.  Other SENDs in flight meanwhile
- * need another one: their completions (and other sessions' messages and
- * events) are kept for the next ctl_wait() or ctl_poll(), as are those
+ * The user_data of ctl_call()'s SENDs: this bit and a number of its own
+ * per call, so that the late completion of a call that gave up is not
+ * taken for a later one's.  Other SENDs in flight meanwhile need other
+ * values: their completions (and other sessions' messages and events)
+ * are kept for the next ctl_wait() or ctl_poll(), as are those
  * ctl_conn_open() sees.
  */
-#define CTL_CALL_UDATA		1
+#define CTL_CALL_UDATA		(1ULL << 62)
 
 /* A message to send: its front and data already in the buffer area. */
 struct ctl_msg {

@@ -761,6 +761,38 @@ static bool req_deletes(const struct osdc_req *rq)
 }
 
 /*
+ * A round waits for the answer a third of the time left, at least 2 s,
+ * from when its SEND completed: a request queued behind others on a slow
+ * session is not given up before its bytes are out.  While it is being
+ * sent, only its deadline bounds it (a stalled session).
+ */
+static void req_round(struct osdc_req *rq)
+{
+	__u64 now = ctl_now_ns(), left, wait;
+
+	left = rq->deadline > now ? rq->deadline - now : 0;
+	wait = left / 3 > 2 * NSEC_PER_SEC ? left / 3 : 2 * NSEC_PER_SEC;
+	rq->round_end = now + wait;
+}
+
+/* When @rq's round is over unanswered. */
+static __u64 req_due(const struct osdc_req *rq)
+{
+	return rq->sending ? rq->deadline : rq->round_end;
+}
+
+/*
+ * Errors of opening a session that another try cannot mend: cephx
+ * refusals, a ticket too large, a bad address.
+ */
+static bool osd_session_hopeless(int err)
+{
+	return err == -EMSGSIZE || err == -EINVAL || err == -EACCES ||
+	       err == -EPERM || err == -EKEYREJECTED ||
+	       err == -EKEYREVOKED || err == -EKEYEXPIRED;
+}
+
+/*
  * One attempt: find the primary on the current map and send @rq there.
  * 0 when sent or to be tried again; -errno ends it.
  */
@@ -769,7 +801,6 @@ static int req_send(struct osdc *o, struct osdc_req *rq)
 	const struct osdc_pool *pool = NULL;
 	struct kmsgr_sqe sqe;
 	struct ctl_conn *c;
-	__u64 now, left, wait;
 	unsigned int i;
 	int ret;
 
@@ -787,7 +818,7 @@ static int req_send(struct osdc *o, struct osdc_req *rq)
 		return ret;
 	rq->retry = false;
 	ret = osd_session(o, rq->loc.primary, &c);
-	if (ret == -EINTR && ctl_stopped())
+	if ((ret == -EINTR && ctl_stopped()) || osd_session_hopeless(ret))
 		return ret;
 	if (ret) {
 		req_again(o, rq, ret == -EHOSTDOWN ?
@@ -803,11 +834,7 @@ static int req_send(struct osdc *o, struct osdc_req *rq)
 	if (ret)
 		return ret;
 	rq->sending = true;
-	/* a round waits a third of the time left, at least 2 s */
-	now = ctl_now_ns();
-	left = rq->deadline > now ? rq->deadline - now : 0;
-	wait = left / 3 > 2 * NSEC_PER_SEC ? left / 3 : 2 * NSEC_PER_SEC;
-	rq->round_end = now + wait;
+	req_round(rq);
 	return 0;
 }
 
@@ -899,6 +926,8 @@ static void osdc_handle(struct osdc *o, const struct kmsgr_cqe *cqe)
 		if (!rq)
 			return;
 		rq->sending = false;
+		if (!cqe->res)
+			req_round(rq);	/* out: the wait for its answer */
 		/* refused here, not lost on the way: no use sending it again */
 		if (cqe->res == -EMSGSIZE || cqe->res == -EINVAL)
 			req_finish(o, rq, cqe->res);
@@ -953,8 +982,8 @@ static __u64 next_due(const struct osdc *o)
 	__u64 due = o->retry_at;
 
 	for (rq = o->reqs; rq; rq = rq->next)
-		if (!rq->retry && !rq->answered && (!due || rq->round_end < due))
-			due = rq->round_end;
+		if (!rq->retry && !rq->answered && (!due || req_due(rq) < due))
+			due = req_due(rq);
 	return due;
 }
 
@@ -983,7 +1012,7 @@ int osdc_reap(struct osdc *o, __u64 deadline_ns, struct osdc_req **rqp)
 		}
 		/* rounds that ended unanswered: their sessions are no use */
 		for (rq = o->reqs; rq; rq = rq->next)
-			if (!rq->retry && !rq->answered && now >= rq->round_end)
+			if (!rq->retry && !rq->answered && now >= req_due(rq))
 				session_lost(o, rq->session,
 					     "its primary OSD did not answer");
 		if (deadline_ns && now >= deadline_ns)

@@ -173,6 +173,34 @@ int main(void)
 		   "percentiles by nearest rank: p99 of 100 samples is the 99th, not the largest");
 	}
 
+	/* the monitor of "mon host": msgr2 first, else msgr1's host on 3300 */
+	{
+		static const struct {
+			const char *in, *want;
+		} mons[] = {
+			{ "[v2:10.0.0.1:3300/0,v1:10.0.0.1:6789/0]",
+			  "10.0.0.1:3300" },
+			{ "v1:10.0.0.2:6789/0,v2:10.0.0.3:3301/0", "10.0.0.3:3301" },
+			{ "v1:10.0.0.4:6789/0", "10.0.0.4:3300" },
+			{ "10.0.0.5:6789", "10.0.0.5:3300" },
+			{ "10.0.0.6", "10.0.0.6:3300" },
+			{ "[::1]:3300", "[::1]:3300" },
+			{ "[v1:[::1]:6789/0]", "[::1]:3300" },
+		};
+		char out[64];
+		bool all = true;
+
+		for (i = 0; i < (int)ARRAY_SIZE(mons); i++) {
+			if (ceph_mon_addr(mons[i].in, out, sizeof(out)) ||
+			    strcmp(out, mons[i].want)) {
+				printf("# %s: got \"%s\", want %s\n",
+				       mons[i].in, out, mons[i].want);
+				all = false;
+			}
+		}
+		ok(all, "mon host: a v2 address first, else a v1 one's host on port 3300");
+	}
+
 	printf("1..%d\n", n);
 	return failed ? 1 : 0;
 }
