@@ -20,6 +20,9 @@
 #     says so and fails, the target's receive pool drains (a write refused
 #     before it starts leaves its slices to the target, which gives them
 #     back); the namespace is unchanged;
+#   - a client that stops reading its replies holds no more than its
+#     session's share of the target's contexts (--session-depth): another
+#     client's requests run meanwhile;
 #   - the server killed under a running client: the client fails with a
 #     clear message within its timeout, no hang, no kernel warning;
 #   - blk bench prints IOPS, latency and CPU per operation (text, JSON);
@@ -357,11 +360,45 @@ if serve tcp "$addr" --depth 1; then
 	stop
 	src=$?
 	comment "$tmp/srv"
-	ab=$(sed -n 's/.* \([0-9]*\) waiting requests of closed sessions not run$/\1/p' "$tmp/srv")
+	ab=$(sed -n 's/.* \([0-9]*\) waiting requests of closed sessions not run.*/\1/p' "$tmp/srv")
 	[ $src -eq 0 ] && [ "${ab:-0}" -gt 0 ]
 	tap $? "a client killed with 32 reads in flight at a depth-1 target: its waiting requests are not run (${ab:-?} given back)"
 else
 	tap 1 "blk serve --depth 1 starts (killed client)"
+fi
+
+# a client that stops reading (kmsgr_blk_stall: 40 reads of 1 MiB whose
+# replies it never gives back; its 4 MiB pool fills, then the sockets)
+# holds at most --session-depth (here the default, 6 of 8) contexts:
+# another client's requests still run
+addr=127.0.0.1:$(port 7)
+STALL=${KMSGR_TEST_BIN:-$TOP/.build/selftests/kmsgr}/kmsgr_blk_stall
+if serve tcp "$addr" --depth 8; then
+	"$STALL" "$addr" 40 1048576 >"$tmp/stall" 2>&1 &
+	spid=$!
+	i=0
+	while ! grep -q '^stalled' "$tmp/stall" && kill -0 "$spid" 2>/dev/null &&
+		[ $i -lt 300 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	sleep 2
+	"$K" blk check --depth 2 --ops 50 --timeout 30 "$addr" \
+		>"$tmp/check" 2>&1
+	crc=$?
+	kill -TERM "$spid" 2>/dev/null
+	wait "$spid"
+	strc=$?
+	stop
+	src=$?
+	sed 's/^/# /' "$tmp/stall" "$tmp/check"
+	comment "$tmp/srv"
+	cap=$(sed -n "s/.* \([0-9]*\) waited at their session's cap$/\1/p" "$tmp/srv")
+	grep -q '^stalled: 40' "$tmp/stall" && [ $crc -eq 0 ] &&
+		[ $strc -eq 0 ] && [ $src -eq 0 ] && [ "${cap:-0}" -gt 0 ]
+	tap $? "a client that stops reading its replies holds 6 of a depth-8 target's contexts: blk check gets the others (${cap:-?} requests waited at the cap)"
+else
+	tap 1 "blk serve --depth 8 starts (stalled client)"
 fi
 
 # bench: text and JSON

@@ -22,8 +22,12 @@
  * for a READ, that context's slot of the buffer area (max_io bytes) plus
  * its reply front (64 bytes after the slots).  A slot is rewritten only
  * after the SEND that carried it completed.  Requests beyond DEPTH wait,
- * with their receive-pool slices, in arrival order.  user_data of every
- * SQE: the context's index and the stage (SRV_UD_*).
+ * with their receive-pool slices, in arrival order; so do those of a
+ * session that holds --session-depth contexts already, and the others
+ * pass them: a client that stops reading its replies (its contexts wait
+ * for SENDs that do not complete) leaves the rest of DEPTH to the other
+ * clients.  user_data of every SQE: the context's index and the stage
+ * (SRV_UD_*).
  *
  * Client: the same shape: DEPTH contexts, each with a slot for a WRITE's
  * data and its request front; the tid of a request names its context
@@ -53,14 +57,16 @@
 enum {
 	OPT_TRANSPORT = 256, OPT_LOSSLESS, OPT_DEPTH, OPT_MAX_IO, OPT_POOL,
 	OPT_RDONLY, OPT_EXCL, OPT_POLL, OPT_COUNT, OPT_TIME, OPT_OPS, OPT_SEED,
-	OPT_IMAGE, OPT_RW, OPT_BS, OPT_FUA, OPT_TIMEOUT, OPT_HELP,
+	OPT_IMAGE, OPT_RW, OPT_BS, OPT_FUA, OPT_TIMEOUT, OPT_SESSION_DEPTH,
+	OPT_HELP,
 };
 
 static void blk_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s blk serve [--transport tcp|rdma] [--lossless] [--depth N]\n"
-		"                    [--max-io BYTES] [--pool-size BYTES] [--rdonly]\n"
+		"                    [--session-depth N] [--max-io BYTES]\n"
+		"                    [--pool-size BYTES] [--rdonly]\n"
 		"                    [--excl] [--poll] [--count N] [--time S]\n"
 		"                    DEVICE ADDR:PORT\n"
 		"       %s blk check [--transport tcp|rdma] [--lossless] [--depth N]\n"
@@ -74,10 +80,11 @@ static void blk_usage(FILE *f)
 		"read-write, or read-only with --rdonly; --excl claims it; --poll\n"
 		"reaps its I/O by polling, from the device's poll queues) on a msgr2\n"
 		"listener.  Up to DEPTH requests (default %d) are in service at once,\n"
-		"each at most --max-io bytes (default 1M); the rest wait.  WRITEs go\n"
-		"from the receive pool to the device, READs from the device into the\n"
-		"reply, with no copy in this process.  Ends after --count requests,\n"
-		"--time seconds, or SIGINT/SIGTERM, with a summary.\n"
+		"at most --session-depth of one session (default 3/4 of DEPTH, at\n"
+		"least 1), each at most --max-io bytes (default 1M); the rest wait.\n"
+		"WRITEs go from the receive pool to the device, READs from the device\n"
+		"into the reply, with no copy in this process.  Ends after --count\n"
+		"requests, --time seconds, or SIGINT/SIGTERM, with a summary.\n"
 		"check: read the whole device through the target, then --ops random\n"
 		"requests (default 10000: WRITE, READ, FLUSH and bad ones), DEPTH in\n"
 		"flight (default 16) on disjoint ranges; every READ and status is\n"
@@ -205,6 +212,7 @@ struct srv_ctx {
 	struct kmsgr_cqe recv;	/* a WRITE's message, for its data slice */
 	struct blk_req req;	/* as received, in host order */
 	int io_res;		/* a failed READ's errno, for its reply */
+	bool busy;		/* in service (@session's), else free */
 	struct srv_ctx *next;	/* on the free list */
 };
 
@@ -219,12 +227,14 @@ struct srv {
 	__u32 lbs, max_io;
 	__u64 capacity;
 	unsigned int depth;
+	unsigned int session_depth;	/* contexts one session may hold */
 	struct srv_ctx *ctx, *free;
 	struct srv_wait *wait_head, **wait_tail;
 	__u64 requests, count;
 	__u64 reads, writes, flushes, infos, errors, bytes_in, bytes_out;
 	__u64 dropped;		/* replies whose session was gone */
 	__u64 abandoned;	/* waiting requests of a closed session */
+	__u64 capped;		/* waited at their session's cap */
 	__u64 refused;		/* SQEs the module refused (a bug here) */
 	unsigned int busy;
 };
@@ -241,9 +251,34 @@ static __u32 srv_front(const struct srv *s, const struct srv_ctx *c)
 
 static void srv_put(struct srv *s, struct srv_ctx *c)
 {
+	c->busy = false;
 	c->next = s->free;
 	s->free = c;
 	s->busy--;
+}
+
+/* Whether session @id holds fewer contexts than its cap. */
+static bool srv_may_take(const struct srv *s, __u32 id)
+{
+	unsigned int i, held = 0;
+
+	for (i = 0; i < s->depth; i++)
+		if (s->ctx[i].busy && s->ctx[i].session == id &&
+		    ++held >= s->session_depth)
+			return false;
+	return true;
+}
+
+/* Take a free context for session @id. */
+static struct srv_ctx *srv_take(struct srv *s, __u32 id)
+{
+	struct srv_ctx *c = s->free;
+
+	s->free = c->next;
+	s->busy++;
+	c->busy = true;
+	c->session = id;
+	return c;
 }
 
 /*
@@ -317,7 +352,6 @@ static int srv_start(struct srv *s, struct srv_ctx *c,
 	struct blk_req *q = &c->req;
 	int ret;
 
-	c->session = recv->session;
 	c->tid = recv->tid;
 	c->recv = *recv;
 	c->io_res = 0;
@@ -386,19 +420,21 @@ static int srv_start(struct srv *s, struct srv_ctx *c,
 static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
 {
 	struct srv_wait *w;
-	struct srv_ctx *c;
 
 	if (recv->type != BLK_MSG_REQUEST) {
 		error("session %u: message type %#x is not a request: dropped",
 		      recv->session, recv->type);
 		return srv_queue_release(recv);
 	}
-	c = s->free;
-	if (c && !s->wait_head) {
-		s->free = c->next;
-		s->busy++;
-		return srv_start(s, c, recv);
-	}
+	/*
+	 * The waiting requests are all at their session's cap while a
+	 * context is free (srv_done() starts the first one that is not): a
+	 * request under its own starts ahead of them
+	 */
+	if (s->free && srv_may_take(s, recv->session))
+		return srv_start(s, srv_take(s, recv->session), recv);
+	if (s->free)
+		s->capped++;
 	w = malloc(sizeof(*w));
 	if (!w) {
 		error("out of memory");
@@ -436,20 +472,24 @@ static int srv_forget(struct srv *s, __u32 id)
 	return ret;
 }
 
-/* Context @c is done: give it to the oldest waiting request. */
+/*
+ * Context @c is done: give it to the oldest waiting request whose session
+ * is under its cap (with @c back, @c's session may be).
+ */
 static int srv_done(struct srv *s, struct srv_ctx *c)
 {
-	struct srv_wait *w = s->wait_head;
+	struct srv_wait **p = &s->wait_head, *w;
 	int ret;
 
-	if (!w) {
-		srv_put(s, c);
+	srv_put(s, c);
+	while ((w = *p) && !srv_may_take(s, w->recv.session))
+		p = &w->next;
+	if (!w)
 		return 0;
-	}
-	s->wait_head = w->next;
-	if (!s->wait_head)
-		s->wait_tail = &s->wait_head;
-	ret = srv_start(s, c, &w->recv);
+	*p = w->next;
+	if (!*p)
+		s->wait_tail = p;
+	ret = srv_start(s, srv_take(s, w->recv.session), &w->recv);
 	free(w);
 	return ret;
 }
@@ -565,16 +605,18 @@ static void srv_summary(const struct srv *s)
 		jw_u64("bytes_written", s->bytes_in);
 		jw_u64("replies_dropped", s->dropped);
 		jw_u64("requests_abandoned", s->abandoned);
+		jw_u64("requests_capped", s->capped);
 		jw_close('}');
 		return;
 	}
-	printf("served %llu requests: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, %llu info, %llu answered with an error, %llu replies dropped (client gone), %llu waiting requests of closed sessions not run\n",
+	printf("served %llu requests: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, %llu info, %llu answered with an error, %llu replies dropped (client gone), %llu waiting requests of closed sessions not run, %llu waited at their session's cap\n",
 	       (unsigned long long)s->requests, (unsigned long long)s->reads,
 	       (unsigned long long)s->bytes_out,
 	       (unsigned long long)s->writes, (unsigned long long)s->bytes_in,
 	       (unsigned long long)s->flushes, (unsigned long long)s->infos,
 	       (unsigned long long)s->errors, (unsigned long long)s->dropped,
-	       (unsigned long long)s->abandoned);
+	       (unsigned long long)s->abandoned,
+	       (unsigned long long)s->capped);
 }
 
 static int blk_serve(int argc, char **argv)
@@ -588,11 +630,12 @@ static int blk_serve(int argc, char **argv)
 		{ "poll", no_argument, NULL, OPT_POLL },
 		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "time", required_argument, NULL, OPT_TIME },
+		{ "session-depth", required_argument, NULL, OPT_SESSION_DEPTH },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct blk_opts o = { .transport = KMSGR_XPRT_TCP,
 			      .depth = BLK_DEF_DEPTH };
-	__u64 max_io = BLK_DEF_MAX_IO, pool = 64ULL << 20;
+	__u64 max_io = BLK_DEF_MAX_IO, pool = 64ULL << 20, sdepth = 0;
 	struct srv s = { .count = 0 };
 	struct kmsgr_bdev b;
 	struct kmsgr_listen l;
@@ -641,6 +684,13 @@ static int blk_serve(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case OPT_SESSION_DEPTH:
+			if (ctl_parse_size(optarg, 1, BLK_MAX_DEPTH, &sdepth)) {
+				error("bad --session-depth \"%s\" (1 to --depth)",
+				      optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		default:
 			ctl_bad_option("blk serve", argv);
 			return EXIT_USAGE;
@@ -650,6 +700,14 @@ static int blk_serve(int argc, char **argv)
 		error("blk serve wants a DEVICE and an ADDR:PORT");
 		return EXIT_USAGE;
 	}
+	if (sdepth > o.depth) {
+		error("--session-depth %llu is over --depth %llu",
+		      (unsigned long long)sdepth, (unsigned long long)o.depth);
+		return EXIT_USAGE;
+	}
+	/* 3/4 of DEPTH by default: a quarter is always left to others */
+	s.session_depth = (unsigned int)(sdepth ? sdepth :
+					 o.depth * 3 / 4 ? o.depth * 3 / 4 : 1);
 	memset(&l, 0, sizeof(l));
 	if (kmsgr_addr_parse(argv[optind + 1], &l.addr)) {
 		error("bad address \"%s\" (want IPv4:PORT or [IPv6]:PORT)",
@@ -723,13 +781,16 @@ static int blk_serve(int argc, char **argv)
 		jw_bool("polled", b.attrs & KMSGR_BDEV_A_POLL);
 		jw_string("addr", bound);
 		jw_string("transport", ctl_transport_name(o.transport));
+		jw_u64("depth", s.depth);
+		jw_u64("session_depth", s.session_depth);
 		jw_close('}');
 	} else {
-		printf("serving %s (%llu bytes, %u-byte blocks%s%s) on %s transport %s, depth %u\n",
+		printf("serving %s (%llu bytes, %u-byte blocks%s%s) on %s transport %s, depth %u (%u per session)\n",
 		       argv[optind], (unsigned long long)s.capacity, s.lbs,
 		       b.attrs & KMSGR_BDEV_A_RDONLY ? ", read-only" : "",
 		       b.attrs & KMSGR_BDEV_A_POLL ? ", polled" : "",
-		       bound, ctl_transport_name(o.transport), s.depth);
+		       bound, ctl_transport_name(o.transport), s.depth,
+		       s.session_depth);
 	}
 	fflush(stdout);
 	ret = srv_loop(&s, o.time_ns ? ctl_now_ns() + o.time_ns : 0);
