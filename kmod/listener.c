@@ -260,6 +260,8 @@ out_close:
 	xa_release(&inst->objs, id);
 	return ret;
 out_release:
+	/* (a failed listen does not kick: nothing is queued; be sure) */
+	cancel_delayed_work_sync(&l->accept_work);
 	xa_release(&inst->objs, l->obj.id);
 out_uncharge:
 	atomic_dec(&inst->nr_sessions);

@@ -215,7 +215,8 @@ struct kmsgr_xprt_type {
 		       struct kmsgr_xprt **out);
 	/*
 	 * Listen on @ss (port 0: any) in @net (held as for connect); @kick
-	 * fires when accept() may work.  Its connections charge @acct.
+	 * fires when accept() may work.  Its connections charge @acct.  A
+	 * listen that fails has not kicked, and never will.
 	 */
 	int (*listen)(struct net *net, struct kmsgr_xprt_acct *acct,
 		      const struct sockaddr_storage *ss,

@@ -2648,6 +2648,10 @@ out_unlist:
 	list_del_init(&l->node);
 	mutex_unlock(&kmsgr_rdma_lock);
 out_destroy:
+	/* a listen that fails never kicks: its owner frees what it kicks */
+	spin_lock_bh(&l->lock);
+	l->kick = NULL;
+	spin_unlock_bh(&l->lock);
 	kmsgr_rdma_lsn_stop(l, ret);
 out_free:
 	kref_put(&l->ref, kmsgr_rdma_lsn_release);

@@ -1002,4 +1002,33 @@ TEST_F_TIMEOUT(rdma, refused, 60)
 	EXPECT_EQ(-ECONNREFUSED, e->res);
 }
 
+/*
+ * LISTENs that fail (the port taken; an address no RDMA device has) leave
+ * nothing behind: the transport's failed listen kicked its owner, whose
+ * accept work then ran on the freed listener (slub_debug: an oops).
+ */
+TEST_F_TIMEOUT(rdma, listen_failures, 60)
+{
+	struct kmsgr_listen l;
+	int i, ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	for (i = 0; i < 20; i++) {
+		memset(&l, 0, sizeof(l));
+		l.addr = self->l.bound;
+		l.transport = KMSGR_XPRT_RDMA;
+		ret = kmsgr_listen(self->srv.k, &l);
+		ASSERT_EQ(-EADDRINUSE, ret) TH_LOG("%s", kmsgr_strerror(ret));
+		memset(&l, 0, sizeof(l));
+		ASSERT_EQ(0, kt_addr(&l.addr, "192.0.2.1", 0));
+		l.transport = KMSGR_XPRT_RDMA;
+		ret = kmsgr_listen(self->srv.k, &l);
+		ASSERT_GT(0, ret);
+	}
+	usleep(300 * 1000);	/* what was queued has run */
+	ASSERT_EQ(0, kt_listen(&self->srv, self->ip, 0, 0, &l));
+	EXPECT_EQ(0, kmsgr_close_id(self->srv.k, l.id));
+}
+
 TEST_HARNESS_MAIN
