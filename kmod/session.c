@@ -599,7 +599,7 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 	kmsgr_count(bytes_in, total);
 	cqe->user_data = s->obj.user_data;
 	/* the slices take it when the CQE is posted (kmsgr_cq_post()) */
-	cqe->res = kmsgr_pool_token();
+	cqe->res = kmsgr_pool_token(s->obj.inst);
 	cqe->kind = KMSGR_CQE_RECV;
 	cqe->session = s->obj.id;
 	cqe->type = hdr->type;
@@ -613,7 +613,10 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 
 /*
  * Deliver spilled messages, oldest first, while the CQ and the pool have
- * room: each is copied into the pool.  True when none is left.
+ * room: each is copied into the pool.  True when none is left, the last
+ * one posted too: another session may take the CQ slot it was checked
+ * for before it is posted (then it is held, and a CLOSED paid now would
+ * go before it).
  */
 static bool kmsgr_sess_drain_spill(struct kmsgr_sess *s)
 	__must_hold(&s->lock)
@@ -642,7 +645,7 @@ static bool kmsgr_sess_drain_spill(struct kmsgr_sess *s)
 		kvfree(sp);
 	}
 	kmsgr_sess_set_paused(s, s->rx_held);
-	return true;
+	return !s->rx_held;
 }
 
 /* Deliver what waits (a held CQE, spilled messages); true when none does. */
@@ -664,6 +667,13 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 	struct kmsgr_sess *s = kmsgr_conn_owner(kc);
 	struct kmsgr_spill *sp = kc->rx_spill;
 	struct kmsgr_slice seg[MSGR2_NSEG] = { };
+	/*
+	 * Ended by the connection's failure, not received whole (a dropped
+	 * duplicate or an aborted frame is): the transport, still open, may
+	 * yet write into it (a READ under way), so it is freed after close
+	 */
+	bool later = status && status != -EALREADY && status != -ECONNABORTED &&
+		     kc->xprt && !kc->doomed_spill && !kc->doomed_inst;
 	int i;
 
 	kc->rx_msg_at = 0;
@@ -673,7 +683,10 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 		kc->rx_spill = NULL;
 		if (status || s->no_cq) {
 			s->spill_bytes -= kmsgr_msg_bytes(sp->len);
-			kvfree(sp);
+			if (later)
+				kc->doomed_spill = sp;
+			else
+				kvfree(sp);
 			return;
 		}
 		sp->hdr = m->hdr;
@@ -687,7 +700,12 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 			seg[i].off = kc->rx_off[i];
 			seg[i].len = m->len[i];
 		}
-		kmsgr_sess_free_slices(s->obj.inst, seg);
+		if (later) {
+			kc->doomed_inst = s->obj.inst;
+			memcpy(kc->doomed, seg, sizeof(seg));
+		} else {
+			kmsgr_sess_free_slices(s->obj.inst, seg);
+		}
 		return;
 	}
 	kmsgr_sess_deliver(s, &m->hdr, kc->rx_off, m->len);
@@ -1399,6 +1417,12 @@ static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
 	WRITE_ONCE(kc->sess, x);
 	x->conn = kc;
 	x->peer = self->peer;	/* where the client resumed it from */
+	/*
+	 * the connection's keepalives were timed, and its mode settled, by
+	 * the fresh session's configuration: its silence is timed by that
+	 */
+	x->ka_secs = self->ka_secs;
+	WRITE_ONCE(x->con_mode, self->con_mode);
 	self->conn = NULL;
 	self->state = KMSGR_SESS_DEAD;
 	self->handed_over = true;

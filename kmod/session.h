@@ -94,6 +94,14 @@ struct kmsgr_conn {
 					 * message being received, 0: none
 					 */
 	struct kmsgr_spill *rx_spill;	/* it is received into this */
+	/*
+	 * The destination of a message the connection's failure ended
+	 * while the transport may still write into it (an RDMA READ under
+	 * way): freed after the transport closed (kmsgr_conn_free()).
+	 */
+	struct kmsgr_instance *doomed_inst;
+	struct kmsgr_slice doomed[MSGR2_NSEG];
+	struct kmsgr_spill *doomed_spill;
 	u8 *stage;			/* KMSGR_CONN_STAGE bytes read ahead
 					 * (transports without ops->read(),
 					 * from their first read)
