@@ -200,6 +200,17 @@ static int kmsgr_bdev_open(struct kmsgr_instance *inst,
 		kfree(h);
 		goto out_fput;
 	}
+	/*
+	 * The device the fd was opened on, not another that got its number
+	 * since (a disk unplugged, a partition deleted and made again): the
+	 * fd's access was checked for that one only.
+	 */
+	if (bdev != I_BDEV(f->f_mapping->host)) {
+		blkdev_put(bdev, mode);
+		kfree(h);
+		ret = -ENXIO;
+		goto out_fput;
+	}
 	h->bdev = bdev;
 	h->mode = mode;
 	h->rdonly = rdonly || bdev_read_only(bdev);
@@ -668,21 +679,28 @@ static void kmsgr_bio_op_map(struct kmsgr_bio_op *op, u64 pos, blk_opf_t opf,
 	kmsgr_bio_submit(op, bio);
 }
 
-/* The checks of a READ or WRITE against @h; 0 or the SQE's errno. */
+/*
+ * The checks of a READ or WRITE against @h; 0 or the SQE's errno.  The
+ * block size is the device's now (a namespace formatted anew changes it
+ * under an attached handle); the slices' offsets (in memory, the area
+ * being page-aligned) must also suit the device's DMA alignment.
+ */
 static int kmsgr_bdev_check(struct kmsgr_instance *inst,
 			    const struct kmsgr_bdev_h *h,
 			    const struct kmsgr_sqe *sqe, u64 *total)
 {
+	unsigned int lbs = bdev_logical_block_size(h->bdev);
+	unsigned int mask = (lbs - 1) | bdev_dma_alignment(h->bdev);
 	bool read = sqe->opcode == KMSGR_OP_BDEV_READ;
 	u64 len = 0, capacity;
 	unsigned int i;
 
-	if (sqe->tid & (h->lbs - 1))
+	if (sqe->tid & (lbs - 1))
 		return -EINVAL;
 	for (i = 0; i < KMSGR_NSEG; i++) {
 		if (!sqe->seg[i].len)
 			continue;
-		if ((sqe->seg[i].off | sqe->seg[i].len) & (h->lbs - 1))
+		if ((sqe->seg[i].off | sqe->seg[i].len) & mask)
 			return -EINVAL;
 		/* the pool is the kernel's to write into */
 		if (read &&
@@ -692,7 +710,7 @@ static int kmsgr_bdev_check(struct kmsgr_instance *inst,
 	}
 	if (!len)
 		return -EINVAL;
-	if (len > round_down(KMSGR_BDEV_MAX_IO, h->lbs))
+	if (len > round_down(KMSGR_BDEV_MAX_IO, lbs))
 		return -EMSGSIZE;
 	/* it may have been resized; a namespace going away drops to 0 first */
 	capacity = bdev_nr_bytes(h->bdev);

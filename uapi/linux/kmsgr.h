@@ -523,7 +523,8 @@ struct kmsgr_slice {
  * with a KMSGR_CQE_OP entry, res -EINVAL.  With KMSGR_SQE_F_TOKEN in
  * @flags, @tid carries the RECV's release token (its res) and every slice
  * must belong to that message: a stale or double RELEASE can then never
- * free space that a later message reuses.  Without the flag (ABI 1 form,
+ * free space that a later message reuses (tokens are handed out in turn,
+ * so that one comes back only after 2^31 messages of the instance).  Without the flag (ABI 1 form,
  * still accepted, not safe against that) any slice of a delivered message
  * is taken.  Slices still being received into are never released.
  * The kernel consumes an SQE only when the CQ has room for its completion
@@ -538,7 +539,9 @@ struct kmsgr_slice {
  * offset on it, and the non-empty slices of @seg, in order, the memory
  * (vectored: up to three pieces).  Every offset and length, on the device
  * and in the buffer area, is a multiple of the device's logical block
- * size; the range lies within the capacity and is at most max_io bytes.
+ * size (its size now: a device formatted anew may change it) and of its
+ * DMA alignment where that is larger (a few host controllers); the range
+ * lies within the capacity and is at most max_io bytes.
  * The bytes move between the device and the buffer area's own pages,
  * never through a copy.  READ's slices lie before the receive pool (the
  * kernel owns the pool).  WRITE's slices stay untouched until its CQE;
@@ -717,6 +720,7 @@ struct kmsgr_cqe {
  * DETACH_BDEV, and what the device is.  The instance holds the device
  * open until DETACH_BDEV or its end; @fd may be closed after the call.
  * ENOTBLK (not a block device), EBADF (not open for what @flags ask),
+ * ENXIO (the device the fd was opened on is gone: another has its number),
  * EBUSY (KMSGR_BDEV_F_EXCL and someone else holds it exclusively, or a
  * mounted file system), EMFILE (KMSGR_BDEV_MAX attached), EINVAL.
  * A device that goes away (hot unplug) stays attached: the ops under way
