@@ -282,10 +282,6 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 	max = min(max, avail);
 
 	while (done < max) {
-		if (!kmsgr_cq_reserve(inst)) {
-			*need = 1;
-			break;
-		}
 		kmsgr_sq_peek(inst, &sqe);
 		cancel = inst->sq_cancel_next;
 		/*
@@ -296,9 +292,8 @@ static u32 kmsgr_sq_consume(struct kmsgr_instance *inst, u32 max,
 		       sqe.flags & KMSGR_SQE_F_LINK;
 		/* a CQ of under 4 entries never has 2 slots to reserve */
 		linked = link && done + 1 < max && inst->cq_entries >= 4;
-		if (linked && !kmsgr_cq_reserve(inst)) {
-			kmsgr_sess_unreserve(inst);
-			*need = 2;
+		if (!kmsgr_cq_reserve(inst, 1 + linked)) {
+			*need = 1 + linked;
 			break;
 		}
 		inst->sq_head++;

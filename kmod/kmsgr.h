@@ -253,6 +253,7 @@ struct kmsgr_instance {
 	/* ---- session.c: sessions and listeners ---- */
 	struct xarray objs;		/* id -> session or listener */
 	u32 next_id;
+	atomic_t tokens;		/* release tokens handed out */
 	atomic_t nr_sessions;		/* charged: max_sessions */
 	atomic_t nr_live;		/* session objects not yet freed */
 	wait_queue_head_t objs_wait;	/* teardown waits for objs to drain */
@@ -344,8 +345,8 @@ u32 kmsgr_cq_refresh(struct kmsgr_instance *inst, bool *resume);
 /* CQEs ready (syncs the head only). */
 u32 kmsgr_cq_ready(struct kmsgr_instance *inst);
 /* Reserve a slot for the completion of one SQE; false when none may be. */
-bool kmsgr_cq_reserve(struct kmsgr_instance *inst);
-/* Whether @n calls of kmsgr_cq_reserve() could succeed now. */
+bool kmsgr_cq_reserve(struct kmsgr_instance *inst, u32 n);
+/* Whether kmsgr_cq_reserve() of @n slots could succeed now. */
 bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst, u32 n);
 /* A consumed SQE completes without a CQE: give its reserved slot back. */
 bool kmsgr_cq_unreserve(struct kmsgr_instance *inst);
@@ -370,7 +371,7 @@ bool kmsgr_pool_too_big(struct kmsgr_instance *inst, const u32 *len,
 int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 			 const u32 *len, u32 *off, unsigned int n);
 void kmsgr_pool_unwait(struct kmsgr_instance *inst, u32 who);
-u32 kmsgr_pool_token(void);
+u32 kmsgr_pool_token(struct kmsgr_instance *inst);
 int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token);
 /*
  * Kernel address of buffer-area bytes [off, off + len), or NULL when the

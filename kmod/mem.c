@@ -622,7 +622,7 @@ static bool kmsgr_cq_reservable(struct kmsgr_instance *inst, u32 n)
 	       inst->cq_reserved + n <= kmsgr_cq_reserve_max(inst);
 }
 
-/* Whether @n calls of kmsgr_cq_reserve() could succeed now. */
+/* Whether kmsgr_cq_reserve() of @n slots could succeed now. */
 bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst, u32 n)
 {
 	unsigned long flags;
@@ -635,10 +635,12 @@ bool kmsgr_cq_can_reserve(struct kmsgr_instance *inst, u32 n)
 }
 
 /*
- * Reserve a slot for the completion of one SQE; false when none is free
- * or the in-flight bound is reached.
+ * Reserve slots for the completions of @n SQEs (a linked pair: 2), all or
+ * none; false when there are not that many free, or the in-flight bound
+ * is reached.  (A pair reserved one slot at a time gave its first back
+ * when the second failed, and that woke the room waiters for nothing.)
  */
-bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
+bool kmsgr_cq_reserve(struct kmsgr_instance *inst, u32 n)
 {
 	unsigned long flags;
 	bool ok = false;
@@ -648,8 +650,8 @@ bool kmsgr_cq_reserve(struct kmsgr_instance *inst)
 	tail = inst->cq_tail;
 	kmsgr_cq_sync_head(inst);
 	kmsgr_cq_flush(inst);
-	if (kmsgr_cq_reservable(inst, 1)) {
-		inst->cq_reserved++;
+	if (kmsgr_cq_reservable(inst, n)) {
+		inst->cq_reserved += n;
 		ok = true;
 	}
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
@@ -1163,19 +1165,23 @@ static long kmsgr_pool_grain(struct kmsgr_instance *inst, u32 off, u32 len)
 
 /**
  * kmsgr_pool_token() - a release token for the slices of a received message
+ * @inst: the instance
  *
- * Return: the token (1 .. 2^31 - 1), random, for the RECV CQE.  The slices
- * take it when that CQE goes into the CQ (kmsgr_cq_post()), not before: a
- * RECV held back for want of CQ room names slices that no RELEASE can
- * free yet.  A RELEASE that names the token frees exactly these slices and
- * nothing that reuses their space later.
+ * Return: the token (1 .. 2^31 - 1) for the RECV CQE: the instance's next
+ * one, so that a stale RELEASE could meet its token again only after 2^31
+ * messages (random ones met again by chance).  The slices take it when
+ * that CQE goes into the CQ (kmsgr_cq_post()), not before: a RECV held
+ * back for want of CQ room names slices that no RELEASE can free yet.  A
+ * RELEASE that names the token frees exactly these slices and nothing
+ * that reuses their space later.
  */
-u32 kmsgr_pool_token(void)
+u32 kmsgr_pool_token(struct kmsgr_instance *inst)
 {
 	u32 token;
 
 	do {
-		token = get_random_u32() & KMSGR_RELEASE_TOKEN_MAX;
+		token = (u32)atomic_inc_return(&inst->tokens) &
+			KMSGR_RELEASE_TOKEN_MAX;
 	} while (!token);
 	return token;
 }
