@@ -936,6 +936,7 @@ static void kmsgr_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 						struct kmsgr_rdma_buf, cqe);
 	const struct kmsgr_rdma_hdr *h = b->data;
 	u32 granted;
+	int ret;
 
 	spin_lock_bh(&c->lock);
 	c->rx_out--;
@@ -995,8 +996,11 @@ static void kmsgr_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		}
 		fallthrough;
 	case KMSGR_RDMA_MSG_CREDIT:
-		if (!kmsgr_rdma_post_recv(c, b))
+		ret = kmsgr_rdma_post_recv(c, b);
+		if (!ret)
 			c->owed++;
+		else if (ret != -ENOTCONN)	/* a credit lost for good */
+			kmsgr_rdma_fail(c, ret);
 		if (c->owed >= c->nr_rx / 2)	/* the owner returns them */
 			kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_RX);
 		break;
@@ -1782,16 +1786,17 @@ static int kmsgr_rdma_lsn_request(struct kmsgr_rdma_lsn *l,
 	c->priv = l->priv;
 	spin_unlock(&c->lock);
 	spin_unlock_bh(&l->lock);
-	if (kmsgr_rdma_dev_list(c)) {
-		spin_lock_bh(&c->lock);
-		kmsgr_rdma_fail(c, -ENODEV);	/* the listener reaps it */
-		spin_unlock_bh(&c->lock);
-	}
 	spin_lock_bh(&l->lock);
 	c->lsn = l;
 	list_add_tail(&c->lsn_node, &l->pending);
 	l->nr_pending++;
 	spin_unlock_bh(&l->lock);
+	/* pending first: the kick of the failure finds it to reap */
+	if (kmsgr_rdma_dev_list(c)) {
+		spin_lock_bh(&c->lock);
+		kmsgr_rdma_fail(c, -ENODEV);
+		spin_unlock_bh(&c->lock);
+	}
 	return 0;
 
 out_unsetup:

@@ -1016,10 +1016,13 @@ TEST_F_TIMEOUT(rdma, listen_failures, 60)
 		SKIP(return, "%s", self->why);
 	for (i = 0; i < 20; i++) {
 		memset(&l, 0, sizeof(l));
-		l.addr = self->l.bound;
+		ASSERT_EQ(0, kt_addr(&l.addr, self->ip,
+				     ntohs(self->l.bound.port)));
 		l.transport = KMSGR_XPRT_RDMA;
 		ret = kmsgr_listen(self->srv.k, &l);
-		ASSERT_EQ(-EADDRINUSE, ret) TH_LOG("%s", kmsgr_strerror(ret));
+		ASSERT_GT(0, ret);	/* rdma_bind_addr() refuses it */
+		if (!i)
+			TH_LOG("the port taken: %s", kmsgr_strerror(ret));
 		memset(&l, 0, sizeof(l));
 		ASSERT_EQ(0, kt_addr(&l.addr, "192.0.2.1", 0));
 		l.transport = KMSGR_XPRT_RDMA;
