@@ -121,6 +121,12 @@ void jw_double(const char *key, double val)
 	printf("%.3f", val);
 }
 
+void jw_double_g(const char *key, double val)
+{
+	jw_member(key);
+	printf("%.9g", val);
+}
+
 void jw_bool(const char *key, bool val)
 {
 	jw_member(key);

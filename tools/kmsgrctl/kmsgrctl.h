@@ -46,6 +46,8 @@ void jw_close(char bracket);
 void jw_string(const char *key, const char *val);
 void jw_u64(const char *key, __u64 val);
 void jw_double(const char *key, double val);
+/* As jw_double(), with 9 significant digits (seconds of a latency). */
+void jw_double_g(const char *key, double val);
 void jw_bool(const char *key, bool val);
 /* a member whose value is already valid JSON text */
 void jw_raw(const char *key, const char *json);

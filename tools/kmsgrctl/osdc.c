@@ -726,8 +726,9 @@ static void session_lost(struct osdc *o, __u32 id, const char *why)
 	for (i = 0; i < o->n_osds; i++)
 		if (o->osds[i].conn.open && o->osds[i].conn.id == id)
 			ctl_conn_close(&o->osds[i].conn);
+	/* (an answered one only waits for its SEND's completion) */
 	for (rq = o->reqs; rq; rq = rq->next)
-		if (rq->session == id && !rq->retry)
+		if (rq->session == id && !rq->retry && !rq->answered)
 			req_again(o, rq, why);
 }
 

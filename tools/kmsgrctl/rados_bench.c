@@ -197,10 +197,10 @@ static void rb_report(const struct rados_bench_opts *b,
 		jw_double("stddev_iops", iops[1]);
 		jw_double("max_iops", iops[2]);
 		jw_double("min_iops", iops[3]);
-		jw_double("average_latency_s", lat_avg);
-		jw_double("stddev_latency_s", lat_sd);
-		jw_double("max_latency_s", st->lat_max);
-		jw_double("min_latency_s", st->lat_min);
+		jw_double_g("average_latency_s", lat_avg);
+		jw_double_g("stddev_latency_s", lat_sd);
+		jw_double_g("max_latency_s", st->lat_max);
+		jw_double_g("min_latency_s", st->lat_min);
 		jw_open("cpu_us_per_op", '{');
 		jw_double("self_user", user);
 		jw_double("self_sys", sys);
