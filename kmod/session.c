@@ -445,6 +445,9 @@ static void kmsgr_sess_set_paused(struct kmsgr_sess *s, bool paused)
  */
 static bool kmsgr_sess_flush_held(struct kmsgr_sess *s)
 {
+	const struct kmsgr_slice *seg = s->rx_cqe.seg;
+	u32 bytes = seg[0].len + seg[1].len + seg[2].len;
+
 	if (!s->rx_held)
 		return true;
 	if (s->no_cq || s->state == KMSGR_SESS_CLOSED) {
@@ -458,6 +461,11 @@ static bool kmsgr_sess_flush_held(struct kmsgr_sess *s)
 		return false;
 	s->rx_held = false;
 	kmsgr_sess_set_paused(s, false);
+	/* delivered now: a held RECV that teardown drops is not counted */
+	s->msgs_in++;
+	s->bytes_in += bytes;
+	kmsgr_count(msgs_in, 1);
+	kmsgr_count(bytes_in, bytes);
 	return true;
 }
 
@@ -576,7 +584,6 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 			       const u32 *off, const u32 *len)
 {
 	struct kmsgr_cqe *cqe = &s->rx_cqe;
-	u64 total = 0;
 	int i;
 
 	trace_kmsgr_msg_recv(s, hdr, len);
@@ -586,17 +593,12 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 			continue;
 		cqe->seg[i].off = off[i];
 		cqe->seg[i].len = len[i];
-		total += len[i];
 	}
 	if (s->no_cq) {
 		kmsgr_sess_free_slices(s->obj.inst, cqe->seg);
 		return;
 	}
 	s->active_at = jiffies;
-	s->msgs_in++;
-	s->bytes_in += total;
-	kmsgr_count(msgs_in, 1);
-	kmsgr_count(bytes_in, total);
 	cqe->user_data = s->obj.user_data;
 	/* the slices take it when the CQE is posted (kmsgr_cq_post()) */
 	cqe->res = kmsgr_pool_token(s->obj.inst);

@@ -280,9 +280,15 @@ static int mon_addr_pass(const char *mon_host, bool v1, char *out,
  */
 int ceph_mon_addr(const char *mon_host, char *out, size_t size)
 {
-	int ret = mon_addr_pass(mon_host, false, out, size);
+	int ret = mon_addr_pass(mon_host, false, out, size), ret1;
 
-	return ret ? mon_addr_pass(mon_host, true, out, size) : 0;
+	if (!ret)
+		return 0;
+	ret1 = mon_addr_pass(mon_host, true, out, size);
+	if (!ret1)
+		return 0;
+	/* a host that did not resolve says more than "nothing usable" */
+	return ret == -EHOSTUNREACH ? ret : ret1;
 }
 
 /*

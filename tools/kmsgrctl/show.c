@@ -215,6 +215,7 @@ static void print_listener(const struct kmsgr_listener_info *l)
  */
 struct bdev_tally {
 	bool ok;		/* the dump worked (the module has BDEV_GET) */
+	bool full;		/* an instance's devices were not counted */
 	size_t n;
 	struct { __u64 instance; __u32 count; } inst[64];
 };
@@ -228,8 +229,10 @@ static int tally_bdev(const struct kmsgr_bdev_info *b, void *arg)
 		if (t->inst[i].instance == b->instance)
 			break;
 	if (i == t->n) {
-		if (t->n == ARRAY_SIZE(t->inst))
-			return 0;	/* a count for the first 64 */
+		if (t->n == ARRAY_SIZE(t->inst)) {
+			t->full = true;	/* a count for the first 64 */
+			return 0;
+		}
 		t->inst[t->n].instance = b->instance;
 		t->inst[t->n++].count = 0;
 	}
@@ -249,7 +252,7 @@ static long long tally_of(__u64 instance)
 	for (i = 0; i < tally.n; i++)
 		if (tally.inst[i].instance == instance)
 			return tally.inst[i].count;
-	return 0;
+	return tally.full ? -1 : 0;	/* not counted, or none */
 }
 
 static void print_instance(const struct kmsgr_instance_info *i)
