@@ -51,16 +51,12 @@ struct kmsgr_conn *kmsgr_conn_alloc(struct kmsgr_sess *s)
 /* Close the transport (no kick after this), then release the engine. */
 void kmsgr_conn_free(struct kmsgr_conn *kc)
 {
-	int i;
-
 	if (kc->xprt)
 		kc->xprt->ops->close(kc->xprt);
 	kc->xprt = NULL;	/* the engine's last tx_done()s must not see it */
 	/* nothing writes into what the failure left now */
-	for (i = 0; i < MSGR2_NSEG; i++)
-		if (kc->doomed[i].len)
-			kmsgr_pool_free(kc->doomed_inst, kc->doomed[i].off,
-					kc->doomed[i].len, KMSGR_POOL_KERNEL);
+	if (kc->doomed_inst)
+		kmsgr_pool_free_msg(kc->doomed_inst, kc->doomed, MSGR2_NSEG);
 	kvfree(kc->doomed_spill);
 	if (kc->engine)
 		msgr2_conn_release(kc->mc);

@@ -373,6 +373,9 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 void kmsgr_pool_unwait(struct kmsgr_instance *inst, u32 who);
 u32 kmsgr_pool_token(struct kmsgr_instance *inst);
 int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token);
+/* The kernel frees the slices of a message it will not deliver (len 0: none). */
+void kmsgr_pool_free_msg(struct kmsgr_instance *inst,
+			 const struct kmsgr_slice *seg, unsigned int n);
 /*
  * Kernel address of buffer-area bytes [off, off + len), or NULL when the
  * range is not inside the area (or SETUP has not happened).

@@ -1163,6 +1163,17 @@ static long kmsgr_pool_grain(struct kmsgr_instance *inst, u32 off, u32 len)
 	return (long)first;
 }
 
+void kmsgr_pool_free_msg(struct kmsgr_instance *inst,
+			 const struct kmsgr_slice *seg, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (seg[i].len)
+			kmsgr_pool_free(inst, seg[i].off, seg[i].len,
+					KMSGR_POOL_KERNEL);
+}
+
 /**
  * kmsgr_pool_token() - a release token for the slices of a received message
  * @inst: the instance

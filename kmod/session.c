@@ -413,17 +413,6 @@ static void kmsgr_sess_holder_take(struct kmsgr_sess *s)
 		kmsgr_sess_take_sendq(s);
 }
 
-static void kmsgr_sess_free_slices(struct kmsgr_instance *inst,
-				   const struct kmsgr_slice *seg)
-{
-	int i;
-
-	for (i = 0; i < MSGR2_NSEG; i++)
-		if (seg[i].len)
-			kmsgr_pool_free(inst, seg[i].off, seg[i].len,
-					KMSGR_POOL_KERNEL);
-}
-
 /*
  * Mark the session as waiting (or no longer waiting) for CQ or pool room.
  * Set it BEFORE the attempt that may fail: a kmsgr_sess_resume() that
@@ -446,12 +435,12 @@ static void kmsgr_sess_set_paused(struct kmsgr_sess *s, bool paused)
 static bool kmsgr_sess_flush_held(struct kmsgr_sess *s)
 {
 	const struct kmsgr_slice *seg = s->rx_cqe.seg;
-	u32 bytes = seg[0].len + seg[1].len + seg[2].len;
+	u32 bytes;
 
 	if (!s->rx_held)
 		return true;
 	if (s->no_cq || s->state == KMSGR_SESS_CLOSED) {
-		kmsgr_sess_free_slices(s->obj.inst, s->rx_cqe.seg);
+		kmsgr_pool_free_msg(s->obj.inst, s->rx_cqe.seg, MSGR2_NSEG);
 		s->rx_held = false;
 		return true;
 	}
@@ -462,6 +451,7 @@ static bool kmsgr_sess_flush_held(struct kmsgr_sess *s)
 	s->rx_held = false;
 	kmsgr_sess_set_paused(s, false);
 	/* delivered now: a held RECV that teardown drops is not counted */
+	bytes = seg[0].len + seg[1].len + seg[2].len;
 	s->msgs_in++;
 	s->bytes_in += bytes;
 	kmsgr_count(msgs_in, 1);
@@ -595,7 +585,7 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 		cqe->seg[i].len = len[i];
 	}
 	if (s->no_cq) {
-		kmsgr_sess_free_slices(s->obj.inst, cqe->seg);
+		kmsgr_pool_free_msg(s->obj.inst, cqe->seg, MSGR2_NSEG);
 		return;
 	}
 	s->active_at = jiffies;
@@ -706,7 +696,7 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 			kc->doomed_inst = s->obj.inst;
 			memcpy(kc->doomed, seg, sizeof(seg));
 		} else {
-			kmsgr_sess_free_slices(s->obj.inst, seg);
+			kmsgr_pool_free_msg(s->obj.inst, seg, MSGR2_NSEG);
 		}
 		return;
 	}

@@ -1785,8 +1785,6 @@ static int kmsgr_rdma_lsn_request(struct kmsgr_rdma_lsn *l,
 	c->kick = l->kick;
 	c->priv = l->priv;
 	spin_unlock(&c->lock);
-	spin_unlock_bh(&l->lock);
-	spin_lock_bh(&l->lock);
 	c->lsn = l;
 	list_add_tail(&c->lsn_node, &l->pending);
 	l->nr_pending++;
