@@ -4,7 +4,8 @@
  * a key never has to pass through the process that opens sessions: a
  * "logon" key (user space can add and use it, never read it back, as cifs
  * and ecryptfs keep theirs) whose payload is the 16-byte cephx secret.
- * CONNECT names it by its description (struct kmsgr_connect.key_desc); a
+ * CONNECT names it by its description (struct kmsgr_connect.key_desc,
+ * which must start with "kmsgr:"); a
  * cephx listener's entry with KMSGR_LISTEN_KEY_F_LOGON takes the key
  * "kmsgr:TYPE.ID" (e.g. "kmsgr:client.admin").  The key is looked up in
  * the caller's keyrings (thread, process, session, user) at the ioctl,
@@ -27,6 +28,13 @@ int kmsgr_key_logon(const char *desc, u8 *secret, size_t len)
 	struct key *key;
 	int ret;
 
+	/*
+	 * kmsgr's own keys only: a caller may hold logon keys of other
+	 * services (cifs, ecryptfs), and one of them used as a cephx secret
+	 * would answer a server's challenges with another service's secret
+	 */
+	if (!str_has_prefix(desc, KMSGR_KEY_PREFIX))
+		return -EINVAL;
 	/* no callout: a key that is not there is -ENOKEY, not an upcall */
 	key = request_key(&key_type_logon, desc, NULL);
 	if (IS_ERR(key))
@@ -62,6 +70,6 @@ int kmsgr_key_entity_desc(char *buf, size_t size, u8 type, const char *id)
 
 	if (type >= ARRAY_SIZE(names) || !names[type])
 		return -EINVAL;
-	n = snprintf(buf, size, "kmsgr:%s.%s", names[type], id);
+	n = snprintf(buf, size, KMSGR_KEY_PREFIX "%s.%s", names[type], id);
 	return n < (int)size ? 0 : -ENAMETOOLONG;
 }

@@ -398,11 +398,13 @@ bool kmsgr_pool_take_starved(struct kmsgr_instance *inst);
 
 /*
  * Copy the payload of the caller's "logon" key @desc (exactly @len bytes)
- * into @secret.  -ENOKEY (none), -EKEYREVOKED, -EKEYEXPIRED, -EACCES,
+ * into @secret.  -EINVAL (@desc does not start with KMSGR_KEY_PREFIX: not
+ * a kmsgr key), -ENOKEY (none), -EKEYREVOKED, -EKEYEXPIRED, -EACCES,
  * -EKEYREJECTED (its payload is not @len bytes), -EOPNOTSUPP without
  * CONFIG_KEYS.
  */
 int kmsgr_key_logon(const char *desc, u8 *secret, size_t len);
+#define KMSGR_KEY_PREFIX	"kmsgr:"
 /* longest key description CONNECT takes, NUL included */
 #define KMSGR_KEY_DESC_MAX	256
 /* "kmsgr:TYPE.ID" for an entity (a listener's logon keys); -EINVAL type */

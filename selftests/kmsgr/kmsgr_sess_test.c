@@ -24,8 +24,10 @@
  *                  files closed at once: the module tears everything down
  *                  (the instance counter returns to 0).
  *  bad_connect     malformed CONNECT/LISTEN arguments fail with EINVAL (or
- *                  EOPNOTSUPP); a connect to a closed port gives a lossy
- *                  session CLOSED with reason CONNECT.
+ *                  EOPNOTSUPP), and so does a key_desc naming another
+ *                  service's logon key ("cifs:..."; a "kmsgr:" one that
+ *                  is not there: ENOKEY); a connect to a closed port
+ *                  gives a lossy session CLOSED with reason CONNECT.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -34,6 +36,7 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "kselftest_harness.h"
@@ -490,6 +493,34 @@ TEST_F_TIMEOUT(sess, close_in_flight, 120)
 	EXPECT_EQ(0, kmsgr_instances());
 }
 
+/*
+ * CONNECT (cephx, @c set up otherwise) naming a logon key of another
+ * service, which the caller holds: EINVAL, its secret never used; one of
+ * kmsgr's own that is not there: ENOKEY.  @c's key_desc is 0 after.
+ */
+static void logon_key_refusals(struct __test_metadata *_metadata, int fd,
+			       struct kmsgr_connect *c)
+{
+	static const char other[] = "cifs:kmsgr-selftest";
+	static const char missing[] = "kmsgr:client.kmsgr-selftest-none";
+	uint8_t secret[16] = "another-service!";
+	long serial;
+
+	/* KEY_SPEC_PROCESS_KEYRING: gone with this process */
+	serial = syscall(__NR_add_key, "logon", other, secret, sizeof(secret),
+			 -2);
+	ASSERT_LT(0, serial) TH_LOG("add_key logon %s: %s", other,
+				    strerror(errno));
+	c->key_desc = (uintptr_t)other;
+	EXPECT_EQ(-1, ioctl(fd, KMSGR_IOC_CONNECT, c));
+	EXPECT_EQ(EINVAL, errno);
+	c->key_desc = (uintptr_t)missing;
+	EXPECT_EQ(-1, ioctl(fd, KMSGR_IOC_CONNECT, c));
+	EXPECT_EQ(ENOKEY, errno);
+	c->key_desc = 0;
+	syscall(__NR_keyctl, 3 /* KEYCTL_REVOKE */, serial);
+}
+
 TEST_F_TIMEOUT(sess, bad_connect, 60)
 {
 	struct kmsgr_connect c;
@@ -528,6 +559,7 @@ TEST_F_TIMEOUT(sess, bad_connect, 60)
 	EXPECT_EQ(EFAULT, errno);
 	c.key = 0;
 	c.key_len = 0;
+	logon_key_refusals(_metadata, self->b.fd, &c);
 	c.auth = KMSGR_AUTH_NONE;
 	c.transport = 99;
 	EXPECT_EQ(-1, ioctl(self->b.fd, KMSGR_IOC_CONNECT, &c));

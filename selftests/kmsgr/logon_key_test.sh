@@ -9,8 +9,9 @@
 #   - crc and secure sessions authenticate with the logon keys;
 #   - user space cannot read the key back (KEYCTL_READ of a logon key);
 #   - a client naming another entity's key is refused by the listener, one
-#     naming no key fails with ENOKEY, a revoked key with EKEYREVOKED, and
-#     a listener whose key is missing does not start; all with a message.
+#     naming no key fails with ENOKEY, a revoked key with EKEYREVOKED, one
+#     naming another service's key ("cifs:...") is refused, and a listener
+#     whose key is missing does not start; all with a message.
 #
 # Prints TAP; exit status 0 when all passed.
 
@@ -121,6 +122,15 @@ run none "$K" session connect --key-desc kmsgr:nosuch "$ADDR"
 [ "$rc" -eq 1 ] && grep -q 'logon key "kmsgr:nosuch"' "$tmp/none" &&
 	grep -qi "key not available" "$tmp/none"
 tap $? "a key that is not there: ENOKEY, named in the message"
+
+run alien "$K" session connect --key-desc cifs:client.admin "$ADDR"
+[ "$rc" -ne 0 ] && grep -q 'only its own logon keys' "$tmp/alien"
+tap $? "--key-desc naming another service's key (cifs:...) is refused, with a message"
+
+run alienadd "$K" key add --keyring "$tmp/admin.keyring" --desc cifs:x
+[ "$rc" -eq 2 ] && grep -q 'kmsgr:NAME' "$tmp/alienadd" &&
+	! grep -q 'cifs:x' /proc/keys
+tap $? "key add --desc outside kmsgr: is a usage error; no key is added"
 
 run both "$K" session connect --key-desc kmsgr:client.admin \
 	--keyring "$tmp/admin.keyring" "$ADDR"

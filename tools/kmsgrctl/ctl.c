@@ -523,6 +523,12 @@ int ctl_conn_check(struct ctl_conn *c)
 		error("--keyring and --key-desc both name the key: give one");
 		return -EINVAL;
 	}
+	/* the kernel refuses it too (EINVAL), with less to say why */
+	if (c->key_desc && strncmp(c->key_desc, "kmsgr:", 6)) {
+		error("--key-desc \"%s\": kmsgr uses only its own logon keys, whose descriptions start with \"kmsgr:\" (kmsgrctl key add)",
+		      c->key_desc);
+		return -EINVAL;
+	}
 	if ((c->flags & KMSGR_SESS_F_SECURE) && !c->keyring && !c->key_desc) {
 		error("--secure needs cephx (a session key): give --keyring FILE or --key-desc DESC");
 		return -EINVAL;

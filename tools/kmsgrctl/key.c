@@ -119,9 +119,9 @@ static int key_add(int argc, char **argv)
 		snprintf(defdesc, sizeof(defdesc), "kmsgr:%s", name);
 		desc = defdesc;
 	}
-	/* logon keys need a "service:" prefix */
-	if (!strchr(desc, ':') || desc[0] == ':') {
-		error("--desc \"%s\": a logon key's description starts with \"SERVICE:\"",
+	/* kmsgr reads only logon keys of its own service */
+	if (strncmp(desc, "kmsgr:", 6) || !desc[6]) {
+		error("--desc \"%s\": kmsgr's logon keys are named \"kmsgr:NAME\"",
 		      desc);
 		return EXIT_USAGE;
 	}

@@ -391,7 +391,9 @@ struct kmsgr_connect {
 	 * in: user pointer to the description of a "logon" key holding the
 	 * 16-byte cephx secret (KMSGR_FEAT_LOGON_KEYS), instead of @key and
 	 * @key_len (both 0 then); looked up in the caller's keyrings at
-	 * CONNECT, never read back by user space.  0: none.
+	 * CONNECT, never read back by user space.  It must start with
+	 * "kmsgr:" (EINVAL otherwise: another service's logon key is never
+	 * used as a cephx secret).  0: none.
 	 */
 	__u64 key_desc;
 	__u64 reserved[3];
