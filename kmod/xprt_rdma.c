@@ -55,6 +55,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
+#include <linux/delay.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/kref.h>
@@ -210,10 +211,27 @@ static bool kmsgr_rdma_fault_no_done(void)
 {
 	return READ_ONCE(fault_no_done);
 }
+
+static unsigned int fault_listen_ms;
+module_param(fault_listen_ms, uint, 0644);
+MODULE_PARM_DESC(fault_listen_ms,
+		 "Test builds only: a LISTEN sleeps this many ms (at most 5000) once its listener is listed, before it listens: a device removal meets it there");
+
+static void kmsgr_rdma_fault_listen(void)
+{
+	unsigned int ms = min(READ_ONCE(fault_listen_ms), 5000U);
+
+	if (ms)
+		msleep(ms);
+}
 #else
 static bool kmsgr_rdma_fault_no_done(void)
 {
 	return false;
+}
+
+static void kmsgr_rdma_fault_listen(void)
+{
 }
 #endif
 
@@ -388,8 +406,9 @@ struct kmsgr_rdma_conn {
 struct kmsgr_rdma_lsn {
 	struct kmsgr_xprt x;
 	struct kref ref;
-	struct mutex mutex;		/* @id */
+	struct mutex mutex;		/* @id, @listening */
 	struct rdma_cm_id *id;		/* NULL once its device went away */
+	bool listening;			/* rdma_listen() succeeded */
 	struct ib_device *ibdev;	/* bound to, or NULL (any) */
 	bool gone;			/* device removal claimed it */
 	struct list_head node;		/* on kmsgr_rdma_lsns */
@@ -2539,7 +2558,12 @@ static int kmsgr_rdma_lsn_getname(struct kmsgr_xprt *x,
 	return 0;
 }
 
-/* Destroy @l's cm_id (close, or its device going away). */
+/*
+ * Destroy @l's cm_id (close, or its device going away).  The owner hears
+ * of it only if the listen had succeeded: a LISTEN that fails (its device
+ * removed while it was being set up, too) frees what the kick would
+ * reach.
+ */
 static void kmsgr_rdma_lsn_stop(struct kmsgr_rdma_lsn *l, int err)
 {
 	mutex_lock(&l->mutex);
@@ -2548,7 +2572,7 @@ static void kmsgr_rdma_lsn_stop(struct kmsgr_rdma_lsn *l, int err)
 		l->id = NULL;
 		spin_lock_bh(&l->lock);
 		l->err = err;
-		if (l->kick)
+		if (l->kick && l->listening)
 			l->kick(l->priv, KMSGR_XPRT_KICK_RX);
 		spin_unlock_bh(&l->lock);
 	}
@@ -2640,7 +2664,16 @@ static int kmsgr_rdma_listen(struct net *net, struct kmsgr_xprt_acct *acct,
 	mutex_lock(&kmsgr_rdma_lock);
 	list_add_tail(&l->node, &kmsgr_rdma_lsns);
 	mutex_unlock(&kmsgr_rdma_lock);
-	ret = rdma_listen(id, KMSGR_RDMA_BACKLOG);
+	kmsgr_rdma_fault_listen();
+	/*
+	 * Listed, its device's removal may destroy the cm_id now
+	 * (kmsgr_rdma_lsn_stop(), under @l->mutex): listen on it only if it
+	 * is still there
+	 */
+	mutex_lock(&l->mutex);
+	ret = l->id ? rdma_listen(l->id, KMSGR_RDMA_BACKLOG) : -ENODEV;
+	l->listening = !ret;
+	mutex_unlock(&l->mutex);
 	if (ret)
 		goto out_unlist;
 	*out = &l->x;

@@ -58,6 +58,10 @@
  *                  when they close.
  *  refused         a CONNECT to a port without a listener ends with reason
  *                  CONNECT and -ECONNREFUSED, within the timeout.
+ *  listen_during_removal  (no fixture; test builds) a LISTEN on the
+ *                  device's address that the device's removal meets
+ *                  before it listens (fault_listen_ms) fails with ENODEV,
+ *                  no oops; a LISTEN after the device is back works.
  *
  * The listener binds the wildcard address (so it outlives the device) and
  * the client dials KMSGR_VM_IP (tools/vm/run --rxe; SKIP without it).
@@ -72,6 +76,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "kmsgr_selftest.h"
@@ -1032,6 +1037,92 @@ TEST_F_TIMEOUT(rdma, listen_failures, 60)
 	usleep(300 * 1000);	/* what was queued has run */
 	ASSERT_EQ(0, kt_listen(&self->srv, self->ip, 0, 0, &l));
 	EXPECT_EQ(0, kmsgr_close_id(self->srv.k, l.id));
+}
+
+#define LISTEN_MS	"/sys/module/kmsgr_rdma/parameters/fault_listen_ms"
+
+/* The child of listen_during_removal: its LISTEN's result, as exit code. */
+static int listen_child(const char *ip)
+{
+	struct kmsgr_listen l;
+	struct kt_inst ti;
+	int ret;
+
+	if (kt_inst_open(&ti, "listener", 16, 1 << 16, 1 << 16, 33))
+		return 100;
+	memset(&l, 0, sizeof(l));
+	if (kt_addr(&l.addr, ip, 0))
+		return 101;
+	l.transport = KMSGR_XPRT_RDMA;
+	ret = kmsgr_listen(ti.k, &l);
+	printf("# the LISTEN during the removal: %s\n",
+	       ret ? kmsgr_strerror(ret) : "listening");
+	kt_inst_close(&ti);
+	return ret == -ENODEV ? 0 : ret ? 102 : 103;
+}
+
+/*
+ * A LISTEN on the device's address that its removal meets between listing
+ * the listener and listening (fault_listen_ms, test builds): the LISTEN
+ * fails with ENODEV.  The removal used to destroy the cm_id the LISTEN
+ * then listened on (slub_debug: a use-after-free).  After the device is
+ * back, a LISTEN there works.
+ */
+FIXTURE(removal) {
+};
+
+FIXTURE_SETUP(removal)
+{
+}
+
+FIXTURE_TEARDOWN(removal)
+{
+}
+
+/* a fixture only for its timeout: the device takes seconds to come back */
+TEST_F_TIMEOUT(removal, listen_during_removal, 120)
+{
+	const char *dev = getenv("KMSGR_RXE") ? getenv("KMSGR_RXE") : "rxe0";
+	const char *ip = getenv("KMSGR_VM_IP");
+	const char *why = kmsgr_missing(1);
+	struct kmsgr_listen l;
+	char netdev[64], cmd[256];
+	struct kt_inst ti;
+	int status, ret;
+	pid_t pid;
+
+	if (why)
+		SKIP(return, "%s", why);
+	if (!ip || !*ip)
+		SKIP(return, "KMSGR_VM_IP not set (run in the guest with --rxe)");
+	if (access(LISTEN_MS, W_OK))
+		SKIP(return, "kmsgr_rdma.ko built without KMSGR_FAULT=y");
+	ASSERT_EQ(0, rxe_netdev(dev, netdev, sizeof(netdev)));
+	ASSERT_EQ(0, param_write(LISTEN_MS, "2000"));
+	fflush(stdout);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(listen_child(ip));
+	usleep(700 * 1000);	/* it sleeps in its LISTEN by now */
+	snprintf(cmd, sizeof(cmd), "rdma link delete %s", dev);
+	ret = system(cmd);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	param_write(LISTEN_MS, "0");
+	snprintf(cmd, sizeof(cmd), "rdma link add %s type rxe netdev %s", dev,
+		 netdev);
+	ASSERT_EQ(0, system(cmd)) TH_LOG("%s failed", cmd);
+	ASSERT_EQ(0, rxe_active(dev, 30000)) TH_LOG("%s not ACTIVE", dev);
+	ASSERT_EQ(0, ret) TH_LOG("rdma link delete %s failed", dev);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("the LISTEN did not fail with ENODEV (exit %d)",
+		       WEXITSTATUS(status));
+
+	ASSERT_EQ(0, kt_inst_open(&ti, "listener", 16, 1 << 16, 1 << 16, 34));
+	ASSERT_EQ(0, kt_listen(&ti, ip, 0, 0, &l));
+	EXPECT_EQ(0, kmsgr_close_id(ti.k, l.id));
+	kt_inst_close(&ti);
 }
 
 TEST_HARNESS_MAIN
