@@ -245,6 +245,19 @@ rc=$?
 echo "# $out"
 case $out in *'pool "nosuchpool" does not exist'*) [ $rc -eq 1 ] ;; *) false ;; esac
 tap $? "a pool that does not exist: exit 1, says so"
+# an erasure-coded pool: refused by name, before any OSD is asked
+if ceph osd erasure-code-profile set kmsgr-ec k=2 m=1 \
+	crush-failure-domain=osd >"$tmp/err" 2>&1 &&
+	ceph osd pool create kmsgr-ec 8 8 erasure kmsgr-ec >>"$tmp/err" 2>&1; then
+	out=$("$K" rados put kmsgr-ec x "$tmp/obj/tool" 2>&1)
+	rc=$?
+	echo "# $out"
+	case $out in *'pool "kmsgr-ec": it is erasure-coded'*) [ $rc -eq 1 ] ;; *) false ;; esac
+else
+	comment "$tmp/err"
+	false
+fi
+tap $? "an erasure-coded pool: exit 1, says why it cannot be used"
 out=$("$K" rados put kmsgr x "$tmp/nosuchfile" 2>&1)
 rc=$?
 case $out in *"cannot open"*"nosuchfile"*) [ $rc -eq 1 ] ;; *) false ;; esac

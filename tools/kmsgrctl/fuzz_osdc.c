@@ -303,6 +303,7 @@ static void fz_check_map(const struct osdc *o, const char *dump)
 	struct osdc_pool found;
 	unsigned int i, j;
 	__u32 x[4];
+	int ret;
 
 	FZ_CHECK(o->n_pools <= fz_count(dump, "pools"));
 	FZ_CHECK(o->n_osds <= fz_count(dump, "osds"));
@@ -321,7 +322,9 @@ static void fz_check_map(const struct osdc *o, const char *dump)
 		for (j = 0; j < ARRAY_SIZE(x); j++)
 			FZ_CHECK(ceph_stable_mod(x[j], pl->pg_num,
 						 pl->pg_mask) < pl->pg_num);
-		FZ_CHECK(!osdc_pool((struct osdc *)o, pl->name, &found));
+		/* the first of that name, which says why it is unusable */
+		ret = osdc_pool((struct osdc *)o, pl->name, &found);
+		FZ_CHECK(ret == (found.unsupported ? -EOPNOTSUPP : 0));
 	}
 	for (i = 0; i < o->n_osds; i++) {
 		FZ_CHECK(memchr(o->osds[i].addr_str, '\0',

@@ -238,9 +238,17 @@ static int parse_pools(struct osdc *o, const char *dump)
 		pl->pg_mask = pg_mask_of(pl->pg_num);
 		if (!json_i64_at(json_member(p, "size"), &n))
 			pl->size = (unsigned int)n;
-		/* only rjenkins (2) is computed here */
-		if (json_i64_at(json_member(p, "object_hash"), &n) || n != 2)
-			continue;
+		/*
+		 * Kept, so that naming it gets a reason (osdc_pool()), never
+		 * placed: an erasure-coded pool (type 3) wants the shard of
+		 * the primary in every op and its acting set read by
+		 * position; only rjenkins (2) is computed here.
+		 */
+		if (!json_i64_at(json_member(p, "type"), &n) && n == 3)
+			pl->unsupported = "it is erasure-coded; kmsgrctl rados uses replicated pools only";
+		else if (json_i64_at(json_member(p, "object_hash"), &n) ||
+			 n != 2)
+			pl->unsupported = "its object hash is not rjenkins, the only one kmsgrctl computes";
 		v = json_member(p, "flags_names");
 		json_string_at(v, flags, sizeof(flags));
 		pl->full = osdc_flag_named(flags, "full");
@@ -365,7 +373,7 @@ int osdc_pool(struct osdc *o, const char *name, struct osdc_pool *p)
 	for (i = 0; i < o->n_pools; i++) {
 		if (!strcmp(o->pools[i].name, name)) {
 			*p = o->pools[i];
-			return 0;
+			return p->unsupported ? -EOPNOTSUPP : 0;
 		}
 	}
 	return -ENOENT;

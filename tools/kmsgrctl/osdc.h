@@ -36,6 +36,8 @@ struct osdc_pool {
 	__u32 pg_num, pg_mask;
 	unsigned int size;
 	bool full;
+	/* why kmsgrctl cannot place objects in it (osdc_pool()), or NULL */
+	const char *unsupported;
 };
 
 struct osdc_osd {

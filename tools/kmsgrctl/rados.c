@@ -147,6 +147,23 @@ static void json_placement(const struct osdc_loc *loc)
 	jw_u64("epoch", loc->epoch);
 }
 
+/*
+ * One op on @oid, as osdc_exec(); an OSD's error is printed here (osdc
+ * prints its own failures: no answer in time, a signal), so that each
+ * failure is told once, by whoever saw it.
+ */
+static int rados_exec(struct osdc *o, const struct osdc_pool *pool,
+		      const char *verb, const char *oid, struct osdc_op *op,
+		      bool write, struct osdc_loc *loc)
+{
+	int ret = osdc_exec(o, pool, oid, op, 1, write, loc);
+
+	if (ret && ret != -ETIMEDOUT && ret != -EINTR)
+		error("%s %s/%s: %s", verb, pool->name, oid,
+		      osdc_strerror(ret));
+	return ret;
+}
+
 static int rados_put(struct osdc *o, const struct osdc_pool *pool,
 		     const char *oid, const char *path)
 {
@@ -176,7 +193,7 @@ static int rados_put(struct osdc *o, const struct osdc_pool *pool,
 		op.offset = off;
 		op.length = len - off < OSDC_OP_MAX ? len - off : OSDC_OP_MAX;
 		op.in = data + off;
-		ret = osdc_exec(o, pool, oid, &op, 1, true, &loc);
+		ret = rados_exec(o, pool, "put", oid, &op, true, &loc);
 		osdc_ops_free(&op, 1);
 		op.op = OSD_OP_WRITE;
 		off += op.length;
@@ -214,7 +231,7 @@ static int rados_get(struct osdc *o, const struct osdc_pool *pool,
 	for (;;) {
 		op.offset = off;
 		op.length = OSDC_OP_MAX;
-		ret = osdc_exec(o, pool, oid, &op, 1, false, &loc);
+		ret = rados_exec(o, pool, "get", oid, &op, false, &loc);
 		if (ret)
 			break;
 		if (op.out_len > OSDC_OP_MAX) {
@@ -263,7 +280,7 @@ static int rados_stat(struct osdc *o, const struct osdc_pool *pool,
 	struct tm tm;
 	int ret;
 
-	ret = osdc_exec(o, pool, oid, &op, 1, false, &loc);
+	ret = rados_exec(o, pool, "stat", oid, &op, false, &loc);
 	if (ret)
 		return ret;
 	/* le64 size, utime_t mtime (le32 sec, le32 nsec) */
@@ -303,7 +320,7 @@ static int rados_rm(struct osdc *o, const struct osdc_pool *pool,
 	struct osdc_loc loc;
 	int ret;
 
-	ret = osdc_exec(o, pool, oid, &op, 1, true, &loc);
+	ret = rados_exec(o, pool, "rm", oid, &op, true, &loc);
 	osdc_ops_free(&op, 1);
 	if (!ret && opt.json) {
 		jw_open(NULL, '{');
@@ -531,6 +548,10 @@ static int rados_run(struct ceph_cli *cli, const char *verb,
 	if (ret)
 		goto out;
 	ret = osdc_pool(&o, pool_name, &pool);
+	if (ret == -EOPNOTSUPP) {
+		error("pool \"%s\": %s", pool_name, pool.unsupported);
+		goto out;
+	}
 	if (ret) {
 		error("pool \"%s\" does not exist", pool_name);
 		goto out;
@@ -548,9 +569,6 @@ static int rados_run(struct ceph_cli *cli, const char *verb,
 		ret = rados_stat(&o, &pool, oid);
 	else
 		ret = rados_rm(&o, &pool, oid);
-	/* osdc_exec printed its own failures; the OSD's answers are ours */
-	if (ret && !b && !n_pairs && ret != -ETIMEDOUT && ret != -EINTR)
-		error("%s %s/%s: %s", verb, pool_name, oid, osdc_strerror(ret));
 out:
 	osdc_fini(&o);
 	ctl_conn_close(&cli->conn);

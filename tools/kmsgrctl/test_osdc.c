@@ -55,10 +55,16 @@ static const char *const dump_lines[] = {
 
 static char dump[1024];
 
-/* a pool skipped for its hash (after its size was read), then one without */
+/*
+ * a pool skipped (a bad pg_num, after its size was read), one kept but
+ * unusable for its hash, an erasure-coded one, then a replicated one
+ */
 static const char *const skip_pools[] = {
-	"{\"pools\":[{\"pool\":1,\"pg_num\":8,\"size\":3,",
-	"\"object_hash\":0},{\"pool\":2,\"pg_num\":8,\"object_hash\":2}]}",
+	"{\"pools\":[{\"pool\":1,\"size\":3,\"pg_num\":0,",
+	"\"object_hash\":2},{\"pool\":4,\"pool_name\":\"h\",\"pg_num\":8,",
+	"\"object_hash\":0},{\"pool\":5,\"pool_name\":\"ec\",\"type\":3,",
+	"\"pg_num\":8,\"object_hash\":2},{\"pool\":2,\"pool_name\":\"r\",",
+	"\"type\":1,\"pg_num\":8,\"object_hash\":2}]}",
 };
 
 /* OSD ids that fit no int, and one that does */
@@ -145,11 +151,19 @@ int main(void)
 	/* what a skipped entry of the map leaves behind: nothing */
 	{
 		struct osdc o = { 0 };
+		struct osdc_pool pl;
 
 		ok(!parse_pools(&o, join(skip_pools, ARRAY_SIZE(skip_pools))) &&
-		   o.n_pools == 1 && o.pools[0].id == 2 &&
+		   o.n_pools == 3 && o.pools[0].id == 4 &&
 		   o.pools[0].size == 0 && o.pools[0].pg_mask == 7,
 		   "osd dump: a pool after a skipped one keeps nothing of it");
+		ok(osdc_pool(&o, "h", &pl) == -EOPNOTSUPP &&
+		   strstr(pl.unsupported, "rjenkins") &&
+		   osdc_pool(&o, "ec", &pl) == -EOPNOTSUPP &&
+		   strstr(pl.unsupported, "erasure-coded") &&
+		   !osdc_pool(&o, "r", &pl) && pl.id == 2 && !pl.unsupported &&
+		   osdc_pool(&o, "nosuch", &pl) == -ENOENT,
+		   "osd dump: an erasure-coded pool, or one hashed otherwise, is named with the reason it cannot be used");
 		ok(!parse_osds(&o, join(bad_osds, ARRAY_SIZE(bad_osds))) &&
 		   o.n_osds == 1 && o.osds[0].id == 5 && o.osds[0].up,
 		   "osd dump: OSD ids outside 0..INT_MAX are no OSDs");
