@@ -1057,6 +1057,7 @@ static int listen_child(const char *ip)
 	ret = kmsgr_listen(ti.k, &l);
 	printf("# the LISTEN during the removal: %s\n",
 	       ret ? kmsgr_strerror(ret) : "listening");
+	fflush(stdout);		/* the child leaves by _exit() */
 	kt_inst_close(&ti);
 	return ret == -ENODEV ? 0 : ret ? 102 : 103;
 }
