@@ -59,6 +59,12 @@ struct kmsgr {
 	struct kmsgr_sqe *sqes;
 	struct kmsgr_ring *cq_ring;
 	__u32 sq_tail;		/* prepared, not necessarily published */
+	/*
+	 * the SQ's size, as checked at setup: the ring header is the
+	 * application's memory too, and a stray write there must not move
+	 * kmsgr_get_sqe() out of the SQE array
+	 */
+	__u32 sq_entries, sq_mask;
 	__u64 buf_size;
 	__u64 tx_size;
 };
@@ -298,6 +304,8 @@ int kmsgr_setup(struct kmsgr *k, struct kmsgr_setup *setup)
 	k->cq.kflags = &k->cq_ring->flags;
 	k->cq.mask = k->cq_ring->mask;
 	k->cq.entries = k->cq_ring->entries;
+	k->sq_entries = setup->sq_entries;	/* what the check saw */
+	k->sq_mask = setup->sq_entries - 1;
 	k->sq_tail = load_acquire(k->sq_ktail);
 	k->buf_size = setup->buf_size;
 	k->tx_size = setup->buf_size - setup->rx_pool_size;
@@ -335,9 +343,9 @@ struct kmsgr_sqe *kmsgr_get_sqe(struct kmsgr *k)
 	if (!k->sq)
 		return NULL;
 	head = load_acquire(k->sq_khead);
-	if (k->sq_tail - head >= k->sq->entries)
+	if (k->sq_tail - head >= k->sq_entries)
 		return NULL;
-	sqe = &k->sqes[k->sq_tail & k->sq->mask];
+	sqe = &k->sqes[k->sq_tail & k->sq_mask];
 	memset(sqe, 0, sizeof(*sqe));
 	k->sq_tail++;
 	return sqe;
@@ -354,7 +362,7 @@ unsigned int kmsgr_sq_space(const struct kmsgr *k)
 {
 	if (!k->sq)
 		return 0;
-	return k->sq->entries - (k->sq_tail - load_acquire(k->sq_khead));
+	return k->sq_entries - (k->sq_tail - load_acquire(k->sq_khead));
 }
 
 static __u64 kmsgr_now_ns(void)

@@ -324,8 +324,11 @@ static LIBKMSGR_INLINE struct kmsgr_cq *kmsgr_cq(struct kmsgr *k)
 static LIBKMSGR_INLINE unsigned int kmsgr_cq_ready(struct kmsgr *k)
 {
 	const struct kmsgr_cq *cq = kmsgr_cq(k);
+	unsigned int n = __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE) -
+			 *cq->khead;
 
-	return __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE) - *cq->khead;
+	/* a head past the tail (advanced too far): nothing is ready */
+	return n > cq->entries ? 0 : n;
 }
 
 /**
@@ -464,7 +467,7 @@ unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
  *     visited or kmsgr_cq_ready() counted
  *
  * One release store of the CQ head, giving the slots back to the kernel
- * (kmsgr_cqe_seen() is @n = 1).  Receive-pool slices of RECV entries stay
+ * (kmsgr_cqe_seen() is @n = 1); never past the ready ones.  Receive-pool slices of RECV entries stay
  * the application's until it submits a KMSGR_OP_RELEASE for them.
  */
 #ifndef LIBKMSGR_BUILD
@@ -473,8 +476,11 @@ static LIBKMSGR_INLINE
 void kmsgr_cq_advance(struct kmsgr *k, unsigned int n)
 {
 	const struct kmsgr_cq *cq = kmsgr_cq(k);
+	unsigned int ready = kmsgr_cq_ready(k);
 
-	__atomic_store_n(cq->khead, *cq->khead + n, __ATOMIC_RELEASE);
+	/* never past the tail: the entries there are not written yet */
+	__atomic_store_n(cq->khead, *cq->khead + (n < ready ? n : ready),
+			 __ATOMIC_RELEASE);
 }
 
 /**
@@ -618,10 +624,14 @@ void kmsgr_prep_nop(struct kmsgr_sqe *sqe, __u64 user_data);
  */
 int kmsgr_addr_parse(const char *str, struct kmsgr_addr *addr);
 
+/* "[" IPv6 "%" scope "]:" port "/" nonce, and the NUL: 70 bytes at most */
+#define KMSGR_ADDR_STRLEN	80
+
 /**
  * kmsgr_addr_format() - the reverse of kmsgr_addr_parse()
  * @addr: address
- * @buf:  output, at least 64 bytes for every address to fit
+ * @buf:  output, at least KMSGR_ADDR_STRLEN (80) bytes for every address
+ *        to fit (a longer one is cut, NUL-terminated)
  * @len:  size of @buf
  *
  * Writes "IPv4:PORT" or "[IPv6%SCOPE]:PORT", plus "/NONCE" when the nonce

@@ -532,6 +532,14 @@ static void test_cq_helpers(void)
 	   !kmsgr_peek_batch_cqe(k, batch, 8) &&
 	   *fake.cq_head == FAKE_CQ_START + 5 && !fake.enters,
 	   "cq helpers: %s", "empty again, head past the wrap, no ENTER");
+
+	/* advanced too far (an application bug): never past the tail */
+	fake_post(KMSGR_CQE_OP, 6);
+	kmsgr_cq_advance(k, 3);
+	kmsgr_cqe_seen(k);
+	ok(*fake.cq_head == *fake.cq_tail && !kmsgr_cq_ready(k) &&
+	   !kmsgr_peek_cqe(k),
+	   "cq helpers: %s", "advance beyond the ready ones stops at the tail");
 	kmsgr_close(k);
 }
 
