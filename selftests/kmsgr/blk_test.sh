@@ -393,12 +393,42 @@ if serve tcp "$addr" --depth 8; then
 	src=$?
 	sed 's/^/# /' "$tmp/stall" "$tmp/check"
 	comment "$tmp/srv"
-	cap=$(sed -n "s/.* \([0-9]*\) waited at their session's cap$/\1/p" "$tmp/srv")
+	cap=$(sed -n "s/.* \([0-9]*\) waited at their session's cap.*/\1/p" "$tmp/srv")
 	grep -q '^stalled: 40' "$tmp/stall" && [ $crc -eq 0 ] &&
 		[ $strc -eq 0 ] && [ $src -eq 0 ] && [ "${cap:-0}" -gt 0 ]
 	tap $? "a client that stops reading its replies holds 6 of a depth-8 target's contexts: blk check gets the others (${cap:-?} requests waited at the cap)"
 else
 	tap 1 "blk serve --depth 8 starts (stalled client)"
+fi
+
+# a client that sends 24 WRITEs of 1 MiB at once to a depth-1 target with
+# a 16 MiB receive pool (kmsgr_blk_stall write), while the target is
+# stopped (SIGSTOP: its kernel takes what fits in the pool), so that the
+# target finds them all at once: its waiting requests would hold over half
+# the pool, so the target closes it and gives their slices back; another
+# client is served after
+addr=127.0.0.1:$(port 8)
+if serve tcp "$addr" --depth 1 --pool-size 16M; then
+	kill -STOP "$srv"
+	"$STALL" "$addr" 24 1048576 write >"$tmp/flood" 2>&1 &
+	fpid=$!
+	sleep 4
+	kill -CONT "$srv"
+	wait "$fpid"
+	frc=$?
+	"$K" blk check --depth 2 --ops 50 --timeout 30 "$addr" \
+		>"$tmp/check" 2>&1
+	crc=$?
+	stop
+	src=$?
+	sed 's/^/# /' "$tmp/flood" "$tmp/check"
+	comment "$tmp/srv"
+	fl=$(sed -n 's/.* \([0-9]*\) sessions closed for holding too much of the receive pool$/\1/p' "$tmp/srv")
+	[ $frc -eq 0 ] && grep -q '^closed by the target' "$tmp/flood" &&
+		[ $crc -eq 0 ] && [ $src -eq 0 ] && [ "${fl:-0}" -eq 1 ]
+	tap $? "a client whose waiting WRITEs would hold over half a target's receive pool is closed (${fl:-?} closed); blk check is served after"
+else
+	tap 1 "blk serve --depth 1 --pool-size 16M starts (flooding client)"
 fi
 
 # bench: text and JSON

@@ -8,17 +8,23 @@
  * requests stay taken (blk_test.sh: the target's other clients must get
  * the rest of its depth).
  *
- *   kmsgr_blk_stall ADDR:PORT COUNT BYTES
+ *   kmsgr_blk_stall ADDR:PORT COUNT BYTES [write]
  *
  * Prints "stalled: COUNT requests sent" once every SEND completed, then
- * waits for SIGTERM or SIGINT (seen within a second).  Exit status: 0 after the signal, 1 on a
- * failure, 2 on a usage error.
+ * waits for SIGTERM or SIGINT (seen within a second).  With "write" the
+ * requests are WRITEs of BYTES each, all sent at once: a client that
+ * floods the target's receive pool, which the target closes; it prints
+ * "closed by the target after N of COUNT requests sent" and exits 0 then
+ * (1 when that does not come within 30 s).
+ * Exit status: 0 after the signal (or that close), 1 on a failure, 2 on a
+ * usage error.
  *
  * Copyright (C) 2026 The kmsgr authors
  */
 #include <endian.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,11 +61,14 @@ static int next_cqe(struct kmsgr *k, struct kmsgr_cqe *out)
 	}
 }
 
-static int stall(const char *addr, unsigned int count, unsigned int bytes)
+static int stall(const char *addr, unsigned int count, unsigned int bytes,
+		 bool write)
 {
 	struct kmsgr_setup su = { 0 };
 	struct kmsgr_connect c = { 0 };
 	struct kmsgr_slice none = { 0 }, front;
+	/* WRITEs all send the same bytes, after the fronts */
+	struct kmsgr_slice data = { .off = 1U << 20, .len = write ? bytes : 0 };
 	struct kmsgr_cqe cqe;
 	struct kmsgr_sqe *sqe;
 	struct blk_req *q;
@@ -74,7 +83,7 @@ static int stall(const char *addr, unsigned int count, unsigned int bytes)
 	}
 	su.sq_entries = count + 8;
 	su.rx_pool_size = STALL_POOL;
-	su.buf_size = STALL_POOL + (1U << 20);
+	su.buf_size = STALL_POOL + (2U << 20);
 	ret = kmsgr_setup(k, &su);
 	if (ret || kmsgr_addr_parse(addr, &c.addr)) {
 		fprintf(stderr, "setup or address %s: %s\n", addr,
@@ -99,7 +108,7 @@ static int stall(const char *addr, unsigned int count, unsigned int bytes)
 		front.len = sizeof(*q);
 		q = (struct blk_req *)((char *)kmsgr_buf(k) + front.off);
 		memset(q, 0, sizeof(*q));
-		q->op = htole16(BLK_OP_READ);
+		q->op = htole16(write ? BLK_OP_WRITE : BLK_OP_READ);
 		q->len = htole32(bytes);
 		q->off = htole64((__u64)i * bytes % (32ULL << 20));
 		sqe = kmsgr_get_sqe(k);
@@ -108,12 +117,21 @@ static int stall(const char *addr, unsigned int count, unsigned int bytes)
 			goto fail;
 		}
 		kmsgr_prep_send(sqe, c.id, BLK_MSG_REQUEST, i + 1, front, none,
-				none, i);
+				data, i);
 	}
-	while (done < count) {
+	/* a flood waits for its CLOSED even when all of it went out */
+	while (write || done < count) {
 		ret = next_cqe(k, &cqe);
-		if (!ret && cqe.kind == KMSGR_CQE_SEND && cqe.res)
+		/* a flood's SENDs may fail before its CLOSED comes */
+		if (!ret && cqe.kind == KMSGR_CQE_SEND && cqe.res && !write)
 			ret = cqe.res;
+		if (!ret && write && cqe.kind == KMSGR_CQE_EVENT &&
+		    cqe.event == KMSGR_EV_CLOSED) {
+			printf("closed by the target after %u of %u requests sent\n",
+			       done, count);
+			kmsgr_close(k);
+			return 0;
+		}
 		if (!ret && cqe.kind == KMSGR_CQE_EVENT &&
 		    cqe.event != KMSGR_EV_UP)
 			ret = -ECONNRESET;
@@ -141,8 +159,9 @@ int main(int argc, char **argv)
 	unsigned long count, bytes;
 	char *end1, *end2;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s ADDR:PORT COUNT BYTES\n", argv[0]);
+	if (argc != 4 && (argc != 5 || strcmp(argv[4], "write"))) {
+		fprintf(stderr, "usage: %s ADDR:PORT COUNT BYTES [write]\n",
+			argv[0]);
 		return 2;
 	}
 	count = strtoul(argv[2], &end1, 0);
@@ -154,5 +173,6 @@ int main(int argc, char **argv)
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	return stall(argv[1], (unsigned int)count, (unsigned int)bytes);
+	return stall(argv[1], (unsigned int)count, (unsigned int)bytes,
+		     argc == 5);
 }

@@ -756,6 +756,14 @@ static int fio_kblk_commit(struct thread_data *td)
 	int ret;
 
 	kblk_flush_releases(d);
+	/*
+	 * fio counts what it queued as submitted now; SQEs the kernel could
+	 * not take yet (no CQ room, or pushed already by a wait's ENTER)
+	 * stay pending and go with the next wait
+	 */
+	if (d->queued)
+		io_u_mark_submit(td, d->queued);
+	d->queued = 0;
 	if (!kmsgr_sq_pending(d->k))
 		return 0;
 	do {
@@ -765,13 +773,6 @@ static int fio_kblk_commit(struct thread_data *td)
 		log_err("kmsgr-blk: submitting: %s\n", kmsgr_strerror(ret));
 		return ret;
 	}
-	/*
-	 * SQEs the kernel could not take yet (no CQ room) stay pending and
-	 * go with the next wait; fio counts the requests as submitted.
-	 */
-	if (d->queued)
-		io_u_mark_submit(td, d->queued);
-	d->queued = 0;
 	return 0;
 }
 
@@ -784,7 +785,8 @@ static int fio_kblk_getevents(struct thread_data *td, unsigned int min,
 			      unsigned int max, const struct timespec *t)
 {
 	struct kblk *d = td->io_ops_data;
-	__u64 timeout_ns = 0, deadline = 0, now;
+	const struct kblk_opts *o = td->eo;
+	__u64 timeout_ns = 0, deadline = 0, grace = 0, now;
 	unsigned int n;
 	int ret;
 
@@ -796,29 +798,36 @@ static int fio_kblk_getevents(struct thread_data *td, unsigned int min,
 	kblk_reap(d);
 	while (d->ndone < min && kblk_busy(d)) {
 		/*
-		 * Without fio's bound, a second at a time: a target that
-		 * stopped answering (a lossless session redials it for
-		 * ever) must not keep fio from its runtime check, nor from
-		 * stopping when told to.
+		 * A second at a time, up to fio's bound if it gave one; with
+		 * none, back to fio after a second without a completion:
+		 * fio checks its runtime between calls, and calls again
 		 */
+		now = kblk_now_ns();
 		timeout_ns = NSEC_PER_SEC;
 		if (t) {
-			now = kblk_now_ns();
 			if (now >= deadline)
 				break;
 			if (deadline - now < timeout_ns)
 				timeout_ns = deadline - now;
 		}
-		ret = kblk_wait(d, timeout_ns);
-		if (td->terminate && (ret == -ETIME || ret == -EINTR)) {
-			/* told to stop: what is still out will not come */
-			if (ret == -ETIME)
-				kblk_fail_all(d, ECANCELED);
+		/*
+		 * Told to stop (its runtime is over, a signal): this is fio's
+		 * last reap, one call for all that is out, which gets
+		 * connect_timeout seconds to come back, then is failed (a
+		 * target that stopped answering, a lossless session that
+		 * redials it for ever); a target that is only slow is waited
+		 * for, not failed after a second
+		 */
+		if (td->terminate && !grace)
+			grace = now + (__u64)o->timeout * NSEC_PER_SEC;
+		if (grace && now >= grace) {
+			kblk_fail_all(d, ECANCELED);
 			break;
 		}
-		if (ret == -ETIME && !t)
-			break;	/* back to fio, which calls again */
-		/* other errors failed every request: they are in ->done */
+		/* an error but -ETIME or -EINTR failed every request */
+		ret = kblk_wait(d, timeout_ns);
+		if (ret == -ETIME && !t && !grace)
+			break;
 	}
 
 	n = d->ndone < max ? d->ndone : max;

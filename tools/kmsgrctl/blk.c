@@ -228,6 +228,9 @@ struct srv {
 	__u64 capacity;
 	unsigned int depth;
 	unsigned int session_depth;	/* contexts one session may hold */
+	__u64 wait_max;			/* pool bytes one session's waiting
+					 * requests may hold
+					 */
 	struct srv_ctx *ctx, *free;
 	struct srv_wait *wait_head, **wait_tail;
 	__u64 requests, count;
@@ -235,6 +238,7 @@ struct srv {
 	__u64 dropped;		/* replies whose session was gone */
 	__u64 abandoned;	/* waiting requests of a closed session */
 	__u64 capped;		/* waited at their session's cap */
+	__u64 flooded;		/* sessions closed past wait_max */
 	__u64 refused;		/* SQEs the module refused (a bug here) */
 	unsigned int busy;
 };
@@ -357,6 +361,8 @@ static int srv_start(struct srv *s, struct srv_ctx *c,
 	c->io_res = 0;
 	memset(q, 0, sizeof(*q));
 	q->op = BLK_OP_INFO + 1;	/* unknown, unless the front is right */
+	if (recv->seg[0].len >= sizeof(w->op))
+		q->op = le16toh(w->op);		/* the reply echoes it */
 	if (recv->seg[0].len == sizeof(*w)) {
 		q->op = le16toh(w->op);
 		q->flags = le16toh(w->flags);
@@ -366,7 +372,8 @@ static int srv_start(struct srv *s, struct srv_ctx *c,
 		q->reserved[1] = w->reserved[1];
 	}
 	s->requests++;
-	ret = srv_check(s, q, recv);
+	/* a front of another size is malformed, whatever its op says */
+	ret = recv->seg[0].len != sizeof(*w) ? -EINVAL : srv_check(s, q, recv);
 	if (ret || q->op != BLK_OP_WRITE) {
 		/* nothing of the message is needed any more */
 		if (srv_queue_release(recv))
@@ -416,10 +423,26 @@ static int srv_start(struct srv *s, struct srv_ctx *c,
 	return ctl_queue_link(sqe);
 }
 
+/* Receive-pool bytes of @recv, and of session @id's waiting requests. */
+static __u64 srv_waiting_bytes(const struct srv *s, const struct kmsgr_cqe *recv)
+{
+	__u64 n = (__u64)recv->seg[0].len + recv->seg[1].len + recv->seg[2].len;
+	const struct srv_wait *w;
+
+	for (w = s->wait_head; w; w = w->next)
+		if (w->recv.session == recv->session)
+			n += (__u64)w->recv.seg[0].len + w->recv.seg[1].len +
+			     w->recv.seg[2].len;
+	return n;
+}
+
+static int srv_forget(struct srv *s, __u32 id);
+
 /* A request arrived: start it, or let it wait for a context. */
 static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
 {
 	struct srv_wait *w;
+	int ret;
 
 	if (recv->type != BLK_MSG_REQUEST) {
 		error("session %u: message type %#x is not a request: dropped",
@@ -435,6 +458,20 @@ static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
 		return srv_start(s, srv_take(s, recv->session), recv);
 	if (s->free)
 		s->capped++;
+	/*
+	 * The receive pool is every session's: one that keeps sending while
+	 * its replies do not go (it stopped reading them) would fill it with
+	 * waiting requests, and then nobody's request could arrive.  Past its
+	 * share it is closed, and what it has waiting is given back.
+	 */
+	if (srv_waiting_bytes(s, recv) > s->wait_max) {
+		error("session %u: its waiting requests would hold over %llu bytes of the receive pool: closed",
+		      recv->session, (unsigned long long)s->wait_max);
+		s->flooded++;
+		kmsgr_close_id(ctl_k, recv->session);
+		ret = srv_queue_release(recv);
+		return srv_forget(s, recv->session) ?: ret;
+	}
 	w = malloc(sizeof(*w));
 	if (!w) {
 		error("out of memory");
@@ -606,17 +643,19 @@ static void srv_summary(const struct srv *s)
 		jw_u64("replies_dropped", s->dropped);
 		jw_u64("requests_abandoned", s->abandoned);
 		jw_u64("requests_capped", s->capped);
+		jw_u64("sessions_flooding", s->flooded);
 		jw_close('}');
 		return;
 	}
-	printf("served %llu requests: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, %llu info, %llu answered with an error, %llu replies dropped (client gone), %llu waiting requests of closed sessions not run, %llu waited at their session's cap\n",
+	printf("served %llu requests: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, %llu info, %llu answered with an error, %llu replies dropped (client gone), %llu waiting requests of closed sessions not run, %llu waited at their session's cap, %llu sessions closed for holding too much of the receive pool\n",
 	       (unsigned long long)s->requests, (unsigned long long)s->reads,
 	       (unsigned long long)s->bytes_out,
 	       (unsigned long long)s->writes, (unsigned long long)s->bytes_in,
 	       (unsigned long long)s->flushes, (unsigned long long)s->infos,
 	       (unsigned long long)s->errors, (unsigned long long)s->dropped,
 	       (unsigned long long)s->abandoned,
-	       (unsigned long long)s->capped);
+	       (unsigned long long)s->capped,
+	       (unsigned long long)s->flooded);
 }
 
 static int blk_serve(int argc, char **argv)
@@ -749,8 +788,21 @@ static int blk_serve(int argc, char **argv)
 	s.bdev = b.id;
 	s.lbs = b.lbs;
 	s.capacity = b.capacity;
-	/* the slots are max_io apart; the device may take less */
+	/*
+	 * the slots are max_io apart; the device may take less, and each
+	 * slot must start on one of its blocks
+	 */
 	s.max_io = (__u32)(max_io < b.max_io ? max_io : b.max_io);
+	s.max_io -= s.max_io % s.lbs;
+	if (!s.max_io) {
+		error("--max-io %llu is under %s's block size (%u bytes)",
+		      (unsigned long long)max_io, argv[optind], s.lbs);
+		kmsgr_bdev_detach(ctl_k, s.bdev);
+		ctl_teardown();
+		return EXIT_FAILURE;
+	}
+	/* half the pool: a session that floods it leaves the rest to others */
+	s.wait_max = pool / 2;
 	s.ctx = calloc(s.depth, sizeof(*s.ctx));
 	if (!s.ctx) {
 		error("out of memory");
