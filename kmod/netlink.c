@@ -678,7 +678,7 @@ static int kmsgr_nl_dev_dumpit(struct sk_buff *skb,
 	if (!all)
 		return -ENOMEM;
 	all->from = (u64)cb->args[0] << 32 | (u32)cb->args[1];
-	ret = kmsgr_xprt_devices(kmsgr_nl_dev_one, all);
+	ret = kmsgr_xprt_devices(sock_net(cb->skb->sk), kmsgr_nl_dev_one, all);
 	for (i = 0; !ret && i < all->n; i++) {
 		d = &all->dev[i];
 		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
@@ -825,6 +825,13 @@ static struct genl_family kmsgr_nl_family __ro_after_init = {
 	.name		= KMSGR_GENL_NAME,
 	.version	= KMSGR_GENL_VERSION,
 	.netnsok	= true,
+	/*
+	 * Not under the kernel-wide genl_mutex: a dump waits on sessions'
+	 * locks (one closing an RDMA connection holds its own for up to 2 s),
+	 * and every other family would wait with it.  kmsgr's own locks and
+	 * references are all its requests need (none keeps state here).
+	 */
+	.parallel_ops	= true,
 	.module		= THIS_MODULE,
 	.ops		= kmsgr_nl_ops,
 	.n_ops		= ARRAY_SIZE(kmsgr_nl_ops),

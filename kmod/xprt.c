@@ -144,7 +144,8 @@ static int kmsgr_xprt_dev_one(const struct kmsgr_xprt_dev *d, void *arg)
 	return w->fn(w->id, d, w->arg);
 }
 
-int kmsgr_xprt_devices(int (*fn)(u32 xprt, const struct kmsgr_xprt_dev *d,
+int kmsgr_xprt_devices(struct net *net,
+		       int (*fn)(u32 xprt, const struct kmsgr_xprt_dev *d,
 				 void *arg), void *arg)
 {
 	struct kmsgr_xprt_devs w = { .fn = fn, .arg = arg };
@@ -156,7 +157,7 @@ int kmsgr_xprt_devices(int (*fn)(u32 xprt, const struct kmsgr_xprt_dev *d,
 		if (!t)
 			continue;
 		if (t->devices)
-			ret = t->devices(kmsgr_xprt_dev_one, &w);
+			ret = t->devices(net, kmsgr_xprt_dev_one, &w);
 		kmsgr_xprt_put(t);
 	}
 	return ret;

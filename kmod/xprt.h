@@ -228,10 +228,11 @@ struct kmsgr_xprt_type {
 	 */
 	void (*mem)(u64 *pinned, u64 *registered);
 	/*
-	 * Optional: the devices it uses, @fn called for each under the
-	 * transport's lock (it may allocate, not wait for the transport).
+	 * Optional: the devices it uses that network namespace @net may
+	 * use, @fn called for each under the transport's lock (it may
+	 * allocate, not wait for the transport).
 	 */
-	int (*devices)(kmsgr_xprt_dev_fn fn, void *arg);
+	int (*devices)(struct net *net, kmsgr_xprt_dev_fn fn, void *arg);
 };
 
 extern const struct kmsgr_xprt_type kmsgr_xprt_tcp;
@@ -245,8 +246,9 @@ void kmsgr_xprt_hold(const struct kmsgr_xprt_type *t);
 void kmsgr_xprt_put(const struct kmsgr_xprt_type *t);
 u64 kmsgr_xprt_features(void);
 void kmsgr_xprt_mem(u64 *pinned, u64 *registered);
-/* Every registered transport's devices: @fn(id, device, arg). */
-int kmsgr_xprt_devices(int (*fn)(u32 xprt, const struct kmsgr_xprt_dev *d,
+/* Every registered transport's devices @net may use: @fn(id, device, arg). */
+int kmsgr_xprt_devices(struct net *net,
+		       int (*fn)(u32 xprt, const struct kmsgr_xprt_dev *d,
 				 void *arg), void *arg);
 
 #endif /* KMSGR_XPRT_H */

@@ -2835,7 +2835,8 @@ static void kmsgr_rdma_mem(u64 *pinned, u64 *registered)
 	*registered = atomic64_read(&kmsgr_rdma_registered);
 }
 
-static int kmsgr_rdma_devices(kmsgr_xprt_dev_fn fn, void *arg)
+static int kmsgr_rdma_devices(struct net *net, kmsgr_xprt_dev_fn fn,
+			      void *arg)
 {
 	struct kmsgr_xprt_dev *x;
 	struct kmsgr_rdma_conn *c;
@@ -2847,6 +2848,9 @@ static int kmsgr_rdma_devices(kmsgr_xprt_dev_fn fn, void *arg)
 		return -ENOMEM;
 	mutex_lock(&kmsgr_rdma_lock);
 	list_for_each_entry(d, &kmsgr_rdma_devs, node) {
+		/* one that only another namespace may use (netns exclusive) */
+		if (!rdma_dev_access_netns(d->ibdev, net))
+			continue;
 		memset(x, 0, sizeof(*x));
 		strscpy(x->name, dev_name(&d->ibdev->dev), sizeof(x->name));
 		x->index = d->ibdev->index;

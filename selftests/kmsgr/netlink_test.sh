@@ -254,6 +254,29 @@ many_devs() {
 	done
 }
 
+# netns_devs: with RDMA's netns mode exclusive, a namespace that owns no
+# RDMA device sees none in dev show (the devices are init_net's), while
+# init_net still sees them; the mode is shared again after
+netns_devs() {
+	ns=kmsgrnl$$
+	if ! rdma system set netns exclusive >"$tmp/nsmode" 2>&1; then
+		comment "$tmp/nsmode"
+		tap 1 "rdma system set netns exclusive"
+		return
+	fi
+	ip netns add "$ns" &&
+		ip netns exec "$ns" "$K" -j dev >"$tmp/nsdev.json" 2>&1
+	nrc=$?
+	"$K" -j dev >"$tmp/initdev.json" 2>&1
+	ip netns delete "$ns" 2>/dev/null
+	rdma system set netns shared
+	sed 's/^/# /' "$tmp/nsdev.json"
+	[ $nrc -eq 0 ] && json "$tmp/nsdev.json" "j == []" &&
+		json "$tmp/initdev.json" \
+			"any(d['name'] == '${KMSGR_RXE:-rxe0}' for d in j)"
+	tap $? "dev show -j in a namespace that owns no RDMA device (netns mode exclusive): none listed; init_net still lists ${KMSGR_RXE:-rxe0}"
+}
+
 # devices: what kmsgr_rdma found (run_guest.sh loads it on rxe0)
 "$K" -j dev >"$tmp/dev.json" 2>&1
 sed 's/^/# /' "$tmp/dev.json"
@@ -263,6 +286,7 @@ if [ -d /sys/module/kmsgr_rdma ]; then
 		for d in j) and any(d['name'] == '${KMSGR_RXE:-rxe0}' for d in j)"
 	tap $? "dev show -j: ${KMSGR_RXE:-rxe0}, its port up, as kmsgr_rdma sees it"
 	many_devs
+	netns_devs
 else
 	json "$tmp/dev.json" "j == []"
 	tap $? "dev show -j: no device without kmsgr_rdma"

@@ -20,7 +20,9 @@
  *                 plus _EVENT, _REASON, _RES)
  *   LISTENER_NTF  multicast on "monitor": a listener event (_REFUSED)
  *   DEV_GET       dump: the devices the transports use (RDMA devices and
- *                 their ports; KMSGR_A_DEV_*), visible to every caller
+ *                 their ports; KMSGR_A_DEV_*) that the caller's network
+ *                 namespace may use (all of them unless RDMA's netns mode
+ *                 is exclusive), visible to every caller there
  *   BDEV_GET      do: KMSGR_A_BDEV_INSTANCE and _ID (the handle
  *                 ATTACH_BDEV gave) name one attached block device;
  *                 dump: every attached device, or an instance's
