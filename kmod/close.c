@@ -35,12 +35,15 @@ int kmsgr_close(struct kmsgr_instance *inst, struct kmsgr_close __user *uarg)
 	 * Whoever takes it out of objs tears it down: CLOSE is idempotent.
 	 * A reserved slot (an id CONNECT or LISTEN has not returned yet, or
 	 * kmsgr_sess_announce()'s) reads as NULL and must stay reserved:
-	 * look before erasing (under inst->lock, nothing else turns a
-	 * reserved slot into an object; a retiring server session's reaper
-	 * may erase the id meanwhile, xa_cmpxchg() without the lock: then
-	 * the reaper owns it and CLOSE says ENOENT).  Once erased, the object is ours: the
-	 * lock is not held across the grace period, so closing many
-	 * sessions does not stall the instance's other control ioctls.
+	 * look before erasing.  Two change a slot without inst->lock:
+	 * kmsgr_sess_announce() stores its session into its reservation
+	 * (under the session's and the listener's locks), so the look sees
+	 * the reservation (ENOENT: the ACCEPTED that names the id is not
+	 * posted yet) or the session, never a half; and a retiring server
+	 * session's reaper may erase the id (xa_cmpxchg(): then the reaper
+	 * owns it and CLOSE says ENOENT).  Once erased, the object is
+	 * ours: the lock is not held across the grace period, so closing
+	 * many sessions does not stall the instance's other control ioctls.
 	 */
 	mutex_lock(&inst->lock);
 	obj = xa_load(&inst->objs, c.id) ? xa_erase(&inst->objs, c.id) : NULL;

@@ -187,8 +187,11 @@ struct kmsgr_info {
 /* ------------------------------------------------------------------------ */
 
 /*
- * mmap() offsets (the page offset selects a region, as in io_uring).  Each
- * region must be mapped whole, MAP_SHARED, at offset exactly the constant.
+ * mmap() offsets (the page offset selects a region, as in io_uring).  A
+ * region is mapped MAP_SHARED from its start, at offset exactly the
+ * constant, at most its size (EINVAL beyond); map it whole: a shorter
+ * mapping is taken, but the ring or area it cuts short is still used by
+ * the kernel to its end.
  */
 #define KMSGR_OFF_SQ_RING	0x00000000ULL	/* struct kmsgr_ring + SQEs */
 #define KMSGR_OFF_CQ_RING	0x10000000ULL	/* struct kmsgr_ring + CQEs */
