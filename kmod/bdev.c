@@ -85,7 +85,6 @@ struct kmsgr_bdev_h {
 	u32 id;
 	bool rdonly;
 	bool poll;			/* KMSGR_BDEV_F_POLL */
-	u32 lbs;
 	atomic_t inflight;		/* ops (and pollers) not yet done */
 	/*
 	 * For netlink (kmsgr_bdev_info_next(), which reads them without
@@ -214,7 +213,6 @@ static int kmsgr_bdev_open(struct kmsgr_instance *inst,
 	h->bdev = bdev;
 	h->mode = mode;
 	h->rdonly = rdonly || bdev_read_only(bdev);
-	h->lbs = bdev_logical_block_size(bdev);
 	atomic_set(&h->inflight, 0);
 	if (a->flags & KMSGR_BDEV_F_POLL) {
 		/* no poll queues: its bios would quietly lose REQ_POLLED */
@@ -272,9 +270,10 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 		  (bdev_fua(h->bdev) ? KMSGR_BDEV_A_FUA : 0) |
 		  (h->poll ? KMSGR_BDEV_A_POLL : 0);
 	a.capacity = bdev_nr_bytes(h->bdev);
-	a.lbs = h->lbs;
+	/* the device's now: ops check it as it is then (a reformat) */
+	a.lbs = bdev_logical_block_size(h->bdev);
 	a.pbs = bdev_physical_block_size(h->bdev);
-	a.max_io = round_down(KMSGR_BDEV_MAX_IO, h->lbs);
+	a.max_io = round_down(KMSGR_BDEV_MAX_IO, a.lbs);
 
 	mutex_lock(&inst->submit_lock);
 	if (inst->nr_bdevs >= KMSGR_BDEV_MAX) {
@@ -1004,7 +1003,7 @@ int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
 	info->id = idx;
 	snprintf(info->name, sizeof(info->name), "%pg", h->bdev);
 	info->dev = h->bdev->bd_dev;
-	info->lbs = h->lbs;
+	info->lbs = bdev_logical_block_size(h->bdev);
 	info->pbs = bdev_physical_block_size(h->bdev);
 	info->capacity = bdev_nr_bytes(h->bdev);
 	info->flags = (h->mode & FMODE_EXCL ? KMSGR_BDEV_F_EXCL : 0) |

@@ -960,9 +960,13 @@ int m2_on_msg_done(struct msgr2_conn *c, bool aborted)
 		m2_sess_ack(s, c, m->hdr.ack_seq);
 		/*
 		 * a tx_done() callback that failed the connection: the
-		 * message is dropped unrecorded (a lossless peer resends it)
+		 * message is dropped unrecorded (a lossless peer resends it),
+		 * and the failure has handed it back already
+		 * (m2_rx_abort_msg()): rx_msg() once per message
 		 */
 		if (m2_failed(c)) {
+			if (!c->rx_msg_live)
+				return c->err;
 			status = c->err;
 		} else {
 			s->in_seq = seq;
