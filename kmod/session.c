@@ -2090,6 +2090,13 @@ int kmsgr_sess_connect(struct kmsgr_instance *inst,
 
 	mutex_lock(&s->lock);
 	ret = kmsgr_sess_dial(s);
+	/*
+	 * a kick of the failed dial may have put it on the instance's run
+	 * list: CLOSED, the last ENTER waiter drops it there instead of
+	 * queueing its work (kmsgr_sess_rx_wait_end()), which this frees
+	 */
+	if (ret)
+		WRITE_ONCE(s->state, KMSGR_SESS_CLOSED);
 	mutex_unlock(&s->lock);
 	if (ret)
 		goto out_stop;

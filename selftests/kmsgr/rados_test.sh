@@ -248,7 +248,7 @@ tap $? "a pool that does not exist: exit 1, says so"
 # an erasure-coded pool: refused by name, before any OSD is asked
 if ceph osd erasure-code-profile set kmsgr-ec k=2 m=1 \
 	crush-failure-domain=osd >"$tmp/err" 2>&1 &&
-	ceph osd pool create kmsgr-ec 8 8 erasure kmsgr-ec >>"$tmp/err" 2>&1; then
+	ceph osd pool create kmsgr-ec 1 1 erasure kmsgr-ec >>"$tmp/err" 2>&1; then
 	out=$("$K" rados put kmsgr-ec x "$tmp/obj/tool" 2>&1)
 	rc=$?
 	echo "# $out"
