@@ -423,16 +423,29 @@ static int srv_start(struct srv *s, struct srv_ctx *c,
 	return ctl_queue_link(sqe);
 }
 
-/* Receive-pool bytes of @recv, and of session @id's waiting requests. */
+/*
+ * Receive-pool bytes a message holds: the module hands out the pool in
+ * grains of 512 bytes (kmod/kmsgr.h), so a 32-byte front takes one.
+ */
+static __u64 srv_pool_bytes(const struct kmsgr_cqe *recv)
+{
+	__u64 n = 0;
+	int i;
+
+	for (i = 0; i < 3; i++)		/* front, middle, data */
+		n += (recv->seg[i].len + 511ULL) & ~511ULL;
+	return n;
+}
+
+/* Receive-pool bytes of @recv and of its session's waiting requests. */
 static __u64 srv_waiting_bytes(const struct srv *s, const struct kmsgr_cqe *recv)
 {
-	__u64 n = (__u64)recv->seg[0].len + recv->seg[1].len + recv->seg[2].len;
+	__u64 n = srv_pool_bytes(recv);
 	const struct srv_wait *w;
 
 	for (w = s->wait_head; w; w = w->next)
 		if (w->recv.session == recv->session)
-			n += (__u64)w->recv.seg[0].len + w->recv.seg[1].len +
-			     w->recv.seg[2].len;
+			n += srv_pool_bytes(&w->recv);
 	return n;
 }
 
