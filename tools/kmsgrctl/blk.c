@@ -360,11 +360,10 @@ static int srv_start(struct srv *s, struct srv_ctx *c,
 	c->recv = *recv;
 	c->io_res = 0;
 	memset(q, 0, sizeof(*q));
-	q->op = BLK_OP_INFO + 1;	/* unknown, unless the front is right */
+	q->op = BLK_OP_INFO + 1;	/* unknown, unless the front has one */
 	if (recv->seg[0].len >= sizeof(w->op))
 		q->op = le16toh(w->op);		/* the reply echoes it */
 	if (recv->seg[0].len == sizeof(*w)) {
-		q->op = le16toh(w->op);
 		q->flags = le16toh(w->flags);
 		q->len = le32toh(w->len);
 		q->off = le64toh(w->off);
