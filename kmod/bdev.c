@@ -864,7 +864,8 @@ static bool kmsgr_poll_seen(const struct kmsgr_poll_ref *p, unsigned int n,
 		return false;
 	for (i = 0; i < n; i++)
 		if (p[i].bio->bi_bdev == bio->bi_bdev &&
-		    READ_ONCE(p[i].bio->bi_cookie) == cookie)
+		    kmsgr_qc_hctx(READ_ONCE(p[i].bio->bi_cookie)) ==
+		    kmsgr_qc_hctx(cookie))
 			return true;
 	return false;
 }
@@ -978,10 +979,10 @@ static void kmsgr_bdev_poll_work(struct work_struct *work)
  * count itself in h->inflight, as a poller does: then @h (and its device)
  * stay until it drops that count, even if DETACH unlinks it meanwhile.
  * Not submit_lock: an ENTER may sleep under it in submit_bio() as long as
- * a queue stays frozen (a controller reset) or out of tags, and a dump
- * holds the registry's mutex, which every open and close of an instance
- * takes.  The counters are atomics for that reason; @done is read first,
- * as every op it counts was counted in @ops before its bios went out.
+ * a queue stays frozen (a controller reset) or out of tags, and the
+ * instance's release waits for a dump that holds it.  The counters are
+ * atomics for that reason; @done is read first, as every op it counts
+ * was counted in @ops before its bios went out.
  */
 int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
 			 struct kmsgr_bdev_info *info)

@@ -33,7 +33,7 @@ int kmsgr_key_logon(const char *desc, u8 *secret, size_t len)
 	 * services (cifs, ecryptfs), and one of them used as a cephx secret
 	 * would answer a server's challenges with another service's secret
 	 */
-	if (!str_has_prefix(desc, KMSGR_KEY_PREFIX))
+	if (!str_has_prefix(desc, KMSGR_KEY_DESC_PREFIX))
 		return -EINVAL;
 	/* no callout: a key that is not there is -ENOKEY, not an upcall */
 	key = request_key(&key_type_logon, desc, NULL);
@@ -70,6 +70,6 @@ int kmsgr_key_entity_desc(char *buf, size_t size, u8 type, const char *id)
 
 	if (type >= ARRAY_SIZE(names) || !names[type])
 		return -EINVAL;
-	n = snprintf(buf, size, KMSGR_KEY_PREFIX "%s.%s", names[type], id);
+	n = snprintf(buf, size, KMSGR_KEY_DESC_PREFIX "%s.%s", names[type], id);
 	return n < (int)size ? 0 : -ENAMETOOLONG;
 }

@@ -22,7 +22,8 @@
  * given (the engine's struct msgr2_ops, the transports' kick functions).
  *
  * Locking, outermost first: the instance registry's mutex (session.c;
- * netlink walks the instances under it and takes the locks below) >
+ * held only to step a netlink walk from one instance to the next, which
+ * then holds that instance by a count its release waits for) >
  * inst->lock (control ioctls: main.c holds it around INFO, SETUP, LISTEN
  * and CONNECT; CLOSE only while it unlinks the id, then tears down
  * without it) or inst->submit_lock (ENTER:
@@ -166,6 +167,9 @@ enum kmsgr_fault_point {
 					 * fails with -ENOMEM (as when its
 					 * memcg is at its limit)
 					 */
+	KMSGR_FAULT_NL_WALK,		/* a netlink walk holds an instance,
+					 * before it looks at it
+					 */
 };
 
 #ifdef KMSGR_FAULT
@@ -195,6 +199,9 @@ struct kmsgr_instance {
 	char comm[TASK_COMM_LEN];	/* ... its comm at open() */
 	kuid_t uid;			/* ... its euid: netlink visibility */
 	struct list_head node;		/* on the registry (session.c) */
+	atomic_t walkers;		/* netlink walks holding it: release
+					 * waits for them (kmsgr_inst_walk())
+					 */
 	struct net *net;		/* the opener's; its sockets live there */
 	struct mem_cgroup *memcg;	/* the opener's: charged for the kernel
 					 * memory of sessions, also from work
@@ -398,13 +405,12 @@ bool kmsgr_pool_take_starved(struct kmsgr_instance *inst);
 
 /*
  * Copy the payload of the caller's "logon" key @desc (exactly @len bytes)
- * into @secret.  -EINVAL (@desc does not start with KMSGR_KEY_PREFIX: not
- * a kmsgr key), -ENOKEY (none), -EKEYREVOKED, -EKEYEXPIRED, -EACCES,
+ * into @secret.  -EINVAL (@desc does not start with KMSGR_KEY_DESC_PREFIX,
+ * the uapi's: not a kmsgr key), -ENOKEY (none), -EKEYREVOKED, -EKEYEXPIRED, -EACCES,
  * -EKEYREJECTED (its payload is not @len bytes), -EOPNOTSUPP without
  * CONFIG_KEYS.
  */
 int kmsgr_key_logon(const char *desc, u8 *secret, size_t len);
-#define KMSGR_KEY_PREFIX	"kmsgr:"
 /* longest key description CONNECT takes, NUL included */
 #define KMSGR_KEY_DESC_MAX	256
 /* "kmsgr:TYPE.ID" for an entity (a listener's logon keys); -EINVAL type */
@@ -510,15 +516,14 @@ int kmsgr_obj_info_next(struct kmsgr_instance *inst, u32 *id, bool listener,
 			struct kmsgr_obj_info *info);
 
 /*
- * Walk the registered instances with an id > *@after, in id order, under
- * the registry's mutex: @fn returns 0 to go on, anything else stops the
- * walk and is returned.  *@after is the id of the last instance @fn
- * finished (returned 0 for), so a walk that stopped resumes at the
- * instance it stopped at.  Nothing is freed while @fn runs; it may
- * sleep, but never on inst->lock, whose holder may wait on user memory
- * for as long as that user likes (every open and final close of
- * /dev/kmsgr waits for the registry's mutex): only the session and
- * submit locks, held for bounded work.
+ * Walk the registered instances with an id > *@after, in id order: @fn
+ * returns 0 to go on, anything else stops the walk and is returned.
+ * *@after is the id of the last instance @fn finished (returned 0 for),
+ * so a walk that stopped resumes at the instance it stopped at.  @fn runs
+ * with no registry lock held, on an instance whose release waits for it
+ * (nothing of it is torn down meanwhile); it may sleep, but never on
+ * inst->lock, whose holder may wait on user memory for as long as that
+ * user likes: only the session and submit locks, held for bounded work.
  */
 int kmsgr_inst_walk(u64 *after,
 		    int (*fn)(struct kmsgr_instance *inst, void *arg),
@@ -590,8 +595,8 @@ struct kmsgr_bdev_info {
  * The device attached to @inst with the smallest handle >= *@id: its
  * snapshot in @info, its handle in *@id; -ENOENT when there is none.
  * Process context; takes only the bdevs xarray's lock, never submit_lock
- * (an ENTER may sleep under it in submit_bio()), so it may be called with
- * the registry's mutex held.
+ * (an ENTER may sleep under it in submit_bio()), so a netlink walk may
+ * call it (kmsgr_inst_walk()).
  */
 int kmsgr_bdev_info_next(struct kmsgr_instance *inst, u32 *id,
 			 struct kmsgr_bdev_info *info);

@@ -7,8 +7,10 @@
  * uapi/linux/kmsgr_netlink.h and uapi/netlink/kmsgr.yaml.
  *
  * Locking: a dump holds no lock across the whole walk.  Each pass (one
- * reply skb) walks the instance registry under its mutex (session.c,
- * kmsgr_inst_walk()), so no instance is freed under it, and takes each
+ * reply skb) walks the instance registry (session.c, kmsgr_inst_walk()),
+ * which holds each instance it visits by a count that its release waits
+ * for, and no registry lock while it looks at one (opens and closes of
+ * /dev/kmsgr do not wait for a dump), and takes each
  * session's lock only while it copies that session
  * (kmsgr_obj_info_next()); an attached block device is copied under no
  * lock of the instance's (kmsgr_bdev_info_next() holds the handle by a
@@ -212,7 +214,7 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 	 * its store-release; they stay until the instance is gone from the
 	 * registry).  Not inst->lock: its holder may wait on user memory
 	 * (INFO, SETUP, CONNECT copy to and from it) for as long as the
-	 * user likes, and we are called under the registry's mutex.
+	 * user likes, and the instance's release waits for this walk.
 	 */
 	if (kmsgr_inst_ready(inst)) {
 		sq_entries = inst->sq_entries;

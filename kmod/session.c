@@ -664,7 +664,7 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 	 * duplicate or an aborted frame is): the transport, still open, may
 	 * yet write into it (a READ under way), so it is freed after close
 	 */
-	bool later = status && status != -EALREADY && status != -ECONNABORTED &&
+	bool later = status && status != -EALREADY && status != -ECANCELED &&
 		     kc->xprt && !kc->doomed_spill && !kc->doomed_inst;
 	int i;
 
@@ -1236,6 +1236,20 @@ static bool kmsgr_reason_final(u16 reason)
 }
 
 /*
+ * Free a connection.  Receive-pool slices that its failure left to it
+ * (kmsgr_conn_free() gives them back) may be what a starved session of
+ * the instance waits for: resume it now, not at its next timer tick.
+ */
+static void kmsgr_sess_conn_free(struct kmsgr_conn *kc)
+{
+	struct kmsgr_instance *doomed = kc->doomed_inst;
+
+	kmsgr_conn_free(kc);
+	if (doomed && kmsgr_pool_take_starved(doomed))
+		kmsgr_sess_resume(doomed);
+}
+
+/*
  * The connection is gone (or could not be made): free it and apply the
  * session's policy.
  */
@@ -1246,7 +1260,7 @@ static void kmsgr_sess_conn_lost(struct kmsgr_sess *s, u16 reason, int res)
 
 	s->conn = NULL;
 	if (kc)
-		kmsgr_conn_free(kc);
+		kmsgr_sess_conn_free(kc);
 	kmsgr_sess_conn_unpause(s);
 	if (s->state == KMSGR_SESS_CLOSED || s->state == KMSGR_SESS_DEAD)
 		return;
@@ -1357,7 +1371,7 @@ static int kmsgr_sess_dial(struct kmsgr_sess *s)
 	return 0;
 
 out_free:
-	kmsgr_conn_free(kc);
+	kmsgr_sess_conn_free(kc);
 	return ret;
 }
 
@@ -1403,7 +1417,7 @@ static bool kmsgr_conn_settle(struct kmsgr_sess *self, struct kmsgr_conn *kc)
 	old = x->conn;
 	x->conn = NULL;
 	if (old)
-		kmsgr_conn_free(old);	/* the stale connection */
+		kmsgr_sess_conn_free(old);	/* the stale connection */
 	kmsgr_sess_conn_unpause(x);
 	kc->adopt = NULL;
 	WRITE_ONCE(kc->sess, x);
@@ -1707,7 +1721,7 @@ void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper)
 	kc = s->conn;
 	s->conn = NULL;
 	if (kc)
-		kmsgr_conn_free(kc);
+		kmsgr_sess_conn_free(kc);
 	kmsgr_sess_flush_held(s);
 	/* before its CLOSED; a later one completes as it is added */
 	kmsgr_sess_take_sendq(s);
@@ -2247,7 +2261,7 @@ int kmsgr_sess_accept(struct kmsgr_listener *l, struct kmsgr_xprt *x)
 	return 0;
 
 out_free_conn:
-	kmsgr_conn_free(kc);		/* kc->xprt is NULL: @x is the caller's */
+	kmsgr_sess_conn_free(kc);	/* kc->xprt is NULL: @x is the caller's */
 out_free:
 	kmsgr_sess_free_mem(s);
 	kmsgr_obj_put(&s->obj);
@@ -2611,31 +2625,74 @@ void kmsgr_set_notifier(const struct kmsgr_notifier *n)
 		synchronize_rcu();
 }
 
+/*
+ * The first instance after *@after on the registry, counted as walked
+ * (inst->walkers) so that its release waits for the walk: from @prev's
+ * place if @prev is still listed, else from the start (ids are in order).
+ */
+static struct kmsgr_instance *kmsgr_inst_walk_next(struct kmsgr_instance *prev,
+						   u64 after)
+{
+	struct kmsgr_instance *inst;
+
+	lockdep_assert_held(&kmsgr_insts_lock);
+	if (prev && list_empty(&prev->node))
+		prev = NULL;
+	inst = list_prepare_entry(prev, &kmsgr_insts, node);
+	list_for_each_entry_continue(inst, &kmsgr_insts, node) {
+		if (inst->id > after) {
+			atomic_inc(&inst->walkers);
+			return inst;
+		}
+	}
+	return NULL;
+}
+
+static void kmsgr_inst_walk_put(struct kmsgr_instance *inst)
+{
+	if (atomic_dec_and_test(&inst->walkers))
+		wake_up_var(&inst->walkers);
+}
+
+/*
+ * @fn runs with no registry lock held (a dump that waits for a session's
+ * lock must not stall every open and close of /dev/kmsgr): each instance
+ * is held by its walkers count, which kmsgr_sess_inst_exit() waits for.
+ */
 int kmsgr_inst_walk(u64 *after,
 		    int (*fn)(struct kmsgr_instance *inst, void *arg),
 		    void *arg)
 {
-	struct kmsgr_instance *inst;
+	struct kmsgr_instance *inst = NULL, *prev;
 	int ret = 0;
 
-	mutex_lock(&kmsgr_insts_lock);
-	list_for_each_entry(inst, &kmsgr_insts, node) {
-		if (inst->id <= *after)
-			continue;
-		ret = fn(inst, arg);
-		if (ret)
+	for (;;) {
+		prev = inst;
+		mutex_lock(&kmsgr_insts_lock);
+		inst = kmsgr_inst_walk_next(prev, *after);
+		mutex_unlock(&kmsgr_insts_lock);
+		if (prev)
+			kmsgr_inst_walk_put(prev);
+		if (!inst)
 			break;
+		kmsgr_fault(KMSGR_FAULT_NL_WALK, false);
+		ret = fn(inst, arg);
+		if (ret) {
+			kmsgr_inst_walk_put(inst);
+			break;
+		}
 		*after = inst->id;
 	}
-	mutex_unlock(&kmsgr_insts_lock);
 	return ret;
 }
 
+/* Off the registry, once no walk holds it: netlink no longer sees it. */
 void kmsgr_sess_inst_exit(struct kmsgr_instance *inst)
 {
 	mutex_lock(&kmsgr_insts_lock);
 	list_del_init(&inst->node);
 	mutex_unlock(&kmsgr_insts_lock);
+	wait_var_event(&inst->walkers, !atomic_read(&inst->walkers));
 }
 
 void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
@@ -2651,6 +2708,7 @@ void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
 	init_waitqueue_head(&inst->objs_wait);
 	atomic64_set(&inst->xacct.pinned, 0);
 	atomic64_set(&inst->xacct.registered, 0);
+	atomic_set(&inst->walkers, 0);
 
 	/* last: netlink may look at it from here on */
 	mutex_lock(&kmsgr_insts_lock);

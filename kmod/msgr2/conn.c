@@ -952,7 +952,7 @@ int m2_on_msg_done(struct msgr2_conn *c, bool aborted)
 	    seq - s->in_seq > 1 + (u64)c->rx_aborted)
 		return m2_fail(c, MSGR2_R_SEQ);	/* lossless gap */
 	if (aborted) {
-		status = -ECONNABORTED;		/* dropped, seq not recorded */
+		status = -ECANCELED;		/* dropped, seq not recorded */
 		c->rx_aborted++;
 	} else if (seq <= s->in_seq) {
 		status = -EALREADY;		/* duplicate after a resend */

@@ -28,6 +28,9 @@
 #   - an unprivileged user (its own group on /dev/kmsgr) sees its own
 #     session and none of root's, may not join the monitor group and may
 #     not read the module-wide stats;
+#   - a dump held on each instance it visits (a test build's fault
+#     point): opening and closing /dev/kmsgr meanwhile does not wait for
+#     it, and an instance closed mid-dump is listed whole or not at all;
 #   - kmsgr_nl_fuzz (random commands, flags and attributes), with the
 #     namespace attached, reaches it (BDEV_GET replies) and leaves no
 #     kernel warning.
@@ -105,7 +108,7 @@ dmesg_mark=$(dmesg | wc -l)
 
 # ---- the exchange --------------------------------------------------------
 
-"$K" -j monitor --timeout 120 >"$tmp/mon.json" 2>"$tmp/mon.err" &
+"$K" -j monitor --timeout 600 >"$tmp/mon.json" 2>"$tmp/mon.err" &
 pids="$pids $!"
 "$K" session listen --echo --lossless "$ADDR" >"$tmp/listen.out" 2>&1 &
 lpid=$!
@@ -195,6 +198,52 @@ tap $? "stats -j: instances, sessions and message counters"
 for f in "$tmp"/lsn.json "$tmp"/inst.json "$tmp"/stats.json; do
 	sed 's/^/# /' "$f"
 done
+
+# a dump held 1.5 s on each instance it visits (fault point
+# KMSGR_FAULT_NL_WALK, bit 15, test builds): an open and close of
+# /dev/kmsgr meanwhile does not wait for it (the registry's mutex is not
+# held while the dump looks at an instance), and an instance closed while
+# the dump runs (its release waits for a walk that holds it) is either
+# listed whole or not at all
+held_dump() {
+	fp=/sys/module/kmsgr/parameters
+	[ -w "$fp/fault_points" ] || {
+		echo "no fault points: not a KMSGR_FAULT=y build"
+		return 1
+	}
+	sleep 30 </dev/kmsgr &
+	hold=$!
+	echo 1500000 >"$fp/fault_delay_us"
+	echo $((1 << 15)) >"$fp/fault_points"
+	d0=$(date +%s%N)
+	"$K" -j instance show >"$tmp/held.json" 2>&1 &
+	dpid=$!
+	sleep 0.5
+	o0=$(date +%s%N)
+	: </dev/kmsgr
+	o1=$(date +%s%N)
+	sleep 2.5
+	kill "$hold"
+	wait "$dpid"
+	drc=$?
+	d1=$(date +%s%N)
+	wait "$hold" 2>/dev/null
+	echo 0 >"$fp/fault_points"
+	echo 200 >"$fp/fault_delay_us"
+	open_ms=$(((o1 - o0) / 1000000))
+	dump_ms=$(((d1 - d0) / 1000000))
+	echo "open and close took $open_ms ms during a dump of $dump_ms ms"
+	cat "$tmp/held.json"
+	[ "$drc" -eq 0 ] && [ "$open_ms" -lt 1000 ] &&
+		[ "$dump_ms" -ge 2900 ] &&
+		json "$tmp/held.json" "all(i['comm'] == 'kmsgrctl' or
+			i['pid'] == $hold for i in j) and
+			sum(i['comm'] == 'kmsgrctl' for i in j) == 2"
+}
+held_dump >"$tmp/held.out" 2>&1
+rc=$?
+comment "$tmp/held.out"
+tap $rc "a dump held on each instance: an open and close of /dev/kmsgr meanwhile does not wait for it; an instance closed mid-dump is listed whole or not at all"
 
 # connect --hold gives back the receive-pool slices of what arrives while
 # it holds (the echoes of its sends, unasked for without --verify-echo)

@@ -1889,9 +1889,12 @@ TEST(auth_none_signature_nonzero)
 /*
  * Receive buffers always come back, once.  An aborted MESSAGE (late
  * status ABORTED) gives what rx_alloc() handed out back through rx_msg()
- * with -ECONNABORTED whatever its segments; so does a message cut by a
- * release (-ECONNRESET) or by a failure (the connection's errno); a
- * message still waiting for rx_alloc() has nothing to give back.
+ * with -ECANCELED whatever its segments, an errno no failure has (kmsgr
+ * frees an aborted frame's buffers at once, but a failed connection's
+ * only once its transport is closed); so does a message cut by a
+ * release (-ECONNRESET) or by a failure (the connection's errno: a local
+ * one's is -ECONNABORTED); a message still waiting for rx_alloc() has
+ * nothing to give back.
  */
 TEST(rx_buffers_given_back)
 {
@@ -1910,7 +1913,7 @@ TEST(rx_buffers_given_back)
 		ASSERT_EQ(0, feed(sc, f, n));
 		EXPECT_EQ(i + 1, e->n_rx_alloc);
 		EXPECT_EQ(i + 1, e->n_rx_drop);
-		EXPECT_EQ(-ECONNABORTED, e->rx_last_status);
+		EXPECT_EQ(-ECANCELED, e->rx_last_status);
 		EXPECT_EQ(0, pair_rx_outstanding(e));
 	}
 	EXPECT_EQ(0, e->n_rx);
@@ -1938,6 +1941,17 @@ TEST(rx_buffers_given_back)
 	EXPECT_EQ(1, e->n_rx_alloc);
 	EXPECT_EQ(0, pair_rx_outstanding(e));
 	EXPECT_EQ(-EPROTO, e->rx_last_status);
+	script_free(sc);
+
+	/* failed locally in the middle of a payload: the local errno */
+	sc = ready_71();
+	e = &sc->p->cl;
+	n = msg_frame3(f, sizeof(f), 1, 0x0e, lens[3]);
+	ASSERT_EQ(0, feed(sc, f, n - 20));
+	EXPECT_EQ(1, pair_rx_outstanding(e));
+	msgr2_conn_fail(sc->c, MSGR2_R_LOCAL);
+	EXPECT_EQ(0, pair_rx_outstanding(e));
+	EXPECT_EQ(-ECONNABORTED, e->rx_last_status);
 	script_free(sc);
 
 	/* no room yet: nothing handed out, nothing given back */

@@ -524,9 +524,10 @@ int ctl_conn_check(struct ctl_conn *c)
 		return -EINVAL;
 	}
 	/* the kernel refuses it too (EINVAL), with less to say why */
-	if (c->key_desc && strncmp(c->key_desc, "kmsgr:", 6)) {
-		error("--key-desc \"%s\": kmsgr uses only its own logon keys, whose descriptions start with \"kmsgr:\" (kmsgrctl key add)",
-		      c->key_desc);
+	if (c->key_desc && strncmp(c->key_desc, KMSGR_KEY_DESC_PREFIX,
+				   strlen(KMSGR_KEY_DESC_PREFIX))) {
+		error("--key-desc \"%s\": kmsgr uses only its own logon keys, whose descriptions start with \"%s\" (kmsgrctl key add)",
+		      c->key_desc, KMSGR_KEY_DESC_PREFIX);
 		return -EINVAL;
 	}
 	if ((c->flags & KMSGR_SESS_F_SECURE) && !c->keyring && !c->key_desc) {

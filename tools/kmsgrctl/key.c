@@ -73,6 +73,7 @@ static int key_add(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *keyring = NULL, *name = "client.admin", *desc = NULL;
+	const size_t prefix = strlen(KMSGR_KEY_DESC_PREFIX);
 	long to = KEY_SPEC_USER_KEYRING, serial;
 	char defdesc[128];
 	__u8 key[16];
@@ -111,18 +112,19 @@ static int key_add(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (strncmp(name, "client.", 7) || !name[7] ||
-	    strlen(name) + 7 >= sizeof(defdesc)) {
+	    prefix + strlen(name) >= sizeof(defdesc)) {
 		error("--name must look like client.ID, not \"%s\"", name);
 		return EXIT_USAGE;
 	}
 	if (!desc) {
-		snprintf(defdesc, sizeof(defdesc), "kmsgr:%s", name);
+		snprintf(defdesc, sizeof(defdesc), KMSGR_KEY_DESC_PREFIX "%s",
+			 name);
 		desc = defdesc;
 	}
 	/* kmsgr reads only logon keys of its own service */
-	if (strncmp(desc, "kmsgr:", 6) || !desc[6]) {
-		error("--desc \"%s\": kmsgr's logon keys are named \"kmsgr:NAME\"",
-		      desc);
+	if (strncmp(desc, KMSGR_KEY_DESC_PREFIX, prefix) || !desc[prefix]) {
+		error("--desc \"%s\": kmsgr's logon keys are named \"%sNAME\"",
+		      desc, KMSGR_KEY_DESC_PREFIX);
 		return EXIT_USAGE;
 	}
 	ret = kmsgr_keyring_load(keyring, name, key);

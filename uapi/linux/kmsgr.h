@@ -395,12 +395,15 @@ struct kmsgr_connect {
 	 * 16-byte cephx secret (KMSGR_FEAT_LOGON_KEYS), instead of @key and
 	 * @key_len (both 0 then); looked up in the caller's keyrings at
 	 * CONNECT, never read back by user space.  It must start with
-	 * "kmsgr:" (EINVAL otherwise: another service's logon key is never
-	 * used as a cephx secret).  0: none.
+	 * KMSGR_KEY_DESC_PREFIX (EINVAL otherwise: another service's logon
+	 * key is never used as a cephx secret).  0: none.
 	 */
 	__u64 key_desc;
 	__u64 reserved[3];
 };
+
+/* what the description of every logon key kmsgr reads starts with */
+#define KMSGR_KEY_DESC_PREFIX	"kmsgr:"
 
 /*
  * struct kmsgr_close - argument of KMSGR_IOC_CLOSE.  An id names its
