@@ -23,6 +23,9 @@
 #   - a client that stops reading its replies holds no more than its
 #     session's share of the target's contexts (--session-depth): another
 #     client's requests run meanwhile;
+#   - two such clients, whose shares add up to more than the target's
+#     depth, are closed once a request of theirs is in service for
+#     --reply-timeout: another client is served after;
 #   - the server killed under a running client: the client fails with a
 #     clear message within its timeout, no hang, no kernel warning;
 #   - blk bench prints IOPS, latency and CPU per operation (text, JSON);
@@ -370,10 +373,10 @@ fi
 # a client that stops reading (kmsgr_blk_stall: 40 reads of 1 MiB whose
 # replies it never gives back; its 4 MiB pool fills, then the sockets)
 # holds at most --session-depth (here the default, 6 of 8) contexts:
-# another client's requests still run
+# another client's requests still run (no reply timeout: the cap alone)
 addr=127.0.0.1:$(port 7)
 STALL=${KMSGR_TEST_BIN:-$TOP/.build/selftests/kmsgr}/kmsgr_blk_stall
-if serve tcp "$addr" --depth 8; then
+if serve tcp "$addr" --depth 8 --reply-timeout 0; then
 	"$STALL" "$addr" 40 1048576 >"$tmp/stall" 2>&1 &
 	spid=$!
 	i=0
@@ -401,6 +404,58 @@ else
 	tap 1 "blk serve --depth 8 starts (stalled client)"
 fi
 
+# two such clients at once: the cap lets each hold up to 6 contexts of 8,
+# so between them they hold all 8, and without a deadline no other client
+# would ever be served.  With --reply-timeout 3 the target closes each
+# once a request of it has been in service for 3 s: their SENDs fail, the
+# contexts come back, blk check is served.  Each of the two is closed for
+# the timeout, whichever stalled last (each holds contexts that never
+# free: exactly 2 closes, which the target reports on stderr as it makes
+# them); a stalled client that saw its session end says so and exits 0 by
+# itself, else SIGTERM ends it (0 as well)
+addr=127.0.0.1:$(port 9)
+if serve tcp "$addr" --depth 8 --reply-timeout 3; then
+	"$STALL" "$addr" 40 1048576 >"$tmp/stall1" 2>&1 &
+	s1=$!
+	"$STALL" "$addr" 40 1048576 >"$tmp/stall2" 2>&1 &
+	s2=$!
+	i=0
+	while ! { grep -q '^stalled' "$tmp/stall1" &&
+		grep -q '^stalled' "$tmp/stall2"; } &&
+		kill -0 "$s1" 2>/dev/null && kill -0 "$s2" 2>/dev/null &&
+		[ $i -lt 300 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	"$K" blk check --depth 2 --ops 50 --timeout 30 "$addr" \
+		>"$tmp/check" 2>&1
+	crc=$?
+	# up to 30 s more for the second close
+	i=0
+	while [ "$(grep -c 'request in service past the reply timeout (' "$tmp/srv")" -lt 2 ] &&
+		[ $i -lt 150 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	kill -TERM "$s1" "$s2" 2>/dev/null
+	wait "$s1"
+	r1=$?
+	wait "$s2"
+	r2=$?
+	stop
+	src=$?
+	sed 's/^/# /' "$tmp/stall1" "$tmp/stall2" "$tmp/check"
+	comment "$tmp/srv"
+	to=$(sed -n 's/.* \([0-9]*\) sessions closed for a request in service past the reply timeout.*/\1/p' "$tmp/srv")
+	grep -q '^stalled: 40' "$tmp/stall1" &&
+		grep -q '^stalled: 40' "$tmp/stall2" &&
+		[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ $crc -eq 0 ] &&
+		[ $src -eq 0 ] && [ "${to:-0}" -eq 2 ]
+	tap $? "two clients that stop reading their replies hold all 8 contexts of a depth-8 target (6 + 6 > 8); with --reply-timeout 3 it closes both (${to:-?} closed for the reply timeout) and blk check is served"
+else
+	tap 1 "blk serve --depth 8 --reply-timeout 3 starts (two stalled clients)"
+fi
+
 # a client that sends 24 WRITEs of 1 MiB at once to a depth-1 target with
 # a 16 MiB receive pool (kmsgr_blk_stall write), while the target is
 # stopped (SIGSTOP: its kernel takes what fits in the pool), so that the
@@ -423,7 +478,7 @@ if serve tcp "$addr" --depth 1 --pool-size 16M; then
 	src=$?
 	sed 's/^/# /' "$tmp/flood" "$tmp/check"
 	comment "$tmp/srv"
-	fl=$(sed -n 's/.* \([0-9]*\) sessions closed for holding too much of the receive pool$/\1/p' "$tmp/srv")
+	fl=$(sed -n 's/.* \([0-9]*\) sessions closed for holding too much of the receive pool.*/\1/p' "$tmp/srv")
 	[ $frc -eq 0 ] && grep -q '^closed by the target' "$tmp/flood" &&
 		[ $crc -eq 0 ] && [ $src -eq 0 ] && [ "${fl:-0}" -eq 1 ]
 	tap $? "a client whose waiting WRITEs would hold over half a target's receive pool is closed (${fl:-?} closed); blk check is served after"

@@ -11,11 +11,14 @@
  *   kmsgr_blk_stall ADDR:PORT COUNT BYTES [write]
  *
  * Prints "stalled: COUNT requests sent" once every SEND completed, then
- * waits for SIGTERM or SIGINT (seen within a second).  With "write" the
- * requests are WRITEs of BYTES each, all sent at once: a client that
- * floods the target's receive pool, which the target closes; it prints
- * "closed by the target after N of COUNT requests sent" and exits 0 then
- * (1 when that does not come within 30 s).
+ * waits for SIGTERM or SIGINT (seen within a second), still giving no
+ * reply's slices back; if the session ends first (a target with a reply
+ * timeout closes it), it prints "session ended after stalling: EVENT
+ * (REASON)" and exits 0 then.  With "write" the requests are WRITEs of
+ * BYTES each, all sent at once: a client that floods the target's receive
+ * pool, which the target closes; it prints "closed by the target after N
+ * of COUNT requests sent" and exits 0 then (1 when that does not come
+ * within 30 s).
  * Exit status: 0 after the signal (or that close), 1 on a failure, 2 on a
  * usage error.
  *
@@ -28,13 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "libkmsgr.h"
 #include "blk.h"
 
 #define STALL_POOL	(4U << 20)	/* holds 4 replies of 1 MiB */
-#define STALL_NS	(30ULL * 1000000000ULL)
+#define SEC_NS		1000000000ULL
+#define STALL_NS	(30 * SEC_NS)
 
 static volatile sig_atomic_t stop;
 
@@ -44,14 +47,17 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-/* Wait for a CQE of @k that is not a RECV (those stay unreleased). */
-static int next_cqe(struct kmsgr *k, struct kmsgr_cqe *out)
+/*
+ * Wait up to @timeout_ns for a CQE of @k that is not a RECV (those stay
+ * unreleased).
+ */
+static int next_cqe(struct kmsgr *k, struct kmsgr_cqe *out, __u64 timeout_ns)
 {
 	struct kmsgr_cqe *cqe;
 	int ret;
 
 	for (;;) {
-		ret = kmsgr_wait_cqe(k, &cqe, STALL_NS);
+		ret = kmsgr_wait_cqe(k, &cqe, timeout_ns);
 		if (ret)
 			return ret;
 		*out = *cqe;
@@ -96,7 +102,7 @@ static int stall(const char *addr, unsigned int count, unsigned int bytes,
 	strcpy(c.name, "stall");
 	ret = kmsgr_connect(k, &c);
 	if (!ret)
-		ret = next_cqe(k, &cqe);
+		ret = next_cqe(k, &cqe, STALL_NS);
 	if (!ret && (cqe.kind != KMSGR_CQE_EVENT || cqe.event != KMSGR_EV_UP))
 		ret = -ECONNREFUSED;
 	if (ret) {
@@ -121,7 +127,7 @@ static int stall(const char *addr, unsigned int count, unsigned int bytes,
 	}
 	/* a flood waits for its CLOSED even when all of it went out */
 	while (write || done < count) {
-		ret = next_cqe(k, &cqe);
+		ret = next_cqe(k, &cqe, STALL_NS);
 		/* a flood's SENDs may fail before its CLOSED comes */
 		if (!ret && cqe.kind == KMSGR_CQE_SEND && cqe.res && !write)
 			ret = cqe.res;
@@ -143,8 +149,24 @@ static int stall(const char *addr, unsigned int count, unsigned int bytes,
 	}
 	printf("stalled: %u requests sent\n", count);
 	fflush(stdout);
-	while (!stop)
-		sleep(1);
+	/* the signal (it interrupts the wait), or the session's end */
+	while (!stop) {
+		ret = next_cqe(k, &cqe, SEC_NS);
+		if (ret == -ETIME || ret == -EINTR)
+			continue;
+		if (ret) {
+			fprintf(stderr, "waiting: %s\n", kmsgr_strerror(ret));
+			goto fail;
+		}
+		if (cqe.kind == KMSGR_CQE_EVENT &&
+		    (cqe.event == KMSGR_EV_DOWN || cqe.event == KMSGR_EV_RESET ||
+		     cqe.event == KMSGR_EV_CLOSED)) {
+			printf("session ended after stalling: %s (%s)\n",
+			       kmsgr_event_str(cqe.event),
+			       kmsgr_reason_str(cqe.reason));
+			break;
+		}
+	}
 	kmsgr_close(k);
 	return 0;
 

@@ -26,8 +26,10 @@
  * session that holds --session-depth contexts already, and the others
  * pass them: a client that stops reading its replies (its contexts wait
  * for SENDs that do not complete) leaves the rest of DEPTH to the other
- * clients.  user_data of every SQE: the context's index and the stage
- * (SRV_UD_*).
+ * clients.  Two such clients could still hold all of DEPTH: a session
+ * with a request in service for longer than --reply-timeout is closed
+ * (srv_reply_deadlines()).  user_data of every SQE:
+ * the context's index and the stage (SRV_UD_*).
  *
  * Client: the same shape: DEPTH contexts, each with a slot for a WRITE's
  * data and its request front; the tid of a request names its context
@@ -42,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 #include <endian.h>
 
@@ -53,20 +56,21 @@
 #define BLK_DEF_MAX_IO		(1U << 20)
 #define BLK_FRONT		64	/* bytes per context for its front */
 #define BLK_TID_BITS		8	/* context index in a tid */
+#define BLK_DEF_REPLY_TIMEOUT	60	/* seconds */
 
 enum {
 	OPT_TRANSPORT = 256, OPT_LOSSLESS, OPT_DEPTH, OPT_MAX_IO, OPT_POOL,
 	OPT_RDONLY, OPT_EXCL, OPT_POLL, OPT_COUNT, OPT_TIME, OPT_OPS, OPT_SEED,
 	OPT_IMAGE, OPT_RW, OPT_BS, OPT_FUA, OPT_TIMEOUT, OPT_SESSION_DEPTH,
-	OPT_HELP,
+	OPT_REPLY_TIMEOUT, OPT_HELP,
 };
 
 static void blk_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s blk serve [--transport tcp|rdma] [--lossless] [--depth N]\n"
-		"                    [--session-depth N] [--max-io BYTES]\n"
-		"                    [--pool-size BYTES] [--rdonly]\n"
+		"                    [--session-depth N] [--reply-timeout S]\n"
+		"                    [--max-io BYTES] [--pool-size BYTES] [--rdonly]\n"
 		"                    [--excl] [--poll] [--count N] [--time S]\n"
 		"                    DEVICE ADDR:PORT\n"
 		"       %s blk check [--transport tcp|rdma] [--lossless] [--depth N]\n"
@@ -82,6 +86,10 @@ static void blk_usage(FILE *f)
 		"listener.  Up to DEPTH requests (default %d) are in service at once,\n"
 		"at most --session-depth of one session (default 3/4 of DEPTH, at\n"
 		"least 1), each at most --max-io bytes (default 1M); the rest wait.\n"
+		"A session with a request in service for --reply-timeout seconds\n"
+		"(default %d; 0: no limit; keep it above the device's own I/O\n"
+		"timeout) is closed: clients that stop reading their replies cannot\n"
+		"hold every context.\n"
 		"WRITEs go from the receive pool to the device, READs from the device\n"
 		"into the reply, with no copy in this process.  Ends after --count\n"
 		"requests, --time seconds, or SIGINT/SIGTERM, with a summary.\n"
@@ -93,7 +101,8 @@ static void blk_usage(FILE *f)
 		"--time seconds (default 5): IOPS, MB/s, latency, client CPU per op;\n"
 		"--fua: writes with forced unit access.\n"
 		"Exit status: 0 on success, 1 on a failure or mismatch, 2 on usage.\n",
-		progname, progname, progname, BLK_DEF_DEPTH);
+		progname, progname, progname, BLK_DEF_DEPTH,
+		BLK_DEF_REPLY_TIMEOUT);
 }
 
 /* ---- shared ------------------------------------------------------------- */
@@ -213,6 +222,8 @@ struct srv_ctx {
 	struct blk_req req;	/* as received, in host order */
 	int io_res;		/* a failed READ's errno, for its reply */
 	bool busy;		/* in service (@session's), else free */
+	__u64 t0;		/* when it went in service (--reply-timeout) */
+	bool closed;		/* its session was closed here */
 	struct srv_ctx *next;	/* on the free list */
 };
 
@@ -239,8 +250,12 @@ struct srv {
 	__u64 abandoned;	/* waiting requests of a closed session */
 	__u64 capped;		/* waited at their session's cap */
 	__u64 flooded;		/* sessions closed past wait_max */
+	__u64 timed_out;	/* sessions closed past reply_timeout */
 	__u64 refused;		/* SQEs the module refused (a bug here) */
 	unsigned int busy;
+	__u64 reply_timeout;	/* ns a request may be in service; 0: ever */
+	__u64 now;		/* srv_clock() at the last wake-up */
+	__u64 next_scan;	/* of the reply deadlines */
 };
 
 static __u32 srv_slot(const struct srv *s, const struct srv_ctx *c)
@@ -281,6 +296,8 @@ static struct srv_ctx *srv_take(struct srv *s, __u32 id)
 	s->free = c->next;
 	s->busy++;
 	c->busy = true;
+	c->closed = false;
+	c->t0 = s->now;
 	c->session = id;
 	return c;
 }
@@ -448,7 +465,7 @@ static __u64 srv_waiting_bytes(const struct srv *s, const struct kmsgr_cqe *recv
 	return n;
 }
 
-static int srv_forget(struct srv *s, __u32 id);
+static int srv_close(struct srv *s, __u32 id);
 
 /* A request arrived: start it, or let it wait for a context. */
 static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
@@ -480,9 +497,8 @@ static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
 		error("session %u: its waiting requests would hold over %llu bytes of the receive pool: closed",
 		      recv->session, (unsigned long long)s->wait_max);
 		s->flooded++;
-		kmsgr_close_id(ctl_k, recv->session);
 		ret = srv_queue_release(recv);
-		return srv_forget(s, recv->session) ?: ret;
+		return srv_close(s, recv->session) ?: ret;
 	}
 	w = malloc(sizeof(*w));
 	if (!w) {
@@ -522,6 +538,23 @@ static int srv_forget(struct srv *s, __u32 id)
 }
 
 /*
+ * Close session @id, or take note that it closed (its CLOSED event): its
+ * SENDs fail, so that its contexts come back through srv_done(), and what
+ * it has waiting is given back.  A closer that decided it says why.
+ */
+static int srv_close(struct srv *s, __u32 id)
+{
+	unsigned int i;
+
+	kmsgr_close_id(ctl_k, id);
+	/* no deadline closes it again while its SENDs fail */
+	for (i = 0; i < s->depth; i++)
+		if (s->ctx[i].busy && s->ctx[i].session == id)
+			s->ctx[i].closed = true;
+	return srv_forget(s, id);
+}
+
+/*
  * Context @c is done: give it to the oldest waiting request whose session
  * is under its cap (with @c back, @c's session may be).
  */
@@ -558,8 +591,7 @@ static int srv_cqe(struct srv *s, const struct kmsgr_cqe *cqe)
 			       kmsgr_event_str(cqe->event));
 		if (cqe->event != KMSGR_EV_CLOSED)
 			return 0;
-		kmsgr_close_id(ctl_k, cqe->session);
-		return srv_forget(s, cqe->session);
+		return srv_close(s, cqe->session);
 	case KMSGR_CQE_RECV:
 		return srv_recv(s, cqe);
 	}
@@ -614,10 +646,59 @@ static int srv_cqe(struct srv *s, const struct kmsgr_cqe *cqe)
 	return srv_done(s, c);
 }
 
+/*
+ * The clock of the reply deadlines, read once per wake-up:
+ * CLOCK_MONOTONIC_COARSE (a tick's resolution, plenty for seconds) is read
+ * in the vDSO whatever the clocksource, where CLOCK_MONOTONIC can be a
+ * system call (an emulated guest's HPET).
+ */
+static __u64 srv_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (__u64)ts.tv_sec * NSEC_PER_SEC + (__u64)ts.tv_nsec;
+}
+
+#define SRV_SCAN_NS	(NSEC_PER_SEC / 4)	/* deadlines checked at most */
+
+/*
+ * --reply-timeout, checked after a wake-up, at most every SRV_SCAN_NS: a
+ * session with a request in service (a context) for longer than the
+ * timeout is closed; its SENDs fail, and its contexts come back for the
+ * other clients.  The time counts from when the request got its context,
+ * op and reply included: the reply linked to an op is made when the op
+ * ends, and no CQE says when (SKIP_SUCCESS).  A device fails an op at its
+ * own I/O timeout (nvme_core.io_timeout, 30 s by default), so a timeout
+ * above that blames a client only for a reply it did not take.
+ */
+static int srv_reply_deadlines(struct srv *s)
+{
+	struct srv_ctx *c;
+	unsigned int i;
+	int ret;
+
+	if (!s->reply_timeout || s->now < s->next_scan)
+		return 0;
+	s->next_scan = s->now + SRV_SCAN_NS;
+	for (i = 0; i < s->depth; i++) {
+		c = &s->ctx[i];
+		if (!c->busy || c->closed || s->now - c->t0 < s->reply_timeout)
+			continue;
+		error("session %u: a request in service past the reply timeout (%g s): closed",
+		      c->session, (double)s->reply_timeout / NSEC_PER_SEC);
+		s->timed_out++;
+		ret = srv_close(s, c->session);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int srv_loop(struct srv *s, __u64 deadline)
 {
 	struct kmsgr_cqe cqe;
-	int ret;
+	int ret, err;
 
 	for (;;) {
 		if (ctl_stopped())
@@ -626,11 +707,16 @@ static int srv_loop(struct srv *s, __u64 deadline)
 			return 0;
 		if (deadline && ctl_now_ns() >= deadline)
 			return 0;
+		/* at most a second: the deadlines are checked without CQEs */
 		ret = ctl_wait_for(&cqe, NSEC_PER_SEC);
-		if (ret == -ETIME || ret == -EINTR)
-			continue;
-		if (ret)
+		if (ret && ret != -ETIME && ret != -EINTR)
 			return ret;
+		s->now = srv_clock();
+		err = srv_reply_deadlines(s);
+		if (err)
+			return err;
+		if (ret)
+			continue;
 		do {
 			ret = srv_cqe(s, &cqe);
 			if (ret)
@@ -656,10 +742,11 @@ static void srv_summary(const struct srv *s)
 		jw_u64("requests_abandoned", s->abandoned);
 		jw_u64("requests_capped", s->capped);
 		jw_u64("sessions_flooding", s->flooded);
+		jw_u64("sessions_reply_timeout", s->timed_out);
 		jw_close('}');
 		return;
 	}
-	printf("served %llu requests: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, %llu info, %llu answered with an error, %llu replies dropped (client gone), %llu waiting requests of closed sessions not run, %llu waited at their session's cap, %llu sessions closed for holding too much of the receive pool\n",
+	printf("served %llu requests: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, %llu info, %llu answered with an error, %llu replies dropped (client gone), %llu waiting requests of closed sessions not run, %llu waited at their session's cap, %llu sessions closed for holding too much of the receive pool, %llu sessions closed for a request in service past the reply timeout\n",
 	       (unsigned long long)s->requests, (unsigned long long)s->reads,
 	       (unsigned long long)s->bytes_out,
 	       (unsigned long long)s->writes, (unsigned long long)s->bytes_in,
@@ -667,7 +754,8 @@ static void srv_summary(const struct srv *s)
 	       (unsigned long long)s->errors, (unsigned long long)s->dropped,
 	       (unsigned long long)s->abandoned,
 	       (unsigned long long)s->capped,
-	       (unsigned long long)s->flooded);
+	       (unsigned long long)s->flooded,
+	       (unsigned long long)s->timed_out);
 }
 
 static int blk_serve(int argc, char **argv)
@@ -682,11 +770,13 @@ static int blk_serve(int argc, char **argv)
 		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "time", required_argument, NULL, OPT_TIME },
 		{ "session-depth", required_argument, NULL, OPT_SESSION_DEPTH },
+		{ "reply-timeout", required_argument, NULL, OPT_REPLY_TIMEOUT },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct blk_opts o = { .transport = KMSGR_XPRT_TCP,
 			      .depth = BLK_DEF_DEPTH };
 	__u64 max_io = BLK_DEF_MAX_IO, pool = 64ULL << 20, sdepth = 0;
+	__u64 reply_timeout = BLK_DEF_REPLY_TIMEOUT * NSEC_PER_SEC;
 	struct srv s = { .count = 0 };
 	struct kmsgr_bdev b;
 	struct kmsgr_listen l;
@@ -742,6 +832,17 @@ static int blk_serve(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case OPT_REPLY_TIMEOUT:
+			/* under a second it would be checked too coarsely */
+			if (!strcmp(optarg, "0")) {
+				reply_timeout = 0;
+			} else if (ctl_parse_secs(optarg, &reply_timeout) ||
+				   reply_timeout < NSEC_PER_SEC) {
+				error("bad --reply-timeout \"%s\" (0 for none, or 1 s to a year)",
+				      optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		default:
 			ctl_bad_option("blk serve", argv);
 			return EXIT_USAGE;
@@ -767,6 +868,7 @@ static int blk_serve(int argc, char **argv)
 	}
 	l.transport = o.transport;
 	l.flags = o.flags;
+	s.reply_timeout = reply_timeout;
 
 	fd = open(argv[optind], (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (fd < 0) {
@@ -847,14 +949,21 @@ static int blk_serve(int argc, char **argv)
 		jw_string("transport", ctl_transport_name(o.transport));
 		jw_u64("depth", s.depth);
 		jw_u64("session_depth", s.session_depth);
+		jw_double("reply_timeout", (double)s.reply_timeout /
+			  NSEC_PER_SEC);
 		jw_close('}');
 	} else {
-		printf("serving %s (%llu bytes, %u-byte blocks%s%s) on %s transport %s, depth %u (%u per session)\n",
+		char rt[40] = "no reply timeout";
+
+		if (s.reply_timeout)
+			snprintf(rt, sizeof(rt), "reply timeout %g s",
+				 (double)s.reply_timeout / NSEC_PER_SEC);
+		printf("serving %s (%llu bytes, %u-byte blocks%s%s) on %s transport %s, depth %u (%u per session), %s\n",
 		       argv[optind], (unsigned long long)s.capacity, s.lbs,
 		       b.attrs & KMSGR_BDEV_A_RDONLY ? ", read-only" : "",
 		       b.attrs & KMSGR_BDEV_A_POLL ? ", polled" : "",
 		       bound, ctl_transport_name(o.transport), s.depth,
-		       s.session_depth);
+		       s.session_depth, rt);
 	}
 	fflush(stdout);
 	ret = srv_loop(&s, o.time_ns ? ctl_now_ns() + o.time_ns : 0);
