@@ -313,9 +313,10 @@ struct msgr2_ops {
 	 * An inbound message is finished.  status 0: verified, in order, to be
 	 * delivered.  status < 0: discarded; the buffers are the caller's
 	 * again: -EALREADY duplicate (seq <= in_seq), -ECANCELED aborted
-	 * frame (no reason's errno: see m2_errno()), -ECONNRESET connection released, or the connection's errno
-	 * when it failed (bad crc/tag, sequence gap...).  rx_alloc() is
-	 * called for every MESSAGE frame, duplicates included.
+	 * frame (no reason's errno: see m2_errno()), -ECONNRESET connection
+	 * released, or the connection's errno when it failed (bad crc/tag,
+	 * sequence gap...).  rx_alloc() is called for every MESSAGE frame,
+	 * duplicates included.
 	 */
 	void (*rx_msg)(void *priv, struct msgr2_rx_msg *m, int status);
 	/*

@@ -211,7 +211,7 @@ held_dump() {
 		echo "no fault points: not a KMSGR_FAULT=y build"
 		return 1
 	}
-	sleep 30 </dev/kmsgr &
+	sleep 30 3</dev/kmsgr &
 	hold=$!
 	echo 1500000 >"$fp/fault_delay_us"
 	echo $((1 << 15)) >"$fp/fault_points"
