@@ -529,8 +529,8 @@ static void kmsgr_bio_op_done(struct kmsgr_bio_op *op)
 					  op->seg[i].len, KMSGR_POOL_KERNEL))
 			freed = true;
 	}
-	if (freed && kmsgr_pool_take_starved(inst))
-		kmsgr_sess_resume(inst);
+	if (freed)
+		kmsgr_sess_pool_freed(inst);
 	if (op->linked) {
 		/*
 		 * Ended under our poller's bio_poll() (or an interrupt on
@@ -848,6 +848,7 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 struct kmsgr_poll_ref {
 	struct bio *bio;
 	struct kmsgr_bdev_h *h;
+	blk_qc_t cookie;	/* the bio's when it was taken */
 };
 
 /*
@@ -864,8 +865,7 @@ static bool kmsgr_poll_seen(const struct kmsgr_poll_ref *p, unsigned int n,
 		return false;
 	for (i = 0; i < n; i++)
 		if (p[i].bio->bi_bdev == bio->bi_bdev &&
-		    kmsgr_qc_hctx(READ_ONCE(p[i].bio->bi_cookie)) ==
-		    kmsgr_qc_hctx(cookie))
+		    kmsgr_qc_hctx(p[i].cookie) == kmsgr_qc_hctx(cookie))
 			return true;
 	return false;
 }
@@ -942,6 +942,7 @@ bool kmsgr_bdev_poll(struct kmsgr_instance *inst)
 		p[n].bio = op->pbio;
 		bio_get(op->pbio);
 		p[n].h = op->h;
+		p[n].cookie = cookie;
 		atomic_inc(&op->h->inflight);
 		if (++n == ARRAY_SIZE(p))
 			break;

@@ -141,8 +141,8 @@ static int kmsgr_sqe_release(struct kmsgr_instance *inst,
 			freed = true;
 	}
 
-	if (freed && kmsgr_pool_take_starved(inst))
-		kmsgr_sess_resume(inst);
+	if (freed)
+		kmsgr_sess_pool_freed(inst);
 	return ret;
 }
 

@@ -464,6 +464,8 @@ bool kmsgr_sess_rx_run(struct kmsgr_instance *inst);
 void kmsgr_sess_rx_wait_end(struct kmsgr_instance *inst);
 /* CQ or pool room appeared: restart sessions paused by backpressure. */
 void kmsgr_sess_resume(struct kmsgr_instance *inst);
+/* Receive-pool slices were freed: restart the sessions starved of them. */
+void kmsgr_sess_pool_freed(struct kmsgr_instance *inst);
 /* Give back a CQ slot reserved for an SQE's completion, resuming delivery. */
 void kmsgr_sess_unreserve(struct kmsgr_instance *inst);
 

@@ -211,10 +211,10 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 
 	/*
 	 * The rings as SETUP published them (kmsgr_inst_ready() pairs with
-	 * its store-release; they stay until the instance is gone from the
-	 * registry).  Not inst->lock: its holder may wait on user memory
-	 * (INFO, SETUP, CONNECT copy to and from it) for as long as the
-	 * user likes, and the instance's release waits for this walk.
+	 * its store-release; they stay until the instance's release, which
+	 * waits for this walk).  Not inst->lock: its holder may wait on user
+	 * memory (INFO, SETUP, CONNECT copy to and from it) for as long as
+	 * the user likes.
 	 */
 	if (kmsgr_inst_ready(inst)) {
 		sq_entries = inst->sq_entries;

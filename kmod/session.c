@@ -427,6 +427,14 @@ static void kmsgr_sess_set_paused(struct kmsgr_sess *s, bool paused)
 	smp_mb();
 }
 
+/* Give a message's slices back, undelivered (kmsgr_sess_pool_freed()). */
+static void kmsgr_sess_free_msg(struct kmsgr_instance *inst,
+				const struct kmsgr_slice *seg)
+{
+	kmsgr_pool_free_msg(inst, seg, MSGR2_NSEG);
+	kmsgr_sess_pool_freed(inst);
+}
+
 /*
  * Try to post a held RECV; true when none is held any more.  On failure
  * the session stays paused: ENTER or poll() resumes it once the CQ has
@@ -440,7 +448,7 @@ static bool kmsgr_sess_flush_held(struct kmsgr_sess *s)
 	if (!s->rx_held)
 		return true;
 	if (s->no_cq || s->state == KMSGR_SESS_CLOSED) {
-		kmsgr_pool_free_msg(s->obj.inst, s->rx_cqe.seg, MSGR2_NSEG);
+		kmsgr_sess_free_msg(s->obj.inst, s->rx_cqe.seg);
 		s->rx_held = false;
 		return true;
 	}
@@ -585,7 +593,7 @@ static void kmsgr_sess_deliver(struct kmsgr_sess *s,
 		cqe->seg[i].len = len[i];
 	}
 	if (s->no_cq) {
-		kmsgr_pool_free_msg(s->obj.inst, cqe->seg, MSGR2_NSEG);
+		kmsgr_sess_free_msg(s->obj.inst, cqe->seg);
 		return;
 	}
 	s->active_at = jiffies;
@@ -696,7 +704,7 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 			kc->doomed_inst = s->obj.inst;
 			memcpy(kc->doomed, seg, sizeof(seg));
 		} else {
-			kmsgr_pool_free_msg(s->obj.inst, seg, MSGR2_NSEG);
+			kmsgr_sess_free_msg(s->obj.inst, seg);
 		}
 		return;
 	}
@@ -1245,8 +1253,8 @@ static void kmsgr_sess_conn_free(struct kmsgr_conn *kc)
 	struct kmsgr_instance *doomed = kc->doomed_inst;
 
 	kmsgr_conn_free(kc);
-	if (doomed && kmsgr_pool_take_starved(doomed))
-		kmsgr_sess_resume(doomed);
+	if (doomed)
+		kmsgr_sess_pool_freed(doomed);
 }
 
 /*
@@ -2474,6 +2482,12 @@ void kmsgr_sess_resume(struct kmsgr_instance *inst)
 	rcu_read_unlock();
 }
 
+void kmsgr_sess_pool_freed(struct kmsgr_instance *inst)
+{
+	if (kmsgr_pool_take_starved(inst))
+		kmsgr_sess_resume(inst);
+}
+
 /* Give back a CQ reservation (kmsgr_cq_unreserve()), resuming delivery. */
 void kmsgr_sess_unreserve(struct kmsgr_instance *inst)
 {
@@ -2626,12 +2640,13 @@ void kmsgr_set_notifier(const struct kmsgr_notifier *n)
 }
 
 /*
- * The first instance after *@after on the registry, counted as walked
- * (inst->walkers) so that its release waits for the walk: from @prev's
- * place if @prev is still listed, else from the start (ids are in order).
+ * The first instance after *@after and up to @last on the registry,
+ * counted as walked (inst->walkers) so that its release waits for the
+ * walk: from @prev's place if @prev is still listed, else from the start
+ * (ids are in order).
  */
 static struct kmsgr_instance *kmsgr_inst_walk_next(struct kmsgr_instance *prev,
-						   u64 after)
+						   u64 after, u64 last)
 {
 	struct kmsgr_instance *inst;
 
@@ -2640,6 +2655,8 @@ static struct kmsgr_instance *kmsgr_inst_walk_next(struct kmsgr_instance *prev,
 		prev = NULL;
 	inst = list_prepare_entry(prev, &kmsgr_insts, node);
 	list_for_each_entry_continue(inst, &kmsgr_insts, node) {
+		if (inst->id > last)
+			break;
 		if (inst->id > after) {
 			atomic_inc(&inst->walkers);
 			return inst;
@@ -2658,18 +2675,23 @@ static void kmsgr_inst_walk_put(struct kmsgr_instance *inst)
  * @fn runs with no registry lock held (a dump that waits for a session's
  * lock must not stall every open and close of /dev/kmsgr): each instance
  * is held by its walkers count, which kmsgr_sess_inst_exit() waits for.
+ * The walk ends at the instances there when it began: opens that keep
+ * coming cannot make it endless.
  */
 int kmsgr_inst_walk(u64 *after,
 		    int (*fn)(struct kmsgr_instance *inst, void *arg),
 		    void *arg)
 {
 	struct kmsgr_instance *inst = NULL, *prev;
+	u64 last = 0;
 	int ret = 0;
 
 	for (;;) {
 		prev = inst;
 		mutex_lock(&kmsgr_insts_lock);
-		inst = kmsgr_inst_walk_next(prev, *after);
+		if (!prev)
+			last = kmsgr_insts_next_id;
+		inst = kmsgr_inst_walk_next(prev, *after, last);
 		mutex_unlock(&kmsgr_insts_lock);
 		if (prev)
 			kmsgr_inst_walk_put(prev);

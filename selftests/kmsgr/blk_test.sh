@@ -219,8 +219,8 @@ fio_verify() {
 
 # fio_stopped_target: fio on a lossless session whose target stops
 # answering (SIGSTOP: its session stays up, no reply comes) ends at its
-# runtime, failing what was out after connect_timeout (3 s here),
-# instead of waiting in getevents until the target runs again
+# runtime, failing what was out, instead of waiting in getevents until
+# the target runs again
 fio_stopped_target() {
 	addr=127.0.0.1:$(port 7)
 	if [ ! -f "$ENGINE" ] || ! serve tcp "$addr"; then
@@ -228,9 +228,8 @@ fio_stopped_target() {
 		return
 	fi
 	fio --name=kblk --ioengine=external:"$ENGINE" --addr="$addr" \
-		--transport=tcp --lossless=1 --connect_timeout=3 \
-		--rw=randwrite --bs=4k --iodepth=4 --time_based --runtime=4 \
-		>"$tmp/fiodead" 2>&1 &
+		--transport=tcp --lossless=1 --rw=randwrite --bs=4k \
+		--iodepth=4 --time_based --runtime=4 >"$tmp/fiodead" 2>&1 &
 	kill_target STOP $!
 	kill -CONT "$srv"
 	stop

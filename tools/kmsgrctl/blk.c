@@ -56,7 +56,7 @@
 #define BLK_DEF_MAX_IO		(1U << 20)
 #define BLK_FRONT		64	/* bytes per context for its front */
 #define BLK_TID_BITS		8	/* context index in a tid */
-#define BLK_DEF_REPLY_TIMEOUT	60	/* seconds */
+#define BLK_DEF_REPLY_TIMEOUT	300	/* seconds */
 
 enum {
 	OPT_TRANSPORT = 256, OPT_LOSSLESS, OPT_DEPTH, OPT_MAX_IO, OPT_POOL,
@@ -87,9 +87,9 @@ static void blk_usage(FILE *f)
 		"at most --session-depth of one session (default 3/4 of DEPTH, at\n"
 		"least 1), each at most --max-io bytes (default 1M); the rest wait.\n"
 		"A session with a request in service for --reply-timeout seconds\n"
-		"(default %d; 0: no limit; keep it above the device's own I/O\n"
-		"timeout) is closed: clients that stop reading their replies cannot\n"
-		"hold every context.\n"
+		"(default %d; 0: no limit; keep it well above the device's worst\n"
+		"case and the clients' resume_timeout) is closed: clients that stop\n"
+		"reading their replies cannot hold every context.\n"
 		"WRITEs go from the receive pool to the device, READs from the device\n"
 		"into the reply, with no copy in this process.  Ends after --count\n"
 		"requests, --time seconds, or SIGINT/SIGTERM, with a summary.\n"
@@ -668,9 +668,11 @@ static __u64 srv_clock(void)
  * timeout is closed; its SENDs fail, and its contexts come back for the
  * other clients.  The time counts from when the request got its context,
  * op and reply included: the reply linked to an op is made when the op
- * ends, and no CQE says when (SKIP_SUCCESS).  A device fails an op at its
- * own I/O timeout (nvme_core.io_timeout, 30 s by default), so a timeout
- * above that blames a client only for a reply it did not take.
+ * ends, and no CQE says when (SKIP_SUCCESS).  So the timeout must be well
+ * above the longest a device may take (NVMe: nvme_core.io_timeout, 30 s,
+ * for each of up to max_retries 5 retries), and above resume_timeout for
+ * lossless clients, whose replies complete at their ack: the default is
+ * 300 s.
  */
 static int srv_reply_deadlines(struct srv *s)
 {
@@ -712,16 +714,20 @@ static int srv_loop(struct srv *s, __u64 deadline)
 		if (ret && ret != -ETIME && ret != -EINTR)
 			return ret;
 		s->now = srv_clock();
-		err = srv_reply_deadlines(s);
-		if (err)
-			return err;
-		if (ret)
-			continue;
-		do {
+		while (!ret) {
 			ret = srv_cqe(s, &cqe);
 			if (ret)
 				return ret;
-		} while (ctl_poll(&cqe));
+			ret = ctl_poll(&cqe) ? 0 : -EAGAIN;
+		}
+		/*
+		 * after what completed meanwhile (a target that was stopped
+		 * finds its replies done, not late), on the clock as it is now
+		 */
+		s->now = srv_clock();
+		err = srv_reply_deadlines(s);
+		if (err)
+			return err;
 	}
 }
 

@@ -418,8 +418,9 @@ static int session_listen(int argc, char **argv)
 		return EXIT_FAILURE;
 	if (ret && logon && (ret == -ENOKEY || ret == -EKEYREJECTED ||
 			     ret == -EKEYREVOKED || ret == -EKEYEXPIRED)) {
-		error("cannot listen on %s: the logon key \"kmsgr:%s\": %s",
-		      argv[optind], name, kmsgr_strerror(ret));
+		error("cannot listen on %s: the logon key \"%s%s\": %s",
+		      argv[optind], KMSGR_KEY_DESC_PREFIX, name,
+		      kmsgr_strerror(ret));
 		ctl_teardown();
 		return EXIT_FAILURE;
 	}
