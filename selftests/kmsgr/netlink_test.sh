@@ -202,7 +202,9 @@ done
 # a dump held 1.5 s on each instance it visits (fault point
 # KMSGR_FAULT_NL_WALK, bit 15, test builds): an open and close of
 # /dev/kmsgr meanwhile does not wait for it (the registry's mutex is not
-# held while the dump looks at an instance), and an instance closed while
+# held while the dump looks at an instance: the old module made it wait
+# for the rest of the walk, over 3 s; the bound, 1.5 s, leaves room for
+# the two date(1)s around it under emulation), and an instance closed while
 # the dump runs (its release waits for a walk that holds it) is either
 # listed whole or not at all
 held_dump() {
@@ -234,7 +236,7 @@ held_dump() {
 	dump_ms=$(((d1 - d0) / 1000000))
 	echo "open and close took $open_ms ms during a dump of $dump_ms ms"
 	cat "$tmp/held.json"
-	[ "$drc" -eq 0 ] && [ "$open_ms" -lt 1000 ] &&
+	[ "$drc" -eq 0 ] && [ "$open_ms" -lt 1500 ] &&
 		[ "$dump_ms" -ge 2900 ] &&
 		json "$tmp/held.json" "all(i['comm'] == 'kmsgrctl' or
 			i['pid'] == $hold for i in j) and
