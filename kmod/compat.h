@@ -104,19 +104,4 @@
 } while (0)
 #endif
 
-/*
- * The part of a polled bio's cookie (bi_cookie, which blk-mq sets at
- * dispatch) that names its hardware queue, the one bio_poll() polls.
- * 6.1's blk-mq.c encodes it as the queue's number << 16 | the request's
- * tag (bit 31 for a scheduler tag), so two bios on one queue differ in
- * their cookies.  Other versions: the whole cookie, which can only miss
- * a shared queue, never join two (polling it twice is harmless).
- */
-#define KMSGR_LINUX_VERSION_QC_TAG	KERNEL_VERSION(6, 2, 0)
-#if KMSGR_LINUX_VERSION < KMSGR_LINUX_VERSION_QC_TAG
-#define kmsgr_qc_hctx(qc)	(((qc) & ~(1U << 31)) >> 16)
-#else
-#define kmsgr_qc_hctx(qc)	(qc)
-#endif
-
 #endif /* KMSGR_COMPAT_H */
