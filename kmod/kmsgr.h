@@ -406,9 +406,9 @@ bool kmsgr_pool_take_starved(struct kmsgr_instance *inst);
 /*
  * Copy the payload of the caller's "logon" key @desc (exactly @len bytes)
  * into @secret.  -EINVAL (@desc does not start with KMSGR_KEY_DESC_PREFIX,
- * the uapi's: not a kmsgr key), -ENOKEY (none), -EKEYREVOKED, -EKEYEXPIRED, -EACCES,
- * -EKEYREJECTED (its payload is not @len bytes), -EOPNOTSUPP without
- * CONFIG_KEYS.
+ * the uapi's: not a kmsgr key), -ENOKEY (none), -EKEYREVOKED,
+ * -EKEYEXPIRED, -EACCES, -EKEYREJECTED (its payload is not @len bytes),
+ * -EOPNOTSUPP without CONFIG_KEYS.
  */
 int kmsgr_key_logon(const char *desc, u8 *secret, size_t len);
 /* longest key description CONNECT takes, NUL included */
