@@ -721,10 +721,9 @@ static int srv_loop(struct srv *s, __u64 deadline)
 			ret = ctl_poll(&cqe) ? 0 : -EAGAIN;
 		}
 		/*
-		 * after what completed meanwhile (a target that was stopped
-		 * finds its replies done, not late), on the clock as it is now
+		 * after what completed meanwhile: a target that was stopped
+		 * finds its replies done, not late
 		 */
-		s->now = srv_clock();
 		err = srv_reply_deadlines(s);
 		if (err)
 			return err;
