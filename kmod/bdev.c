@@ -48,11 +48,12 @@
  *    hardware queue, so kmsgr_bdev_poll() polls: the ENTER that waits for
  *    CQEs, or inst->bdev_poll_work when no ENTER does.  One task at a
  *    time polls an instance (inst->bdev_poller).  Under the lock it takes
- *    a bio reference and an h->inflight count for each bio it will poll,
- *    so neither the bio nor the device goes away under bio_poll(); it
- *    enters the bio's queue before bio_poll() reads the cookie, and a
- *    bio that ended has none left (kmsgr_bio_poll()).  A linked op that
- *    ends in the poller's own context (its bio_poll()) is not handed to a
+ *    a bio reference, an h->inflight count and an entry of the bio's
+ *    queue for each bio it will poll, so neither the bio nor the device
+ *    (a multipath path's included) goes away under bio_poll(), and a bio
+ *    that ended has no cookie left (kmsgr_bio_enter()).  A pass takes at
+ *    most KMSGR_POLL_BATCH bios, and the next one starts after them.  A
+ *    linked op that ends in the poller's own context (its bio_poll()) is not handed to a
  *    work item: the poller makes its SEND on return
  *    (inst->bdev_done), in process context, with no hop.
  *
@@ -848,30 +849,40 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 struct kmsgr_poll_ref {
 	struct bio *bio;
 	struct kmsgr_bdev_h *h;
+	struct request_queue *q;	/* entered (q_usage_counter) */
 };
 
 /*
- * bio_poll() a bio that may have ended since the poller took it: its
- * cookie names a hardware queue, which a controller reset can take away
- * once the queue is frozen (blk_mq_update_nr_hw_queues()).  bio_poll()
- * enters the queue only after it has read the cookie; entering it first
- * keeps a freeze from completing until the poll is over, and a bio that
- * ended before has no cookie left (kmsgr_bio_end_io()), seen after the
- * queue's reference as the freeze and unfreeze ordered it.
+ * Enter the queue of @op's polled bio, for a bio_poll() after the poll
+ * lock is dropped: NULL if it is frozen (nothing completes there then).
+ * Under the lock, with @op listed and its cookie set, the bio's request
+ * is in flight and holds that queue (kmsgr_bio_end_io() clears the
+ * cookie, and @op is unlisted under this lock when it is done), or has
+ * only just ended.  bi_bdev may be a multipath path's device, which
+ * neither @op's handle nor the bio reference keeps: once the bio is done
+ * only this reference does (del_gendisk() waits for it).
+ * bio_poll() enters the queue only after it has read the cookie; with
+ * the queue entered first, a controller reset cannot take away the
+ * hardware queue the cookie names (blk_mq_update_nr_hw_queues() freezes
+ * the queue) before the poll is over, and a bio that ended since has no
+ * cookie left (kmsgr_bio_end_io()), as the freeze and unfreeze order it.
  */
-static void kmsgr_bio_poll(struct bio *bio)
+static struct request_queue *kmsgr_bio_enter(struct bio *bio)
 {
 	struct block_device *bdev = READ_ONCE(bio->bi_bdev);
 	struct request_queue *q;
 
 	if (!bdev)
-		return;
+		return NULL;
 	q = bdev_get_queue(bdev);
-	if (!percpu_ref_tryget(&q->q_usage_counter))
-		return;		/* frozen: nothing completes anyway */
+	return percpu_ref_tryget(&q->q_usage_counter) ? q : NULL;
+}
+
+static void kmsgr_bio_poll(const struct kmsgr_poll_ref *p)
+{
 	smp_rmb();	/* the cookie after the reference */
-	bio_poll(bio, NULL, BLK_POLL_ONESHOT | BLK_POLL_NOSLEEP);
-	percpu_ref_put(&q->q_usage_counter);
+	bio_poll(p->bio, NULL, BLK_POLL_ONESHOT | BLK_POLL_NOSLEEP);
+	percpu_ref_put(&p->q->q_usage_counter);
 }
 
 /* Make the SENDs of the linked ops finished for the poller or a runner. */
@@ -924,19 +935,31 @@ bool kmsgr_bdev_poll(struct kmsgr_instance *inst)
 		cookie = READ_ONCE(op->pbio->bi_cookie);
 		if (cookie == BLK_QC_T_NONE)
 			continue;
+		p[n].q = kmsgr_bio_enter(op->pbio);
+		if (!p[n].q)
+			continue;
 		/* the op may end once the lock is dropped: hold on */
 		p[n].bio = op->pbio;
 		bio_get(op->pbio);
 		p[n].h = op->h;
 		atomic_inc(&op->h->inflight);
-		if (++n == ARRAY_SIZE(p))
-			break;
+		if (++n < ARRAY_SIZE(p))
+			continue;
+		/*
+		 * The next pass starts after the last op taken: ops behind
+		 * a batch that does not end (a slow device, a queue the
+		 * cookies of the first ones do not name) are polled too.
+		 */
+		if (!list_entry_is_head(next, &inst->bdev_polled, poll_node))
+			list_rotate_to_front(&next->poll_node,
+					     &inst->bdev_polled);
+		break;
 	}
 	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
 
 	kmsgr_fault(KMSGR_FAULT_BDEV_POLL, false);
 	for (i = 0; i < n; i++) {
-		kmsgr_bio_poll(p[i].bio);
+		kmsgr_bio_poll(&p[i]);
 		bio_put(p[i].bio);
 		kmsgr_bdev_h_put(p[i].h);
 	}
