@@ -212,22 +212,35 @@ static bool kmsgr_rdma_fault_no_done(void)
 	return READ_ONCE(fault_no_done);
 }
 
+static unsigned int fault_bind_ms;
+module_param(fault_bind_ms, uint, 0644);
+MODULE_PARM_DESC(fault_bind_ms,
+		 "Test builds only: a LISTEN sleeps this many ms (at most 5000) once bound to a device, before its listener is listed: a device removal meets it there");
+
 static unsigned int fault_listen_ms;
 module_param(fault_listen_ms, uint, 0644);
 MODULE_PARM_DESC(fault_listen_ms,
 		 "Test builds only: a LISTEN sleeps this many ms (at most 5000) once its listener is listed, before it listens: a device removal meets it there");
 
-static void kmsgr_rdma_fault_listen(void)
+/* sleep *@ms_param milliseconds, at most 5 s */
+static void kmsgr_rdma_fault_sleep(const unsigned int *ms_param)
 {
-	unsigned int ms = min(READ_ONCE(fault_listen_ms), 5000U);
+	unsigned int ms = min(READ_ONCE(*ms_param), 5000U);
 
 	if (ms)
 		msleep(ms);
 }
+
+#define kmsgr_rdma_fault_bind()		kmsgr_rdma_fault_sleep(&fault_bind_ms)
+#define kmsgr_rdma_fault_listen()	kmsgr_rdma_fault_sleep(&fault_listen_ms)
 #else
 static bool kmsgr_rdma_fault_no_done(void)
 {
 	return false;
+}
+
+static void kmsgr_rdma_fault_bind(void)
+{
 }
 
 static void kmsgr_rdma_fault_listen(void)
@@ -445,27 +458,36 @@ static struct kmsgr_rdma_lsn *to_lsn(struct kmsgr_xprt *x)
 /* ---- devices ---- */
 
 /* Count @c as a user of @ibdev; list it if @list. */
+/*
+ * Our entry of @ibdev, under kmsgr_rdma_lock: NULL while it is not added
+ * yet, or once its removal has begun (dying).
+ */
+static struct kmsgr_rdma_dev *kmsgr_rdma_dev_live(struct ib_device *ibdev)
+{
+	struct kmsgr_rdma_dev *d;
+
+	lockdep_assert_held(&kmsgr_rdma_lock);
+	list_for_each_entry(d, &kmsgr_rdma_devs, node)
+		if (d->ibdev == ibdev)
+			return d->dying ? NULL : d;
+	return NULL;
+}
+
 static int kmsgr_rdma_dev_attach(struct kmsgr_rdma_conn *c,
 				 struct ib_device *ibdev, bool list)
 {
 	struct kmsgr_rdma_dev *d;
-	int ret = -ENODEV;
 
 	mutex_lock(&kmsgr_rdma_lock);
-	list_for_each_entry(d, &kmsgr_rdma_devs, node) {
-		if (d->ibdev != ibdev)
-			continue;
-		if (!d->dying) {
-			d->users++;
-			c->dev = d;
-			if (list)
-				list_add_tail(&c->dev_node, &d->conns);
-			ret = 0;
-		}
-		break;
+	d = kmsgr_rdma_dev_live(ibdev);
+	if (d) {
+		d->users++;
+		c->dev = d;
+		if (list)
+			list_add_tail(&c->dev_node, &d->conns);
 	}
 	mutex_unlock(&kmsgr_rdma_lock);
-	return ret;
+	return d ? 0 : -ENODEV;
 }
 
 /* List @c on its device (it was attached unlisted); -ENODEV if dying. */
@@ -654,6 +676,9 @@ static int kmsgr_rdma_post_recv(struct kmsgr_rdma_conn *c,
 	if (c->detached)
 		return -ENOTCONN;
 	sge.lkey = c->pd->local_dma_lkey;
+	/* the device's again (recv_done() synced it for the CPU) */
+	ib_dma_sync_single_for_device(c->ibdev, b->dma, c->rx_size,
+				      DMA_FROM_DEVICE);
 	ret = ib_post_recv(c->qp, &wr, NULL);
 	if (!ret)
 		c->rx_out++;
@@ -2089,7 +2114,11 @@ static ssize_t kmsgr_rdma_recv(struct kmsgr_xprt *x,
 	else if (c->err)
 		ret = c->err;
 	else if (c->state == KMSGR_RDMA_EOF && !c->rx_out)
-		ret = 0;	/* every receive completed: nothing is left */
+		/*
+		 * every receive completed; a PULL still at the head (16
+		 * DONEs waited for credits) can never be read now
+		 */
+		ret = c->ready_head != c->ready_tail ? -EPROTO : 0;
 	else
 		ret = -EAGAIN;
 	kmsgr_rdma_send_credits(c);
@@ -2660,8 +2689,21 @@ static int kmsgr_rdma_listen(struct net *net, struct kmsgr_xprt_acct *acct,
 		goto out_destroy;
 	memcpy(&l->local, &id->route.addr.src_addr, sizeof(l->local));
 	l->ibdev = id->device;		/* NULL: any address */
+	kmsgr_rdma_fault_bind();
 
+	/*
+	 * Bound to a device whose removal has begun (rdma_cm still has it
+	 * until its own removal, after ours), the removal may have scanned
+	 * the listeners already: it would then wait forever for this cm_id
+	 * (we drop the CM's DEVICE_REMOVAL).  Listed under the lock it sets
+	 * dying under, the listener is seen by that scan or sees dying.
+	 */
 	mutex_lock(&kmsgr_rdma_lock);
+	if (l->ibdev && !kmsgr_rdma_dev_live(l->ibdev)) {
+		mutex_unlock(&kmsgr_rdma_lock);
+		ret = -ENODEV;
+		goto out_destroy;
+	}
 	list_add_tail(&l->node, &kmsgr_rdma_lsns);
 	mutex_unlock(&kmsgr_rdma_lock);
 	kmsgr_rdma_fault_listen();

@@ -62,6 +62,12 @@
  *                  device's address that the device's removal meets
  *                  before it listens (fault_listen_ms) fails with ENODEV,
  *                  no oops; a LISTEN after the device is back works.
+ *  bind_during_removal  the same, the removal meeting the LISTEN after
+ *                  it bound to the device, before its listener is listed
+ *                  (fault_bind_ms): the listener was listed after the
+ *                  removal's scan, and listened (the removal then waited
+ *                  forever for its cm_id) or failed EINVAL (the CM had
+ *                  the cm_id in its removal already)
  *
  * The listener binds the wildcard address (so it outlives the device) and
  * the client dials KMSGR_VM_IP (tools/vm/run --rxe; SKIP without it).
@@ -1040,6 +1046,7 @@ TEST_F_TIMEOUT(rdma, listen_failures, 60)
 }
 
 #define LISTEN_MS	"/sys/module/kmsgr_rdma/parameters/fault_listen_ms"
+#define BIND_MS		"/sys/module/kmsgr_rdma/parameters/fault_bind_ms"
 
 /* The child of listen_during_removal: its LISTEN's result, as exit code. */
 static int listen_child(const char *ip)
@@ -1063,25 +1070,18 @@ static int listen_child(const char *ip)
 }
 
 /*
- * A LISTEN on the device's address that its removal meets between listing
- * the listener and listening (fault_listen_ms, test builds): the LISTEN
- * fails with ENODEV.  The removal used to destroy the cm_id the LISTEN
- * then listened on (slub_debug: a use-after-free).  After the device is
- * back, a LISTEN there works.
+ * A LISTEN on the device's address that its removal meets after @param
+ * (a fault point's sleep, test builds): between listing the listener and
+ * listening (fault_listen_ms), or between binding to the device and
+ * listing the listener (fault_bind_ms).  The LISTEN fails with ENODEV.
+ * The removal used to destroy the cm_id the LISTEN then listened on
+ * (slub_debug: a use-after-free); met before the listing, it did not see
+ * the listener, which then listened (and the removal waited forever for
+ * its cm_id) or, as here, failed EINVAL.  After the device is back, a
+ * LISTEN there works.
  */
-FIXTURE(removal) {
-};
-
-FIXTURE_SETUP(removal)
-{
-}
-
-FIXTURE_TEARDOWN(removal)
-{
-}
-
-/* a fixture only for its timeout: the device takes seconds to come back */
-TEST_F_TIMEOUT(removal, listen_during_removal, 120)
+static void removal_meets_listen(struct __test_metadata *_metadata,
+				 const char *param)
 {
 	const char *dev = getenv("KMSGR_RXE") ? getenv("KMSGR_RXE") : "rxe0";
 	const char *ip = getenv("KMSGR_VM_IP");
@@ -1096,10 +1096,10 @@ TEST_F_TIMEOUT(removal, listen_during_removal, 120)
 		SKIP(return, "%s", why);
 	if (!ip || !*ip)
 		SKIP(return, "KMSGR_VM_IP not set (run in the guest with --rxe)");
-	if (access(LISTEN_MS, W_OK))
+	if (access(param, W_OK))
 		SKIP(return, "kmsgr_rdma.ko built without KMSGR_FAULT=y");
 	ASSERT_EQ(0, rxe_netdev(dev, netdev, sizeof(netdev)));
-	ASSERT_EQ(0, param_write(LISTEN_MS, "2000"));
+	ASSERT_EQ(0, param_write(param, "2000"));
 	fflush(stdout);
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -1109,7 +1109,7 @@ TEST_F_TIMEOUT(removal, listen_during_removal, 120)
 	snprintf(cmd, sizeof(cmd), "rdma link delete %s", dev);
 	ret = system(cmd);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	param_write(LISTEN_MS, "0");
+	param_write(param, "0");
 	snprintf(cmd, sizeof(cmd), "rdma link add %s type rxe netdev %s", dev,
 		 netdev);
 	ASSERT_EQ(0, system(cmd)) TH_LOG("%s failed", cmd);
@@ -1124,6 +1124,28 @@ TEST_F_TIMEOUT(removal, listen_during_removal, 120)
 	ASSERT_EQ(0, kt_listen(&ti, ip, 0, 0, &l));
 	EXPECT_EQ(0, kmsgr_close_id(ti.k, l.id));
 	kt_inst_close(&ti);
+}
+
+FIXTURE(removal) {
+};
+
+FIXTURE_SETUP(removal)
+{
+}
+
+FIXTURE_TEARDOWN(removal)
+{
+}
+
+/* a fixture only for its timeout: the device takes seconds to come back */
+TEST_F_TIMEOUT(removal, listen_during_removal, 120)
+{
+	removal_meets_listen(_metadata, LISTEN_MS);
+}
+
+TEST_F_TIMEOUT(removal, bind_during_removal, 120)
+{
+	removal_meets_listen(_metadata, BIND_MS);
 }
 
 TEST_HARNESS_MAIN
