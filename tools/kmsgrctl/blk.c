@@ -253,6 +253,8 @@ struct srv {
 	__u64 timed_out;	/* sessions closed past reply_timeout */
 	__u64 refused;		/* SQEs the module refused (a bug here) */
 	unsigned int busy;
+	__u32 *closing;		/* sessions closed here, CLOSED not seen */
+	unsigned int n_closing, max_closing;
 	__u64 reply_timeout;	/* ns a request may be in service; 0: ever */
 	__u64 now;		/* srv_clock() at the last wake-up */
 	__u64 next_scan;	/* of the reply deadlines */
@@ -465,7 +467,8 @@ static __u64 srv_waiting_bytes(const struct srv *s, const struct kmsgr_cqe *recv
 	return n;
 }
 
-static int srv_close(struct srv *s, __u32 id);
+static unsigned int srv_closing(const struct srv *s, __u32 id);
+static int srv_close(struct srv *s, __u32 id, bool closed);
 
 /* A request arrived: start it, or let it wait for a context. */
 static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
@@ -476,6 +479,11 @@ static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
 	if (recv->type != BLK_MSG_REQUEST) {
 		error("session %u: message type %#x is not a request: dropped",
 		      recv->session, recv->type);
+		return srv_queue_release(recv);
+	}
+	/* it was closed here: its requests already in the CQ are not run */
+	if (srv_closing(s, recv->session) < s->n_closing) {
+		s->abandoned++;
 		return srv_queue_release(recv);
 	}
 	/*
@@ -498,7 +506,7 @@ static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
 		      recv->session, (unsigned long long)s->wait_max);
 		s->flooded++;
 		ret = srv_queue_release(recv);
-		return srv_close(s, recv->session) ?: ret;
+		return srv_close(s, recv->session, false) ?: ret;
 	}
 	w = malloc(sizeof(*w));
 	if (!w) {
@@ -537,16 +545,46 @@ static int srv_forget(struct srv *s, __u32 id)
 	return ret;
 }
 
-/*
- * Close session @id, or take note that it closed (its CLOSED event): its
- * SENDs fail, so that its contexts come back through srv_done(), and what
- * it has waiting is given back.  A closer that decided it says why.
- */
-static int srv_close(struct srv *s, __u32 id)
+/* Where @id is in s->closing; s->n_closing when it is not. */
+static unsigned int srv_closing(const struct srv *s, __u32 id)
 {
 	unsigned int i;
 
-	kmsgr_close_id(ctl_k, id);
+	for (i = 0; i < s->n_closing && s->closing[i] != id; i++)
+		;
+	return i;
+}
+
+/*
+ * Session @id is closed (@closed: its CLOSED event came) or to be closed
+ * here: its SENDs fail, so that its contexts come back through srv_done(),
+ * and what it has waiting is given back.  Until its CLOSED event, the
+ * RECVs of a session closed here that were already in the CQ are given
+ * back unrun (srv_recv()), and no check closes it again.  A closer that
+ * decided it says why.
+ */
+static int srv_close(struct srv *s, __u32 id, bool closed)
+{
+	unsigned int i = srv_closing(s, id);
+	__u32 *more;
+
+	if (closed) {
+		if (i < s->n_closing)
+			s->closing[i] = s->closing[--s->n_closing];
+	} else {
+		kmsgr_close_id(ctl_k, id);
+		if (i == s->n_closing && i == s->max_closing) {
+			more = realloc(s->closing, (i + 8) * sizeof(*more));
+			if (!more) {
+				error("out of memory");
+				return -ENOMEM;
+			}
+			s->closing = more;
+			s->max_closing = i + 8;
+		}
+		if (i == s->n_closing)
+			s->closing[s->n_closing++] = id;
+	}
 	/* no deadline closes it again while its SENDs fail */
 	for (i = 0; i < s->depth; i++)
 		if (s->ctx[i].busy && s->ctx[i].session == id)
@@ -591,7 +629,7 @@ static int srv_cqe(struct srv *s, const struct kmsgr_cqe *cqe)
 			       kmsgr_event_str(cqe->event));
 		if (cqe->event != KMSGR_EV_CLOSED)
 			return 0;
-		return srv_close(s, cqe->session);
+		return srv_close(s, cqe->session, true);
 	case KMSGR_CQE_RECV:
 		return srv_recv(s, cqe);
 	}
@@ -690,7 +728,7 @@ static int srv_reply_deadlines(struct srv *s)
 		error("session %u: a request in service past the reply timeout (%g s): closed",
 		      c->session, (double)s->reply_timeout / NSEC_PER_SEC);
 		s->timed_out++;
-		ret = srv_close(s, c->session);
+		ret = srv_close(s, c->session, false);
 		if (ret)
 			return ret;
 	}
@@ -984,6 +1022,7 @@ out:
 		free(w);
 	}
 	free(s.ctx);
+	free(s.closing);
 	return ret || s.refused ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
