@@ -348,6 +348,24 @@ struct kmsgr_cq_waiter {
 };
 
 /*
+ * Delivery is paused for want of CQ room, and CQEs are there: a waiter for
+ * more must return, since what it waits for may be behind the paused
+ * delivery (a lossless SEND's CQE comes with the peer's ack, which the
+ * session reads only after the message it could not deliver).  @locked:
+ * under the wait queue's lock (a wake function), where cq_lock, which a
+ * waker may hold, cannot be taken: the head last synced is never ahead of
+ * the application's, so at worst it wakes the waiter once too often.
+ */
+static bool kmsgr_cq_reap_first(struct kmsgr_instance *inst, bool locked)
+{
+	if (!READ_ONCE(inst->cq_paused))
+		return false;
+	if (locked)
+		return READ_ONCE(inst->cq_tail) != READ_ONCE(inst->cq_head);
+	return kmsgr_cq_ready(inst);
+}
+
+/*
  * Wake the waiter only once its min_complete CQEs are there (io_uring's
  * threshold wake): a CQE at a time does not bounce a batch waiter in and
  * out of sleep.  Lockless: cq_head is the kernel's last sync of the
@@ -369,7 +387,7 @@ static int kmsgr_cq_wake_fn(struct wait_queue_entry *wqe, unsigned int mode,
 		if (!w->room)
 			return 0;
 		WRITE_ONCE(w->woken_for_room, true);
-	} else if (!w->room &&
+	} else if (!w->room && !kmsgr_cq_reap_first(inst, true) &&
 		   READ_ONCE(inst->cq_tail) - READ_ONCE(inst->cq_head) <
 		   w->want) {
 		/*
@@ -573,6 +591,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 			prepare_to_wait(&inst->cq_wait, &w.wqe,
 					TASK_INTERRUPTIBLE);
 		if (kmsgr_cq_ready(inst) >= w.want ||
+		    kmsgr_cq_reap_first(inst, false) ||
 		    READ_ONCE(w.woken_for_room) ||
 		    (w.room && kmsgr_cq_can_reserve(inst, w.room)))
 			break;

@@ -170,6 +170,9 @@ enum kmsgr_fault_point {
 	KMSGR_FAULT_NL_WALK,		/* a netlink walk holds an instance,
 					 * before it looks at it
 					 */
+	KMSGR_FAULT_LISTEN,		/* a transport listens (and may
+					 * kick), before LISTEN has it
+					 */
 };
 
 #ifdef KMSGR_FAULT
@@ -351,6 +354,8 @@ void kmsgr_cq_wake_runners(struct kmsgr_instance *inst);
 u32 kmsgr_cq_refresh(struct kmsgr_instance *inst, bool *resume);
 /* CQEs ready (syncs the head only). */
 u32 kmsgr_cq_ready(struct kmsgr_instance *inst);
+/* Whether the application's unread events are so many that listeners refuse */
+bool kmsgr_cq_backlogged(struct kmsgr_instance *inst);
 /* Reserve a slot for the completion of one SQE; false when none may be. */
 bool kmsgr_cq_reserve(struct kmsgr_instance *inst, u32 n);
 /* Whether kmsgr_cq_reserve() of @n slots could succeed now. */

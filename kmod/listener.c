@@ -95,9 +95,14 @@ static void kmsgr_listener_accept(struct work_struct *work)
 						struct kmsgr_listener,
 						accept_work);
 	struct mem_cgroup *old_memcg;
-	struct kmsgr_xprt *x;
+	struct kmsgr_xprt *x, *lx;
 	int i, ret;
 
+	/* pairs with kmsgr_listen()'s release: the transport is set up */
+	lx = smp_load_acquire(&l->xprt);
+	/* kicked before kmsgr_listen() had the transport: it kicks again */
+	if (!lx)
+		return;
 	/* what the connections cost is the listener owner's */
 	old_memcg = set_active_memcg(l->obj.inst->memcg);
 	for (i = 0; i < KMSGR_LISTENER_ACCEPT_BUDGET; i++) {
@@ -106,7 +111,7 @@ static void kmsgr_listener_accept(struct work_struct *work)
 		if (kmsgr_fault_set(KMSGR_FAULT_ACCEPT_FAIL))
 			ret = -ENOMEM;
 		else
-			ret = l->xprt->ops->accept(l->xprt, &x);
+			ret = lx->ops->accept(lx, &x);
 		if (ret == -EAGAIN)
 			goto out;
 		if (ret) {
@@ -171,6 +176,7 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	struct sockaddr_storage ss;
 	struct kmsgr_listener *l;
 	struct kmsgr_listen la;
+	struct kmsgr_xprt *lx;
 	int ret;
 	u32 id;
 
@@ -236,9 +242,18 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	if (ret)
 		goto out_uncharge;
 	ret = l->xtype->listen(inst->net, &inst->xacct, &ss,
-			       kmsgr_listener_kick, l, &l->xprt);
+			       kmsgr_listener_kick, l, &lx);
 	if (ret)
 		goto out_release;
+	/*
+	 * The transport may kick as soon as it listens, before it returns
+	 * @lx: the accept work does nothing until it has it, so kick it
+	 * again now for a connection that came in between.
+	 */
+	kmsgr_fault(KMSGR_FAULT_LISTEN, false);
+	/* pairs with the accept work's acquire */
+	smp_store_release(&l->xprt, lx);
+	kmsgr_listener_kick(l, 0);
 	ret = l->xprt->ops->getname(l->xprt, &ss, false);
 	if (ret)
 		goto out_close;

@@ -90,6 +90,17 @@
  * netlink, has them all).
  */
 #define KMSGR_CQ_OVERFLOW_NOTES	(KMSGR_CQ_OVERFLOW_MAX / 4)
+/*
+ * Listeners refuse new sessions while the overflow list holds this many
+ * entries (kmsgr_cq_backlogged()).  A session's events are bounded by
+ * max_sessions only while it lives: a remote peer that connects, is
+ * announced and hangs up, again and again, leaves ACCEPTED, UP and CLOSED
+ * of sessions already gone each time, and would fill the list until the
+ * events of the application's other sessions were lost.  Past this mark
+ * its sessions are refused (the refusal posts nothing more, NOTES being
+ * lower), and the rest of the list is kept for the sessions there are.
+ */
+#define KMSGR_CQ_OVERFLOW_ACCEPT	(KMSGR_CQ_OVERFLOW_MAX / 2)
 
 /*
  * A pool waiter that has not asked again for this long has gone (paused
@@ -485,9 +496,11 @@ static void kmsgr_cq_set_paused(struct kmsgr_instance *inst)
 	__must_hold(&inst->cq_lock)
 {
 	if (!inst->cq_paused) {
-		inst->cq_paused = true;
+		WRITE_ONCE(inst->cq_paused, true);
 		WRITE_ONCE(inst->cq->flags, KMSGR_RING_F_CQ_PAUSED);
 		trace_kmsgr_cq_pause(inst);
+		/* a waiter for more CQEs than are there reaps first now */
+		kmsgr_cq_wake(inst);
 	}
 	inst->stats.cq_full++;
 }
@@ -503,7 +516,7 @@ static bool kmsgr_cq_flush(struct kmsgr_instance *inst)
 		ovf = list_first_entry(&inst->cq_overflow, struct kmsgr_cq_ovf,
 				       node);
 		list_del(&ovf->node);
-		inst->cq_overflow_nr--;
+		WRITE_ONCE(inst->cq_overflow_nr, inst->cq_overflow_nr - 1);
 		kmsgr_cq_write(inst, &ovf->cqe);
 		kfree(ovf);
 		moved = true;
@@ -559,7 +572,7 @@ static bool kmsgr_cq_unpause(struct kmsgr_instance *inst)
 	if (!inst->cq_paused || !list_empty(&inst->cq_overflow) ||
 	    !kmsgr_cq_free(inst))
 		return false;
-	inst->cq_paused = false;
+	WRITE_ONCE(inst->cq_paused, false);
 	WRITE_ONCE(inst->cq->flags, 0);
 	trace_kmsgr_cq_resume(inst);
 	return true;
@@ -587,6 +600,12 @@ u32 kmsgr_cq_refresh(struct kmsgr_instance *inst, bool *resume)
 	if (moved)
 		kmsgr_cq_wake(inst);
 	return ready;
+}
+
+/* Whether new sessions are refused for the overflow list's length. */
+bool kmsgr_cq_backlogged(struct kmsgr_instance *inst)
+{
+	return READ_ONCE(inst->cq_overflow_nr) >= KMSGR_CQ_OVERFLOW_ACCEPT;
 }
 
 /* CQEs ready, for the ENTER wait condition (no side effects but the head). */
@@ -783,7 +802,7 @@ static void kmsgr_cq_post_ev(struct kmsgr_instance *inst,
 	}
 	ovf->cqe = *cqe;
 	list_add_tail(&ovf->node, &inst->cq_overflow);
-	inst->cq_overflow_nr++;
+	WRITE_ONCE(inst->cq_overflow_nr, inst->cq_overflow_nr + 1);
 	inst->stats.cq_overflow++;
 out_unlock:
 	spin_unlock_irqrestore(&inst->cq_lock, flags);

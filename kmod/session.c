@@ -628,8 +628,11 @@ static bool kmsgr_sess_drain_spill(struct kmsgr_sess *s)
 
 	while ((sp = list_first_entry_or_null(&s->spill, struct kmsgr_spill,
 					      node))) {
+		if (!kmsgr_sess_flush_held(s))
+			return false;
+		/* again: a held RECV posted just now cleared it */
 		kmsgr_sess_set_paused(s, true);
-		if (!kmsgr_sess_flush_held(s) || !kmsgr_cq_room(inst) ||
+		if (!kmsgr_cq_room(inst) ||
 		    kmsgr_pool_alloc_msg(inst, s->obj.id, sp->len, off,
 					 MSGR2_NSEG))
 			return false;
@@ -785,6 +788,10 @@ static int kmsgr_sess_announce(struct kmsgr_sess *s, struct kmsgr_conn *kc)
 	u32 id;
 	int ret;
 
+	/* the application reads no events: see KMSGR_CQ_OVERFLOW_ACCEPT */
+	ret = kmsgr_cq_backlogged(inst) ? -EBUSY : 0;
+	if (ret)
+		goto out_refused;
 	ret = kmsgr_obj_reserve(inst, &id);
 	if (ret)
 		goto out_refused;
@@ -823,8 +830,9 @@ out_release:
 out_refused:
 	if (ret != -ESHUTDOWN && kc->xprt &&
 	    !kc->xprt->ops->getname(kc->xprt, &peer, true))
-		kmsgr_listener_refused(l, &peer, ret == -ENOSPC ?
-				       KMSGR_REASON_SESSIONS :
+		kmsgr_listener_refused(l, &peer,
+				       ret == -ENOSPC ? KMSGR_REASON_SESSIONS :
+				       ret == -EBUSY ? KMSGR_REASON_BUSY :
 				       KMSGR_REASON_NOMEM, ret);
 	return ret;
 }

@@ -134,7 +134,9 @@ struct kmsgr_spill {
 struct kmsgr_listener {
 	struct kmsgr_obj obj;
 	const struct kmsgr_xprt_type *xtype;	/* held (kmsgr_xprt_get()) */
-	struct kmsgr_xprt *xprt;
+	struct kmsgr_xprt *xprt;	/* set once the transport listens;
+					 * the accept work reads it acquired
+					 */
 	u32 flags;			/* KMSGR_SESS_F_* of accepted sessions */
 	u32 nonce;			/* of our entity_addr_t */
 	u8 my_type;			/* entity type we present */

@@ -229,7 +229,8 @@ unsigned int kmsgr_sq_space(const struct kmsgr *k);
  * sleeps.  With an older module a wait first submits without waiting,
  * then spins on the CQ tail in user space for up to the busy-poll time
  * (and @timeout_ns), and enters the kernel to sleep only if the CQEs are
- * still missing.
+ * still missing.  The wait also ends with fewer than @wait_nr CQEs ready
+ * when the kernel paused delivery for want of CQ room: reap them first.
  *
  * Return: the number of SQEs consumed (>= 0; may be fewer than prepared,
  * or 0, when the instance has no room for more completions in flight:

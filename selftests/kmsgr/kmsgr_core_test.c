@@ -89,6 +89,12 @@
  *                                 failed (memory) accepts the connection
  *                                 queued meanwhile once accepts work, with
  *                                 no other connection (it waited for one)
+ *  connect_while_listen_returns   (KMSGR_FAULT=y) LISTEN held 1 s after its
+ *                                 transport listens on a fixed port, and
+ *                                 a client's CONNECT to that port
+ *                                 meanwhile: the session comes up once
+ *                                 LISTEN returns (the accept work ran with
+ *                                 no transport yet: a NULL dereference)
  *  id_unknown_until_returned      (KMSGR_FAULT=y) a SEND naming the id a
  *                                 CONNECT has not returned yet fails with
  *                                 ENOENT (it went on a session that a
@@ -98,6 +104,14 @@
  *                                 session's ACCEPTED after them is still
  *                                 delivered, no event lost (the refusals
  *                                 used to fill the overflow list)
+ *  coming_and_going_keeps_session_events  sessions that come up and are
+ *                                 closed, one after another, while the
+ *                                 listener's application reads nothing:
+ *                                 the listener refuses them once 2048
+ *                                 events wait, and the CLOSED of the
+ *                                 session that was there first is still
+ *                                 delivered, no event lost (each left 3
+ *                                 events, and the list filled)
  *  dump_past_a_closed_instance   a listener dump that spans replies
  *                                 lists every listener of the instance
  *                                 after one that closed between two
@@ -128,6 +142,7 @@
  *                                 speaks msgr2 over TCP only
  *  dump_past_a_closed_instance    800 TCP listeners
  *  refusal_flood_keeps_session_events  raw TCP connections
+ *  coming_and_going_keeps_session_events  127.0.0.1 (TCP is quicker)
  *  urgent_data_closes             a raw TCP peer sends an urgent byte
  * No session: wait_cqe_ready_while_cq_full, readonly_fd_refused,
  * netlink_not_held_by_an_owner.
@@ -2246,6 +2261,96 @@ TEST_F_TIMEOUT(core, accept_failure_retried, 60)
 	       (unsigned long long)(kt_now_ms() - t0));
 }
 
+#define FAULT_LISTEN	(1U << 16)
+#define LISTEN_HOLD_US	1000000	/* LISTEN held after its transport listens */
+#define LISTEN_CONNECT_MS	300	/* the client connects then */
+
+/* LISTEN with *@l in a thread. */
+struct held_listen {
+	struct kt_inst *ti;
+	struct kmsgr_listen *l;
+	int ret;
+};
+
+static void *held_listen_thread(void *arg)
+{
+	struct held_listen *h = arg;
+
+	h->ret = kmsgr_listen(h->ti->k, h->l);
+	return NULL;
+}
+
+/* A port no TCP socket holds on @ip now, or 0. */
+static uint16_t free_port(const char *ip)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len = sizeof(ss);
+	uint16_t port = 0;
+	int fd;
+
+	if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1)
+		a4->sin_family = AF_INET;
+	else if (inet_pton(AF_INET6, ip, &a6->sin6_addr) == 1)
+		a6->sin6_family = AF_INET6;
+	else
+		return 0;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	if (!bind(fd, (struct sockaddr *)&ss, sizeof(ss)) &&
+	    !getsockname(fd, (struct sockaddr *)&ss, &len))
+		port = ntohs(ss.ss_family == AF_INET ? a4->sin_port :
+			     a6->sin6_port);
+	close(fd);
+	return port;
+}
+
+/*
+ * A transport may kick its listener as soon as it listens, before LISTEN
+ * has the transport: the accept work must wait for it (it dereferenced
+ * the listener's transport, still NULL), and the connection that came
+ * meanwhile must still be accepted.
+ */
+TEST_F_TIMEOUT(core, connect_while_listen_returns, 60)
+{
+	struct held_listen h = { .ti = &self->srv };
+	struct kmsgr_listen l = { 0 };
+	uint32_t cli_id, srv_id;
+	pthread_t th;
+	uint16_t port;
+	uint64_t t0;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	port = free_port(self->x.ip);
+	ASSERT_NE(0, port) TH_LOG("no free port on %s", self->x.ip);
+	ASSERT_EQ(0, kt_addr(&l.addr, self->x.ip, port));
+	l.transport = self->x.transport;
+	l.user_data = 0x115;
+	h.l = &l;
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_LISTEN, LISTEN_HOLD_US));
+	t0 = kt_now_ms();
+	ASSERT_EQ(0, pthread_create(&th, NULL, held_listen_thread, &h));
+	usleep(LISTEN_CONNECT_MS * 1000);
+	EXPECT_EQ(0, kt_connect(&self->cli, &l.addr, 0, KT_PEER_ANY, 0x116,
+				&cli_id));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
+	TH_LOG("LISTEN on port %u returned after %llu ms; CONNECT at %u ms",
+	       port, (unsigned long long)(kt_now_ms() - t0),
+	       LISTEN_CONNECT_MS);
+	ASSERT_EQ(0, h.ret) TH_LOG("LISTEN: %s", strerror(-h.ret));
+	EXPECT_LE(LISTEN_HOLD_US / 1000, kt_now_ms() - t0)
+		TH_LOG("LISTEN was not held: the fault point did not fire");
+	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				  &srv_id, 5000))
+		TH_LOG("the connection made while LISTEN returned was not accepted");
+}
+
 /*
  * An ENTER that stopped for want of CQ room waits for room, and the
  * completions of the SQEs it did consume make it: a CQ of 8 (at most 4
@@ -2647,6 +2752,157 @@ TEST_F_TIMEOUT(core_tcp, refusal_flood_keeps_session_events, 300)
 	EXPECT_EQ(1, accepted);
 	EXPECT_EQ(0, f.lost);
 	EXPECT_LT(refused, REFUSALS);
+	kt_inst_close(&fl);
+}
+
+#define CYCLES_MAX	1504	/* sessions that come and go: 4512 events */
+#define CYCLE_MS	5000
+
+struct backlog_inst {
+	uint64_t id, lost, overflow;
+	int found;
+};
+
+/* this process's instance with a 16-entry CQ: its id, overflow, lost */
+static int backlog_inst_of(const struct kmsgr_instance_info *i, void *arg)
+{
+	struct backlog_inst *b = arg;
+
+	if (i->pid == (uint32_t)getpid() && i->cq_entries == 16) {
+		b->id = i->id;
+		b->lost = i->cq_lost;
+		b->overflow = i->cq_overflow;
+		b->found++;
+	}
+	return 0;
+}
+
+#define CYCLE_BATCH	8	/* sessions that come and go at once */
+
+/*
+ * CYCLE_BATCH sessions of @cl to @a that come up (or are refused) and are
+ * closed: how many came up, or -1 when one did not end in time.
+ */
+static int come_and_go(struct kt_inst *cl, const struct kmsgr_addr *a)
+{
+	uint32_t id[CYCLE_BATCH];
+	unsigned int i, up = 0, closed = 0;
+	struct kmsgr_cqe *c;
+	uint64_t end;
+
+	for (i = 0; i < CYCLE_BATCH; i++)
+		if (kt_connect(cl, a, 0, KT_PEER_ANY, 0xb0, &id[i]))
+			return -1;
+	end = kt_now_ms() + CYCLE_MS;
+	while (closed < CYCLE_BATCH && kt_now_ms() < end) {
+		if (kmsgr_wait_cqe(cl->k, &c, 100000000ULL))
+			continue;
+		if (c->kind == KMSGR_CQE_EVENT && c->event == KMSGR_EV_UP) {
+			up++;
+			kmsgr_close_id(cl->k, c->session);
+		} else if (c->kind == KMSGR_CQE_EVENT &&
+			   c->event == KMSGR_EV_CLOSED) {
+			closed++;
+		} else if (c->kind == KMSGR_CQE_RECV) {
+			kt_release(cl, c);
+		}
+		kmsgr_cqe_seen(cl->k);
+	}
+	if (closed == CYCLE_BATCH)
+		return (int)up;
+	for (i = 0; i < CYCLE_BATCH; i++)
+		kmsgr_close_id(cl->k, id[i]);
+	return -1;
+}
+
+/*
+ * Sessions that come up and go, one after another, while the listener's
+ * application reads nothing (a 16-entry CQ): each leaves ACCEPTED, UP and
+ * CLOSED on the overflow list although it is gone.  The listener refuses
+ * new sessions once half the list (2048) is taken, so that the session
+ * that was there first still gets its CLOSED: no event is lost.  The
+ * list used to fill after about 1365 of them, and every event after was
+ * lost.
+ */
+TEST_F_TIMEOUT(core_tcp, coming_and_going_keeps_session_events, 300)
+{
+	struct kmsgr_listener_info li = { 0 };
+	unsigned int i, ups = 0, victim_closed = 0, idle;
+	struct backlog_inst b = { 0 };
+	struct kmsgr_listen l;
+	struct kmsgr_nl *nl;
+	struct kmsgr_cqe *c;
+	struct kt_inst fl, cl;
+	uint32_t victim;
+	uint64_t t0;
+	int ret;
+
+	if (self->c.why)
+		SKIP(return, "%s", self->c.why);
+	ASSERT_EQ(0, kt_inst_open_cq(&fl, "backlog", 8, 16, TX_AREA, RX_POOL,
+				     11));
+	ASSERT_EQ(0, kt_inst_open(&cl, "goer", 2 * CYCLE_BATCH, TX_AREA,
+				  RX_POOL, 12));
+	ASSERT_EQ(0, kt_listen(&fl, "127.0.0.1", 0, 0xb1, &l));
+	ASSERT_EQ(0, kmsgr_nl_open(&nl));
+	/* the session there first: its client closes it at the end */
+	ASSERT_EQ(0, kt_connect(&self->c.cli, &l.bound, 0, KT_PEER_ANY, 0xb2,
+				&victim));
+	self->c.lp.nr_inst = 0;
+	kt_loop_add(&self->c.lp, &self->c.cli);
+	ASSERT_LE(0, wait_event(&self->c.lp, &self->c.cli, victim,
+				KMSGR_EV_UP, 0, SETUP_MS));
+
+	t0 = kt_now_ms();
+	for (i = 0; i < CYCLES_MAX; i += CYCLE_BATCH) {
+		ret = come_and_go(&cl, &l.bound);
+		ASSERT_LE(0, ret) TH_LOG("sessions %u to %u did not end within %u ms",
+					 i, i + CYCLE_BATCH - 1, CYCLE_MS);
+		ups += ret;
+		if (i % (6 * CYCLE_BATCH))
+			continue;
+		ASSERT_LE(0, kmsgr_nl_instances(nl, backlog_inst_of, &b));
+		ASSERT_EQ(0, kmsgr_nl_listener_get(nl, b.id, l.id, &li));
+		if (li.refused >= 10)
+			break;
+	}
+	TH_LOG("%u sessions in %llu ms: %u came up; the listener accepted %llu, refused %llu",
+	       i, (unsigned long long)(kt_now_ms() - t0), ups,
+	       (unsigned long long)li.accepted,
+	       (unsigned long long)li.refused);
+	EXPECT_LE(10, li.refused)
+		TH_LOG("no refusal in %u sessions", CYCLES_MAX);
+
+	/* the first session ends now, its CLOSED behind all of that */
+	EXPECT_EQ(0, kmsgr_close_id(self->c.cli.k, victim));
+	EXPECT_LE(0, wait_event(&self->c.lp, &self->c.cli, victim,
+				KMSGR_EV_CLOSED, 0, SETUP_MS));
+	usleep(300000);		/* the server side sees the EOF */
+	for (idle = 0; idle < 10; ) {
+		c = kmsgr_peek_cqe(fl.k);
+		if (!c) {
+			kmsgr_submit(fl.k, 0, 0);	/* room: the list moves */
+			usleep(20000);
+			idle++;
+			continue;
+		}
+		idle = 0;
+		/* the first ACCEPTED is the victim's: id 2 (the listener 1) */
+		if (c->kind == KMSGR_CQE_EVENT &&
+		    c->event == KMSGR_EV_CLOSED && c->session == 2)
+			victim_closed++;
+		else if (c->kind == KMSGR_CQE_RECV)
+			kt_release(&fl, c);
+		kmsgr_cqe_seen(fl.k);
+	}
+	EXPECT_LE(0, kmsgr_nl_instances(nl, backlog_inst_of, &b));
+	kmsgr_nl_close(nl);
+	TH_LOG("%llu events waited for room, %llu lost; the first session's CLOSED seen %u times",
+	       (unsigned long long)b.overflow, (unsigned long long)b.lost,
+	       victim_closed);
+	EXPECT_EQ(0, b.lost);
+	EXPECT_EQ(1, victim_closed);
+	kt_inst_close(&cl);
 	kt_inst_close(&fl);
 }
 

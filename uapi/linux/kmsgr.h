@@ -424,13 +424,16 @@ struct kmsgr_close {
  * ready (it is not woken for fewer), the timeout passes, or, when SQEs
  * were left unconsumed for want of a CQ slot, a slot is given back
  * without a CQE (KMSGR_SQE_F_SKIP_SUCCESS): it returns then, and the
- * caller submits again.  While ops on a polled block device
- * (KMSGR_BDEV_F_POLL) are out, it polls the device and spins instead of
- * sleeping, until 20 ms pass without a CQE (then it sleeps, and a kernel
- * worker polls every tick); with min_complete 0 it polls once.  Returns
- * the number of SQEs consumed, or -1 with errno; a signal during the wait
- * gives EINTR even when SQEs were consumed (@submitted tells how many, as
- * does the SQ head).
+ * caller submits again.  It also returns with fewer CQEs ready when
+ * delivery is paused for want of CQ room (KMSGR_RING_F_CQ_PAUSED): what
+ * waits behind the paused delivery (a peer's ack of a lossless SEND) can
+ * only come once the caller reaps what is there.  While ops on a polled
+ * block device (KMSGR_BDEV_F_POLL) are out, it polls the device and spins
+ * instead of sleeping, until 20 ms pass without a CQE (then it sleeps, and
+ * a kernel worker polls every tick); with min_complete 0 it polls once.
+ * Returns the number of SQEs consumed, or -1 with errno; a signal during
+ * the wait gives EINTR even when SQEs were consumed (@submitted tells how
+ * many, as does the SQ head).
  *
  * With @busy_poll_us (KMSGR_FEAT_BUSY_POLL) the wait spins for up to that
  * long before it sleeps: it watches the CQ and, waiting for one CQE, runs
@@ -636,8 +639,10 @@ struct kmsgr_sqe {
  * A listener refused a connection: @session is the listener's id,
  * @user_data its LISTEN user_data, @reason KMSGR_REASON_HALF_OPEN (too many
  * handshakes in progress, module parameter max_half_open),
- * KMSGR_REASON_SESSIONS (max_sessions reached when the handshake ended)
- * or KMSGR_REASON_NOMEM; @res the errno.  The peer's address is logged.
+ * KMSGR_REASON_SESSIONS (max_sessions reached when the handshake ended),
+ * KMSGR_REASON_BUSY (@res -EBUSY: over 2048 events wait for CQ room, the
+ * application has not read its CQ for long) or KMSGR_REASON_NOMEM; @res
+ * the errno.  The peer's address is logged.
  * Remote peers can cause these as fast as they connect: while the CQ is
  * full, only the first 1024 wait for room (behind the sessions' events,
  * which are kept up to 4096), the rest post nothing; the listener's
