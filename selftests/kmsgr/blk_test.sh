@@ -26,6 +26,8 @@
 #   - two such clients, whose shares add up to more than the target's
 #     depth, are closed once a request of theirs is in service for
 #     --reply-timeout: another client is served after;
+#   - --count N: the target starts exactly N requests and exits while a
+#     client keeps requests in flight;
 #   - the server killed under a running client: the client fails with a
 #     clear message within its timeout, no hang, no kernel warning;
 #   - blk bench prints IOPS, latency and CPU per operation (text, JSON);
@@ -484,6 +486,34 @@ if serve tcp "$addr" --depth 1 --pool-size 16M; then
 	tap $? "a client whose waiting WRITEs would hold over half a target's receive pool is closed (${fl:-?} closed); blk check is served after"
 else
 	tap 1 "blk serve --depth 1 --pool-size 16M starts (flooding client)"
+fi
+
+# --count 200 while a client keeps 8 reads in flight: the target starts
+# exactly 200, gives back what comes after, and exits (it used to serve
+# for as long as the client sent)
+addr=127.0.0.1:$(port 10)
+if serve tcp "$addr" --count 200; then
+	"$K" blk bench --rw randread --depth 8 --time 60 "$addr" \
+		>"$tmp/cnt" 2>&1 &
+	bpid=$!
+	i=0
+	while kill -0 "$srv" 2>/dev/null && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -0 "$srv" 2>/dev/null && kill -TERM "$srv"
+	wait "$srv"
+	src=$?
+	srv=
+	kill -TERM "$bpid" 2>/dev/null
+	wait "$bpid"
+	comment "$tmp/srv"
+	served=$(sed -n 's/^served \([0-9]*\) requests.*/\1/p' "$tmp/srv")
+	[ $src -eq 0 ] && [ $i -lt 300 ] && [ "${served:-0}" -eq 200 ] &&
+		grep -q ' requests past --count not run' "$tmp/srv"
+	tap $? "blk serve --count 200 exits after 200 requests while its client keeps 8 in flight (${served:-?} served, $((i / 10)) s)"
+else
+	tap 1 "blk serve --count 200 starts"
 fi
 
 # bench: text and JSON

@@ -92,7 +92,8 @@ static void blk_usage(FILE *f)
 		"reading their replies cannot hold every context.\n"
 		"WRITEs go from the receive pool to the device, READs from the device\n"
 		"into the reply, with no copy in this process.  Ends after --count\n"
-		"requests, --time seconds, or SIGINT/SIGTERM, with a summary.\n"
+		"requests (later ones are given back), --time seconds, or\n"
+		"SIGINT/SIGTERM, with a summary.\n"
 		"check: read the whole device through the target, then --ops random\n"
 		"requests (default 10000: WRITE, READ, FLUSH and bad ones), DEPTH in\n"
 		"flight (default 16) on disjoint ranges; every READ and status is\n"
@@ -248,6 +249,7 @@ struct srv {
 	__u64 reads, writes, flushes, infos, errors, bytes_in, bytes_out;
 	__u64 dropped;		/* replies whose session was gone */
 	__u64 abandoned;	/* waiting requests of a closed session */
+	__u64 past_count;	/* requests not run: --count was reached */
 	__u64 capped;		/* waited at their session's cap */
 	__u64 flooded;		/* sessions closed past wait_max */
 	__u64 timed_out;	/* sessions closed past reply_timeout */
@@ -467,6 +469,16 @@ static __u64 srv_waiting_bytes(const struct srv *s, const struct kmsgr_cqe *recv
 	return n;
 }
 
+/* What blk serve needs of the module. */
+#define SRV_FEATURES	(KMSGR_FEAT_BDEV | KMSGR_FEAT_BDEV_LINK |	\
+			 KMSGR_FEAT_SKIP_SUCCESS | KMSGR_FEAT_RELEASE_TOKEN)
+
+/* --count requests were started: no more are. */
+static bool srv_counted(const struct srv *s)
+{
+	return s->count && s->requests >= s->count;
+}
+
 static unsigned int srv_closing(const struct srv *s, __u32 id);
 static int srv_close(struct srv *s, __u32 id, bool closed);
 
@@ -479,6 +491,14 @@ static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
 	if (recv->type != BLK_MSG_REQUEST) {
 		error("session %u: message type %#x is not a request: dropped",
 		      recv->session, recv->type);
+		return srv_queue_release(recv);
+	}
+	/*
+	 * nothing is started past --count, or a client that keeps requests
+	 * in flight would keep the target from ever stopping
+	 */
+	if (srv_counted(s)) {
+		s->past_count++;
 		return srv_queue_release(recv);
 	}
 	/* it was closed here: its requests already in the CQ are not run */
@@ -602,6 +622,8 @@ static int srv_done(struct srv *s, struct srv_ctx *c)
 	int ret;
 
 	srv_put(s, c);
+	if (srv_counted(s))
+		return 0;	/* the waiting ones are given back at the end */
 	while ((w = *p) && !srv_may_take(s, w->recv.session))
 		p = &w->next;
 	if (!w)
@@ -743,7 +765,7 @@ static int srv_loop(struct srv *s, __u64 deadline)
 	for (;;) {
 		if (ctl_stopped())
 			return 0;
-		if (s->count && s->requests >= s->count && !s->busy)
+		if (srv_counted(s) && !s->busy)
 			return 0;
 		if (deadline && ctl_now_ns() >= deadline)
 			return 0;
@@ -783,19 +805,21 @@ static void srv_summary(const struct srv *s)
 		jw_u64("bytes_written", s->bytes_in);
 		jw_u64("replies_dropped", s->dropped);
 		jw_u64("requests_abandoned", s->abandoned);
+		jw_u64("requests_past_count", s->past_count);
 		jw_u64("requests_capped", s->capped);
 		jw_u64("sessions_flooding", s->flooded);
 		jw_u64("sessions_reply_timeout", s->timed_out);
 		jw_close('}');
 		return;
 	}
-	printf("served %llu requests: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, %llu info, %llu answered with an error, %llu replies dropped (client gone), %llu waiting requests of closed sessions not run, %llu waited at their session's cap, %llu sessions closed for holding too much of the receive pool, %llu sessions closed for a request in service past the reply timeout\n",
+	printf("served %llu requests: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, %llu info, %llu answered with an error, %llu replies dropped (client gone), %llu waiting requests of closed sessions not run, %llu requests past --count not run, %llu waited at their session's cap, %llu sessions closed for holding too much of the receive pool, %llu sessions closed for a request in service past the reply timeout\n",
 	       (unsigned long long)s->requests, (unsigned long long)s->reads,
 	       (unsigned long long)s->bytes_out,
 	       (unsigned long long)s->writes, (unsigned long long)s->bytes_in,
 	       (unsigned long long)s->flushes, (unsigned long long)s->infos,
 	       (unsigned long long)s->errors, (unsigned long long)s->dropped,
 	       (unsigned long long)s->abandoned,
+	       (unsigned long long)s->past_count,
 	       (unsigned long long)s->capped,
 	       (unsigned long long)s->flooded,
 	       (unsigned long long)s->timed_out);
@@ -821,6 +845,7 @@ static int blk_serve(int argc, char **argv)
 	__u64 max_io = BLK_DEF_MAX_IO, pool = 64ULL << 20, sdepth = 0;
 	__u64 reply_timeout = BLK_DEF_REPLY_TIMEOUT * NSEC_PER_SEC;
 	struct srv s = { .count = 0 };
+	struct kmsgr_info info = { 0 };
 	struct kmsgr_bdev b;
 	struct kmsgr_listen l;
 	bool rdonly = false, excl = false, poll = false;
@@ -925,6 +950,21 @@ static int blk_serve(int argc, char **argv)
 		close(fd);
 		return EXIT_FAILURE;
 	}
+	/*
+	 * A module without the linked reply would refuse the op's flags
+	 * alone and still send the reply after it: every request answered
+	 * 0, none done
+	 */
+	if (kmsgr_info(ctl_k, &info) ||
+	    (info.features & SRV_FEATURES) != SRV_FEATURES) {
+		error("the loaded kmsgr module (version %.*s) lacks block ops with linked replies (features %#llx, blk serve needs %#llx)",
+		      KMSGR_VERSION_LEN, info.version,
+		      (unsigned long long)info.features,
+		      (unsigned long long)SRV_FEATURES);
+		close(fd);
+		ctl_teardown();
+		return EXIT_FAILURE;
+	}
 	memset(&b, 0, sizeof(b));
 	b.fd = fd;
 	b.flags = (rdonly ? KMSGR_BDEV_F_RDONLY : 0) |
@@ -1011,6 +1051,12 @@ static int blk_serve(int argc, char **argv)
 	fflush(stdout);
 	ret = srv_loop(&s, o.time_ns ? ctl_now_ns() + o.time_ns : 0);
 	kmsgr_close_id(ctl_k, l.id);
+	if (srv_counted(&s)) {
+		struct srv_wait *w;
+
+		for (w = s.wait_head; w; w = w->next)
+			s.past_count++;
+	}
 	srv_summary(&s);
 out:
 	kmsgr_bdev_detach(ctl_k, s.bdev);
@@ -1172,6 +1218,11 @@ static int cli_reap(struct cli *c)
 	int ret;
 
 	ret = ctl_wait_for(&cqe, c->conn.timeout_ns);
+	/* a stop and continue, a tracer: no handler of ours ran */
+	if (ret == -EINTR && !ctl_stopped())
+		return 0;
+	if (ret == -EINTR)
+		error("interrupted");
 	if (ret == -ETIME) {
 		error("no answer from the block target for %.1f s (%u requests in flight)",
 		      (double)c->conn.timeout_ns / NSEC_PER_SEC, c->busy);

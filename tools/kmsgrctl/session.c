@@ -592,8 +592,11 @@ static int hold_session(struct ctl_conn *c, __u64 ns)
 
 	while (!ctl_stopped()) {
 		ret = ctl_wait(&cqe, deadline);
-		if (ret == -ETIME || ret == -EINTR)
+		if (ret == -ETIME)
 			return 0;
+		/* SIGINT ends the loop; a stop and continue does not */
+		if (ret == -EINTR)
+			continue;
 		if (ret)
 			return ret;
 		if (cqe.kind == KMSGR_CQE_RECV && cqe.res >= 0) {
