@@ -53,8 +53,8 @@
  *    (a multipath path's included) goes away under bio_poll(), and a bio
  *    that ended has no cookie left (kmsgr_bio_enter()).  A pass takes at
  *    most KMSGR_POLL_BATCH bios, and the next one starts after them.  A
- *    linked op that ends in the poller's own context (its bio_poll()) is not handed to a
- *    work item: the poller makes its SEND on return
+ *    linked op that ends in the poller's own context (its bio_poll()) is
+ *    not handed to a work item: the poller makes its SEND on return
  *    (inst->bdev_done), in process context, with no hop.
  *
  * Copyright (C) 2025 The kmsgr authors

@@ -457,7 +457,6 @@ static struct kmsgr_rdma_lsn *to_lsn(struct kmsgr_xprt *x)
 
 /* ---- devices ---- */
 
-/* Count @c as a user of @ibdev; list it if @list. */
 /*
  * Our entry of @ibdev, under kmsgr_rdma_lock: NULL while it is not added
  * yet, or once its removal has begun (dying).
@@ -473,6 +472,7 @@ static struct kmsgr_rdma_dev *kmsgr_rdma_dev_live(struct ib_device *ibdev)
 	return NULL;
 }
 
+/* Count @c as a user of @ibdev; list it if @list. */
 static int kmsgr_rdma_dev_attach(struct kmsgr_rdma_conn *c,
 				 struct ib_device *ibdev, bool list)
 {
