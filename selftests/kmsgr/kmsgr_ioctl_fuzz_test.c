@@ -655,16 +655,14 @@ static void fi_track(struct __test_metadata *_metadata, struct fz *fz,
 			       fz->iter, fz->what, id);
 		return;
 	}
-	if (fi->nr_objs == MAX_OBJS)
-		close_id(_metadata, fz, fi, fi->objs[0].id);
-	fi->objs[fi->nr_objs].id = id;
-	fi->objs[fi->nr_objs].listener = listener;
-	fi->objs[fi->nr_objs].port = port;
-	fi->nr_objs++;
 	/* lossless sessions that dialled this port before get accepted */
 	if (listener && port && (fz->dialled[port / 8] & (1 << (port % 8))))
 		fi->unknown_ids = true;
-	/* a session to a listener of ours: accepted there, id unknown */
+	/*
+	 * A session to a listener of ours: accepted there, id unknown. Before
+	 * making room below, which may close that very listener after the
+	 * session has reached it.
+	 */
 	for (i = 0; !listener && port && i < NR_FI; i++) {
 		struct finst *o = &fz->fi[i];
 		unsigned int j;
@@ -678,6 +676,12 @@ static void fi_track(struct __test_metadata *_metadata, struct fz *fz,
 	}
 	if (!listener && port)
 		fz->dialled[port / 8] |= 1 << (port % 8);
+	if (fi->nr_objs == MAX_OBJS)
+		close_id(_metadata, fz, fi, fi->objs[0].id);
+	fi->objs[fi->nr_objs].id = id;
+	fi->objs[fi->nr_objs].listener = listener;
+	fi->objs[fi->nr_objs].port = port;
+	fi->nr_objs++;
 }
 
 /* ---- values --------------------------------------------------------------- */
