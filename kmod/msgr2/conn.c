@@ -949,11 +949,12 @@ int m2_on_msg_done(struct msgr2_conn *c, bool aborted)
 	 * does not send it again (the Linux client's revoke).
 	 */
 	if (!aborted && seq > s->in_seq && !s->lossy &&
-	    seq - s->in_seq > 1 + (u64)c->rx_aborted)
+	    seq - s->in_seq > 1 + (u64)s->rx_aborted)
 		return m2_fail(c, MSGR2_R_SEQ);	/* lossless gap */
 	if (aborted) {
 		status = -ECANCELED;		/* dropped, seq not recorded */
-		c->rx_aborted++;
+		if (seq > s->in_seq)		/* not an aborted resend */
+			s->rx_aborted++;
 	} else if (seq <= s->in_seq) {
 		status = -EALREADY;		/* duplicate after a resend */
 	} else {
@@ -970,7 +971,7 @@ int m2_on_msg_done(struct msgr2_conn *c, bool aborted)
 			status = c->err;
 		} else {
 			s->in_seq = seq;
-			c->rx_aborted = 0;
+			s->rx_aborted = 0;
 		}
 	}
 	c->rx_msg_live = false;

@@ -332,6 +332,8 @@ static int m2_tx_build_msg(struct msgr2_conn *c, struct msgr2_msg *m,
 	u32 i, pad;
 	int k = 0, n = 0, ret;
 
+	/* ours from here: a failure below gives it back (m2_tx_abort_msg()) */
+	c->tx_msg = m;
 	for (i = 1; i < nsegs; i++)
 		len[i] = (u32)m->seg[i - 1].len;
 	m2_preamble(h, MSGR2_TAG_MESSAGE, nsegs, len, align);
@@ -399,7 +401,6 @@ out:
 	c->tx_vn = k;
 	c->tx_vi = 0;
 	c->tx_voff = 0;
-	c->tx_msg = m;
 	return 0;
 }
 
@@ -677,6 +678,9 @@ static int m2_rx_try_alloc(struct msgr2_conn *c)
 	if (ret)
 		return m2_fail(c, MSGR2_R_BUSY);
 	c->rx_msg_live = true;
+	/* a callback that failed the connection: given back at release */
+	if (m2_failed(c))
+		return c->err;
 	for (i = 0; i < MSGR2_NSEG; i++)
 		if (m->len[i] && !m->buf[i])
 			return m2_fail(c, MSGR2_R_BUSY);

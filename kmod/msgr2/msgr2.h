@@ -209,6 +209,12 @@ struct msgr2_session {
 	u64 connect_seq;
 	u64 out_seq;		/* last seq assigned to an outgoing message */
 	u64 in_seq;		/* last seq received and delivered */
+	/*
+	 * Aborted MESSAGEs received since the last one delivered, on any of
+	 * the session's connections: each may have used a seq that its
+	 * sender (the Linux client's revoke) never sends again.
+	 */
+	u32 rx_aborted;
 	u64 acked_seq;		/* highest of our seqs the peer acknowledged */
 	u64 wire_seq;		/* highest of our seqs that went onto a
 				 * connection: no peer can have more

@@ -243,9 +243,6 @@ struct msgr2_conn {
 	u8 rx_nsegs;
 	u32 rx_len[M2_MAX_SEGS];
 	bool rx_msg_live;		/* rx_alloc() succeeded */
-	u32 rx_aborted;			/* aborted MESSAGEs since the last one
-					 * delivered: each may have used a seq
-					 */
 	struct msgr2_rx_msg rx_msg;
 	u8 rx_pad[3 * 16];
 	u8 rx_tail[M2_EPI_SECURE_LEN + M2_GCM_TAG_LEN];

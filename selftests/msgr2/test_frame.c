@@ -915,6 +915,45 @@ TEST(aborted_frame_uses_up_its_seq)
 	script_free(sc);
 }
 
+/*
+ * The seq an aborted MESSAGE used up stays allowed on the session's next
+ * connection: its sender does not send it again there either.
+ */
+TEST(aborted_seq_allowed_after_reconnect)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	struct msgr2_session *sv;
+	static u8 f[256];
+	u8 b[4] = { 0 };
+	size_t n;
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	sv = pair_session(&p->sv);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	ASSERT_FALSE(p->cl.s.lossy);
+	ASSERT_EQ(0, pair_send(&p->sv, 1, b, sizeof(b), NULL, 0, NULL, 0));
+	pair_pump(p);
+	ASSERT_EQ(1, p->cl.n_rx);
+	ASSERT_EQ(1, p->cl.s.in_seq);
+	/* the server's seq 2, revoked half-way: sent aborted */
+	n = msg_frame(f, sizeof(f), 2, 0x01);
+	ASSERT_EQ(0, msgr2_rx_feed(p->cl.c, f, n, NULL));
+	EXPECT_EQ(1, p->cl.n_rx_drop);
+	sv->out_seq = 2;
+	/* the connection drops before the next one */
+	pair_disconnect(p);
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	ASSERT_EQ(0, pair_send(&p->sv, 1, b, sizeof(b), NULL, 0, NULL, 0));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_R_NONE, msgr2_conn_reason(p->cl.c));
+	EXPECT_EQ(2, p->cl.n_rx);
+	EXPECT_EQ(3, p->cl.s.in_seq);
+	pair_free(p);
+}
+
 TEST(truncated_frame)
 {
 	struct script *sc = client_with(truncate_half, crc_f4, false);

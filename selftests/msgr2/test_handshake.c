@@ -952,6 +952,37 @@ TEST(lossy_session)
 	pair_free(p);
 }
 
+static void *no_scratch(void *priv, size_t len)
+{
+	return NULL;
+}
+
+/*
+ * A lossy message whose frame cannot be sealed (no scratch for its tail:
+ * out of memory) is given back when the failed connection is released.
+ */
+TEST(lossy_secure_seal_failure_gives_message_back)
+{
+	struct pair *p = pair_new(MSGR2_MODE_SECURE);
+	u8 b[10] = { 0 };
+
+	msgr2_session_init(&p->cl.s, true);
+	ASSERT_EQ(0, pair_connect(p));
+	pair_session(&p->sv)->lossy = true;
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	ASSERT_TRUE(p->cl.s.lossy);
+	p->cl.ops.tx_scratch = no_scratch;
+	/* a data segment: the frame has a tail, sealed into scratch */
+	ASSERT_EQ(0, pair_send(&p->cl, 1, b, sizeof(b), NULL, 0, b, 4));
+	pair_pump(p);
+	EXPECT_EQ(MSGR2_R_NOMEM, msgr2_conn_reason(p->cl.c));
+	EXPECT_EQ(0, p->cl.n_tx_ok);
+	pair_disconnect(p);
+	EXPECT_EQ(1, p->cl.n_tx_err);
+	pair_free(p);
+}
+
 TEST(send_limits)
 {
 	struct pair *p = pair_new(MSGR2_MODE_SECURE);
