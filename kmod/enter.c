@@ -434,9 +434,16 @@ static bool kmsgr_cq_sleep(u64 timeout_ns, ktime_t *end,
 	if (*end && !*end_j)
 		ms = div_u64(max_t(s64, ktime_to_ns(ktime_sub(*end, ktime_get())),
 				   0), NSEC_PER_MSEC);
-	/* +1: the tick under way may be nearly over; 49 days at most */
+	/*
+	 * +1: the tick under way may be nearly over.  Not msecs_to_jiffies():
+	 * it takes 2^31 ms (24.9 days) and more for "for ever".  @ms is at
+	 * most 100 years (KMSGR_WAIT_MAX_NS): its nanoseconds fit in 64 bits.
+	 */
 	if (!*end_j)
-		*end_j = jiffies + 1 + msecs_to_jiffies(min_t(u64, ms, U32_MAX));
+		*end_j = jiffies + 1 +
+			 min_t(u64, nsecs_to_jiffies64(ms * NSEC_PER_MSEC +
+						       TICK_NSEC - 1),
+			       MAX_JIFFY_OFFSET);
 	left = (long)(*end_j - jiffies);
 	if (left <= 0)
 		return false;
@@ -712,10 +719,14 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 	 */
 	runner = e.to_submit && e.flags & KMSGR_ENTER_F_GETEVENTS &&
 		 e.min_complete == 1 && READ_ONCE(kmsgr_enter_runs);
-	if (runner)
-		kmsgr_bdev_run_begin(inst);
 	if (e.to_submit) {
 		mutex_lock(&inst->submit_lock);
+		/*
+		 * Not before the lock: a runner waiting for it here would take
+		 * the ends of every linked op while another submitter holds it
+		 */
+		if (runner)
+			kmsgr_bdev_run_begin(inst);
 		done = kmsgr_sq_consume(inst, e.to_submit, &need, &push);
 		mutex_unlock(&inst->submit_lock);
 		/* write the SENDs out from here: no work-item hop */
