@@ -689,10 +689,12 @@ static int kmsgr_rdma_post_recv(struct kmsgr_rdma_conn *c,
  * Post tx slot tx_posted with @len payload bytes (already in place) as a
  * message of @type, returning the credits owed; @first (or NULL) is a work
  * request posted just before it (a registration).  Room and credits were
- * checked by the caller.
+ * checked by the caller.  On failure, *@bad (if not NULL) is the first work
+ * request not posted: @first, or the message when @first went out alone.
  */
 static int kmsgr_rdma_post_send(struct kmsgr_rdma_conn *c, u8 type, u32 len,
-				struct ib_send_wr *first)
+				struct ib_send_wr *first,
+				const struct ib_send_wr **bad)
 	__must_hold(&c->lock)
 {
 	struct kmsgr_rdma_buf *b = &c->tx[c->tx_posted % c->nr_tx];
@@ -721,7 +723,7 @@ static int kmsgr_rdma_post_send(struct kmsgr_rdma_conn *c, u8 type, u32 len,
 				      DMA_TO_DEVICE);
 	if (first)
 		first->next = &wr;
-	ret = ib_post_send(c->qp, first ? first : &wr, NULL);
+	ret = ib_post_send(c->qp, first ? first : &wr, bad);
 	if (ret)
 		return ret;
 	c->owed -= owed;
@@ -775,7 +777,7 @@ static void kmsgr_rdma_send_credits(struct kmsgr_rdma_conn *c)
 		c->tx_wait = true;	/* a completion kicks the owner */
 		return;
 	}
-	ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_CREDIT, 0, NULL);
+	ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_CREDIT, 0, NULL, NULL);
 	if (ret && ret != -ENOTCONN)
 		kmsgr_rdma_fail(c, ret);
 }
@@ -797,7 +799,7 @@ static void kmsgr_rdma_send_dones(struct kmsgr_rdma_conn *c)
 					       KMSGR_RDMA_DONES]);
 		d->reserved = 0;
 		ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_DONE, sizeof(*d),
-					   NULL);
+					   NULL, NULL);
 		if (ret) {
 			if (ret != -ENOTCONN)
 				kmsgr_rdma_fail(c, ret);
@@ -2197,6 +2199,7 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
 	struct kmsgr_rdma_pull *d;
 	struct kmsgr_rdma_mr *m = NULL;
 	struct ib_reg_wr reg = { };
+	const struct ib_send_wr *bad;
 	size_t k;
 	int ret;
 	u32 i;
@@ -2262,14 +2265,25 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
 	d->rkey = cpu_to_be32(m->mr->rkey);
 	d->len = cpu_to_be32(k);
 	spin_lock_bh(&c->lock);
+	bad = &reg.wr;
 	ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_PULL, sizeof(*d),
-				   &reg.wr);
+				   &reg.wr, &bad);
 	m->offered = !ret;	/* from now on a DONE may name it */
 	if (!ret) {
 		m->len = k;
 		m->end = at + k;
 		/* before its invalidation can give it back */
 		kmsgr_rdma_charge(c, 0, k);
+	} else if (bad != &reg.wr) {
+		/*
+		 * The registration went out without its PULL: it may be live
+		 * over these pages until the QP is destroyed.  The MR stays
+		 * busy and mapped (teardown unmaps it) and is never
+		 * registered again; the connection ends.
+		 */
+		kmsgr_rdma_fail(c, ret);
+		spin_unlock_bh(&c->lock);
+		return ret;
 	}
 	spin_unlock_bh(&c->lock);
 	if (ret)
@@ -2379,7 +2393,8 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 		spin_lock_bh(&c->lock);
 		if (!len)
 			continue;	/* only empty pieces were left */
-		ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_DATA, len, NULL);
+		ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_DATA, len, NULL,
+					   NULL);
 		if (ret) {
 			kmsgr_rdma_fail(c, ret);
 			break;
