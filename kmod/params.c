@@ -51,8 +51,10 @@ unsigned int kmsgr_tx_zerocopy_min = SZ_16K;
  * peer's socket let go of the pages first: a peer that acks what it has not
  * read (its window shut, or on loopback and veth, where the skbs that
  * reference the pages sit in its receive queue) reads whatever the
- * application put in those slices after the CQE, and a CLOSE leaves them
- * in the orphaned socket.  kmsgr_rdma checks this itself (its PULLs).
+ * application put in those slices after the CQE.  A connection that sent
+ * pages so is reset when it closes (xprt_tcp.c), which drops what its
+ * socket still queues; skbs already in a local peer's receive queue keep
+ * theirs.  kmsgr_rdma checks this itself (its PULLs).
  */
 bool kmsgr_tcp_zerocopy;
 #define KMSGR_SPILL_LIMIT	SZ_256M

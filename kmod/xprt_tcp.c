@@ -66,6 +66,7 @@ struct kmsgr_tcp {
 	struct sockaddr_storage names[2];
 	bool named;
 	bool reading;
+	bool zc_sent;			/* pages went by reference */
 	struct llist_node closing;	/* on kmsgr_tcp_closing */
 };
 
@@ -476,6 +477,7 @@ static ssize_t kmsgr_tcp_send_pages(struct kmsgr_tcp *t,
 				      flags);
 		if (ret < 0)
 			return done ? done : ret;
+		t->zc_sent = true;
 		done += ret;
 		if (ret < len)
 			break;
@@ -552,8 +554,18 @@ static void kmsgr_tcp_close_work(struct work_struct *work)
 	struct kmsgr_tcp *t, *next;
 
 	llist_for_each_entry_safe(t, next, list, closing) {
-		/* an orderly FIN for the peer (sock_release() alone may reset) */
-		kernel_sock_shutdown(t->sock, SHUT_RDWR);
+		/*
+		 * An orderly FIN for the peer (sock_release() alone may
+		 * reset), after what is still queued.  Unless pages went by
+		 * reference: their SENDs have completed (or failed at the
+		 * session's end), and the application may be filling those
+		 * slices again.  Reset the connection then, which drops what
+		 * is queued instead of sending those pages on.
+		 */
+		if (t->zc_sent)
+			sock_no_linger(t->sock->sk);
+		else
+			kernel_sock_shutdown(t->sock, SHUT_RDWR);
 		sock_release(t->sock);
 		kfree(t);
 	}
