@@ -18,8 +18,16 @@
  * LINUX_VERSION_MAJOR, _PATCHLEVEL and _SUBLEVEL (Linux >= 5.16), so no
  * checkpatch waiver is needed for this file.
  *
- * Supported: Linux 6.1 and later (tested: Debian 6.1.0-57-amd64).
- * Shims: the unaligned-access header, __assign_str() of the tracepoints.
+ * Supported: Linux 6.1 (tested: Debian 6.1.0-57-amd64), and only 6.1:
+ * built against Debian 12's Linux 6.12 headers, kmsgr fails where later
+ * kernels changed the block device API (blkdev_get_by_dev() and
+ * blkdev_put(), FMODE_EXCL, QUEUE_FLAG_POLL, BLK_POLL_NOSLEEP,
+ * bdev->bd_inode), generic netlink (genl_dumpit_info's attrs) and socket
+ * sends (kernel_sendpage() went in 6.5).  Until those have shims the build
+ * stops at once, with a clear message, instead.
+ * Shims: the unaligned-access header, __assign_str() of the tracepoints,
+ * the netlink admin-only group and the kernel socket's netns reference
+ * (written for later kernels; never built there yet).
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -42,6 +50,13 @@
 
 #if KMSGR_LINUX_VERSION < KMSGR_LINUX_VERSION_MIN
 #error "kmsgr needs Linux 6.1 or later"
+#endif
+
+/* The first kernel past the supported range; keep in step with dkms.conf. */
+#define KMSGR_LINUX_VERSION_END KERNEL_VERSION(6, 2, 0)
+
+#if KMSGR_LINUX_VERSION >= KMSGR_LINUX_VERSION_END
+#error "kmsgr builds for Linux 6.1 only (kmod/compat.h lists what later kernels changed)"
 #endif
 
 /* <asm/unaligned.h> moved to <linux/unaligned.h> in Linux 6.12. */
