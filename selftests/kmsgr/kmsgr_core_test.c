@@ -25,9 +25,10 @@
  *                                 4 s here) closes the silent ones, not
  *                                 at once
  *                                 and a healthy client is served after
- *  ended_sessions_free_slots      300 lossy clients in a row, one after the
+ *  ended_sessions_free_slots      64 lossy clients in a row, one after the
  *                                 other, with max_sessions 8 and a listener
  *                                 that never CLOSEs: every one is served
+ *                                 (each slot taken 8 times)
  *  lossless_server_wait_bounded   a lossless server session whose client is
  *                                 gone closes after resume_timeout
  *  closed_after_spilled_recvs     a lossless server session that ends
@@ -744,6 +745,8 @@ TEST_F_TIMEOUT(core_tcp, half_open_limit, 120)
 
 /* ---- D5: ended server sessions give their slot back --------------------- */
 
+#define ENDED_CLIENTS	64	/* 8 times max_sessions */
+
 TEST_F_TIMEOUT(core, ended_sessions_free_slots, 600)
 {
 	unsigned int old, i, served = 0;
@@ -758,7 +761,7 @@ TEST_F_TIMEOUT(core, ended_sessions_free_slots, 600)
 	if (ret)
 		param_set("max_sessions", old, NULL);
 	ASSERT_EQ(0, ret);
-	for (i = 0; i < 300; i++) {
+	for (i = 0; i < ENDED_CLIENTS; i++) {
 		self->lp.nr_ev = 0;
 		ret = kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, i,
 				 &cli_id);
@@ -772,7 +775,8 @@ TEST_F_TIMEOUT(core, ended_sessions_free_slots, 600)
 		/* the client goes; the server application never CLOSEs */
 		kmsgr_close_id(self->cli.k, cli_id);
 	}
-	EXPECT_EQ(300, served) TH_LOG("client %u: %s", i, kmsgr_strerror(ret));
+	EXPECT_EQ(ENDED_CLIENTS, served)
+		TH_LOG("client %u: %s", i, kmsgr_strerror(ret));
 	EXPECT_EQ(0, param_set("max_sessions", old, NULL));
 }
 
