@@ -56,7 +56,7 @@
 #define KMSGR_LINUX_VERSION_END KERNEL_VERSION(6, 2, 0)
 
 #if KMSGR_LINUX_VERSION >= KMSGR_LINUX_VERSION_END
-#error "kmsgr builds for Linux 6.1 only (kmod/compat.h lists what later kernels changed)"
+#error "kmsgr builds for Linux 6.1 only (the comment above says what later kernels changed)"
 #endif
 
 /* <asm/unaligned.h> moved to <linux/unaligned.h> in Linux 6.12. */
