@@ -207,6 +207,18 @@ static void osdc_forget_osds(struct osdc *o)
 	o->n_osds = 0;
 }
 
+/*
+ * Whether the ops of pool @p go to a cache tier (read_tier, write_tier:
+ * -1 when none), as librados sends them
+ */
+static bool pool_has_overlay(const char *p)
+{
+	long long n;
+
+	return (!json_i64_at(json_member(p, "read_tier"), &n) && n >= 0) ||
+	       (!json_i64_at(json_member(p, "write_tier"), &n) && n >= 0);
+}
+
 static int parse_pools(struct osdc *o, const char *dump)
 {
 	const char *p, *v;
@@ -249,6 +261,8 @@ static int parse_pools(struct osdc *o, const char *dump)
 		else if (json_i64_at(json_member(p, "object_hash"), &n) ||
 			 n != 2)
 			pl->unsupported = "its object hash is not rjenkins, the only one kmsgrctl computes";
+		else if (pool_has_overlay(p))
+			pl->unsupported = "it has a cache tier overlay (librados sends its ops to the tier; kmsgrctl would bypass it)";
 		v = json_member(p, "flags_names");
 		json_string_at(v, flags, sizeof(flags));
 		pl->full = osdc_flag_named(flags, "full");

@@ -57,14 +57,21 @@ static char dump[1024];
 
 /*
  * a pool skipped (a bad pg_num, after its size was read), one kept but
- * unusable for its hash, an erasure-coded one, then a replicated one
+ * unusable for its hash, an erasure-coded one, a replicated one, one with
+ * a cache tier overlay and the tier itself (usable directly)
  */
 static const char *const skip_pools[] = {
 	"{\"pools\":[{\"pool\":1,\"size\":3,\"pg_num\":0,",
 	"\"object_hash\":2},{\"pool\":4,\"pool_name\":\"h\",\"pg_num\":8,",
 	"\"object_hash\":0},{\"pool\":5,\"pool_name\":\"ec\",\"type\":3,",
 	"\"pg_num\":8,\"object_hash\":2},{\"pool\":2,\"pool_name\":\"r\",",
-	"\"type\":1,\"pg_num\":8,\"object_hash\":2}]}",
+	"\"type\":1,\"pg_num\":8,\"object_hash\":2,\"tier_of\":-1,",
+	"\"read_tier\":-1,\"write_tier\":-1},{\"pool\":6,",
+	"\"pool_name\":\"base\",\"type\":1,\"pg_num\":8,",
+	"\"object_hash\":2,\"tier_of\":-1,\"read_tier\":7,",
+	"\"write_tier\":7},{\"pool\":7,\"pool_name\":\"cache\",\"type\":1,",
+	"\"pg_num\":8,\"object_hash\":2,\"tier_of\":6,\"read_tier\":-1,",
+	"\"write_tier\":-1}]}",
 };
 
 /* OSD ids that fit no int, and one that does */
@@ -76,7 +83,7 @@ static const char *const bad_osds[] = {
 /* @lines joined, in a buffer of its own */
 static const char *join(const char *const *lines, unsigned int n)
 {
-	static char buf[512];
+	static char buf[1024];
 	unsigned int i;
 
 	buf[0] = '\0';
@@ -154,7 +161,7 @@ int main(void)
 		struct osdc_pool pl;
 
 		ok(!parse_pools(&o, join(skip_pools, ARRAY_SIZE(skip_pools))) &&
-		   o.n_pools == 3 && o.pools[0].id == 4 &&
+		   o.n_pools == 5 && o.pools[0].id == 4 &&
 		   o.pools[0].size == 0 && o.pools[0].pg_mask == 7,
 		   "osd dump: a pool after a skipped one keeps nothing of it");
 		ok(osdc_pool(&o, "h", &pl) == -EOPNOTSUPP &&
@@ -162,8 +169,11 @@ int main(void)
 		   osdc_pool(&o, "ec", &pl) == -EOPNOTSUPP &&
 		   strstr(pl.unsupported, "erasure-coded") &&
 		   !osdc_pool(&o, "r", &pl) && pl.id == 2 && !pl.unsupported &&
+		   osdc_pool(&o, "base", &pl) == -EOPNOTSUPP &&
+		   strstr(pl.unsupported, "cache tier") &&
+		   !osdc_pool(&o, "cache", &pl) && pl.id == 7 &&
 		   osdc_pool(&o, "nosuch", &pl) == -ENOENT,
-		   "osd dump: an erasure-coded pool, or one hashed otherwise, is named with the reason it cannot be used");
+		   "osd dump: an erasure-coded pool, one hashed otherwise, or one with a cache tier overlay, is named with the reason it cannot be used");
 		ok(!parse_osds(&o, join(bad_osds, ARRAY_SIZE(bad_osds))) &&
 		   o.n_osds == 1 && o.osds[0].id == 5 && o.osds[0].up,
 		   "osd dump: OSD ids outside 0..INT_MAX are no OSDs");
