@@ -77,6 +77,7 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 		return NULL;
 
 	inst->pid = task_tgid_nr(current);
+	inst->tgid = get_pid(task_tgid(current));
 	get_task_comm(inst->comm, current);
 	inst->uid = current_euid();
 	/* sockets go where the opener lives, like libceph's */
@@ -96,6 +97,7 @@ static void kmsgr_instance_free(struct kmsgr_instance *inst)
 {
 	kmsgr_inst_dbg(inst, "freed\n");
 	put_net(inst->net);
+	put_pid(inst->tgid);
 	mem_cgroup_put(inst->memcg);
 	mutex_destroy(&inst->lock);
 	kfree(inst);

@@ -95,6 +95,17 @@ struct kmsgr_nl_ev {
 	int res;
 };
 
+/*
+ * The opener's PID as the reader sees it: in a reply, the number in the
+ * requester's PID namespace (0 when the opener is not visible there); in
+ * a monitor event, which readers in any namespace share, its number in
+ * the initial one.
+ */
+static u32 kmsgr_nl_pid(const struct kmsgr_instance *inst, bool event)
+{
+	return event ? inst->pid : pid_vnr(inst->tgid);
+}
+
 static int kmsgr_nl_fill_sess(struct sk_buff *skb,
 			      const struct kmsgr_instance *inst,
 			      const struct kmsgr_obj_info *o,
@@ -104,7 +115,7 @@ static int kmsgr_nl_fill_sess(struct sk_buff *skb,
 
 	if (nla_put_u64_64bit(skb, KMSGR_A_SESSION_INSTANCE, inst->id, pad) ||
 	    nla_put_u32(skb, KMSGR_A_SESSION_ID, o->id) ||
-	    nla_put_u32(skb, KMSGR_A_SESSION_PID, inst->pid) ||
+	    nla_put_u32(skb, KMSGR_A_SESSION_PID, kmsgr_nl_pid(inst, !!e)) ||
 	    nla_put_string(skb, KMSGR_A_SESSION_COMM, inst->comm) ||
 	    nla_put_u64_64bit(skb, KMSGR_A_SESSION_USER_DATA, o->user_data,
 			      pad) ||
@@ -150,7 +161,7 @@ static int kmsgr_nl_fill_listener(struct sk_buff *skb,
 
 	if (nla_put_u64_64bit(skb, KMSGR_A_LISTENER_INSTANCE, inst->id, pad) ||
 	    nla_put_u32(skb, KMSGR_A_LISTENER_ID, o->id) ||
-	    nla_put_u32(skb, KMSGR_A_LISTENER_PID, inst->pid) ||
+	    nla_put_u32(skb, KMSGR_A_LISTENER_PID, kmsgr_nl_pid(inst, !!e)) ||
 	    nla_put_string(skb, KMSGR_A_LISTENER_COMM, inst->comm) ||
 	    nla_put_u64_64bit(skb, KMSGR_A_LISTENER_USER_DATA, o->user_data,
 			      pad) ||
@@ -238,7 +249,8 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 	if (!hdr)
 		return -EMSGSIZE;
 	if (nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_ID, inst->id, pad) ||
-	    nla_put_u32(skb, KMSGR_A_INSTANCE_PID, inst->pid) ||
+	    nla_put_u32(skb, KMSGR_A_INSTANCE_PID,
+			kmsgr_nl_pid(inst, false)) ||
 	    nla_put_string(skb, KMSGR_A_INSTANCE_COMM, inst->comm) ||
 	    nla_put_u32(skb, KMSGR_A_INSTANCE_UID,
 			from_kuid_munged(current_user_ns(), inst->uid)) ||
@@ -293,7 +305,7 @@ static int kmsgr_nl_put_bdev(struct sk_buff *skb, u32 portid, u32 seq,
 		return -EMSGSIZE;
 	if (nla_put_u64_64bit(skb, KMSGR_A_BDEV_INSTANCE, inst->id, pad) ||
 	    nla_put_u32(skb, KMSGR_A_BDEV_ID, b->id) ||
-	    nla_put_u32(skb, KMSGR_A_BDEV_PID, inst->pid) ||
+	    nla_put_u32(skb, KMSGR_A_BDEV_PID, kmsgr_nl_pid(inst, false)) ||
 	    nla_put_string(skb, KMSGR_A_BDEV_COMM, inst->comm) ||
 	    nla_put_string(skb, KMSGR_A_BDEV_NAME, b->name) ||
 	    nla_put_u32(skb, KMSGR_A_BDEV_MAJOR, MAJOR(b->dev)) ||

@@ -247,6 +247,39 @@ rc=$?
 comment "$tmp/held.out"
 tap $rc "a dump held on each instance: an open and close of /dev/kmsgr meanwhile does not wait for it; an instance closed mid-dump is listed whole or not at all"
 
+# an instance opened in a new PID namespace: instance show from inside
+# lists its opener by the number that namespace gives it, and from outside
+# by the initial namespace's (the module gave the latter to both)
+pidns_view() {
+	unshare --pid --fork sh -c '
+		sleep 30 3</dev/kmsgr &
+		echo $! >"$2/inner.pid"
+		sleep 0.5
+		"$1" -j instance show >"$2/inner.json"
+		rc=$?
+		echo "$rc" >"$2/inner.rc"
+		sleep 2
+		kill $!' sh "$K" "$tmp" &
+	upid=$!
+	sleep 1.5
+	"$K" -j instance show >"$tmp/outer.json"
+	orc=$?
+	wait "$upid"
+	inner=$(cat "$tmp/inner.pid")
+	echo "the opener is PID $inner in its namespace"
+	cat "$tmp/inner.json" "$tmp/outer.json"
+	[ "$(cat "$tmp/inner.rc")" = 0 ] && [ "$orc" -eq 0 ] || return 1
+	# (its comm is sh's: the shell opens the file before it runs sleep)
+	id=$(json "$tmp/inner.json" "[i['id'] for i in j if i['pid'] == $inner][0]") || return 1
+	outer=$(json "$tmp/outer.json" "[i['pid'] for i in j if i['id'] == $id][0]") || return 1
+	echo "its instance $id: PID $outer in the initial namespace"
+	[ "$outer" != "$inner" ] && [ "$outer" -gt 0 ]
+}
+pidns_view >"$tmp/pidns.out" 2>&1
+rc=$?
+comment "$tmp/pidns.out"
+tap $rc "instance show -j: an opener in a new PID namespace is listed by its PID there from inside, by its PID in the initial namespace from outside"
+
 # connect --hold gives back the receive-pool slices of what arrives while
 # it holds (the echoes of its sends, unasked for without --verify-echo)
 "$K" -j session connect --send 40 --size $SIZE --hold 600 "$ADDR" \

@@ -71,7 +71,11 @@ enum {
 	KMSGR_A_SESSION_PAD = 1,
 	KMSGR_A_SESSION_INSTANCE,	/* u64: instance id */
 	KMSGR_A_SESSION_ID,		/* u32: session id in the instance */
-	KMSGR_A_SESSION_PID,		/* u32: tgid that opened the instance */
+	KMSGR_A_SESSION_PID,		/* u32: tgid that opened the instance,
+					 * in the requester's PID namespace
+					 * (0: not visible there); in monitor
+					 * events, in the initial one
+					 */
 	KMSGR_A_SESSION_COMM,		/* string: its comm */
 	KMSGR_A_SESSION_USER_DATA,	/* u64: CONNECT / LISTEN user_data */
 	KMSGR_A_SESSION_TRANSPORT,	/* u32: KMSGR_XPRT_* */
@@ -105,7 +109,7 @@ enum {
 	KMSGR_A_LISTENER_PAD = 1,
 	KMSGR_A_LISTENER_INSTANCE,	/* u64 */
 	KMSGR_A_LISTENER_ID,		/* u32 */
-	KMSGR_A_LISTENER_PID,		/* u32 */
+	KMSGR_A_LISTENER_PID,		/* u32: as KMSGR_A_SESSION_PID */
 	KMSGR_A_LISTENER_COMM,		/* string */
 	KMSGR_A_LISTENER_USER_DATA,	/* u64 */
 	KMSGR_A_LISTENER_TRANSPORT,	/* u32: KMSGR_XPRT_* */
@@ -127,7 +131,10 @@ enum {
 enum {
 	KMSGR_A_INSTANCE_PAD = 1,
 	KMSGR_A_INSTANCE_ID,		/* u64 */
-	KMSGR_A_INSTANCE_PID,		/* u32 */
+	KMSGR_A_INSTANCE_PID,		/* u32: opener's tgid, in the
+					 * requester's PID namespace (0: not
+					 * visible there)
+					 */
 	KMSGR_A_INSTANCE_COMM,		/* string */
 	KMSGR_A_INSTANCE_UID,		/* u32: opener's euid (its userns) */
 	KMSGR_A_INSTANCE_SQ_ENTRIES,	/* u32: 0 before SETUP */
@@ -210,7 +217,7 @@ enum {
 	KMSGR_A_BDEV_PAD = 1,
 	KMSGR_A_BDEV_INSTANCE,		/* u64: instance id */
 	KMSGR_A_BDEV_ID,		/* u32: the handle (kmsgr_sqe.session) */
-	KMSGR_A_BDEV_PID,		/* u32: tgid that opened the instance */
+	KMSGR_A_BDEV_PID,		/* u32: as KMSGR_A_INSTANCE_PID */
 	KMSGR_A_BDEV_COMM,		/* string: its comm */
 	KMSGR_A_BDEV_NAME,		/* string: the kernel's name ("nvme0n1") */
 	KMSGR_A_BDEV_MAJOR,		/* u32: its dev_t */
