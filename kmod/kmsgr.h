@@ -198,8 +198,7 @@ static inline bool kmsgr_fault_set(unsigned int point)
  */
 struct kmsgr_instance {
 	u64 id;
-	pid_t pid;			/* of the opener, for log messages */
-	struct pid *tgid;		/* ... its thread group: netlink */
+	struct pid *tgid;		/* the opener's thread group */
 	char comm[TASK_COMM_LEN];	/* ... its comm at open() */
 	kuid_t uid;			/* ... its euid: netlink visibility */
 	struct list_head node;		/* on the registry (session.c) */

@@ -19,6 +19,7 @@
 #ifndef KMSGR_LOG_H
 #define KMSGR_LOG_H
 
+#include <linux/pid.h>
 #include <linux/printk.h>
 
 /* @pr: a pr_*() macro; @inst and @s are evaluated once */
@@ -27,7 +28,7 @@
 		const struct kmsgr_instance *inst_ = (inst);		\
 									\
 		pr("instance %llu pid %d (%s): " fmt, inst_->id,	\
-		   inst_->pid, inst_->comm, ##__VA_ARGS__);		\
+		   pid_nr(inst_->tgid), inst_->comm, ##__VA_ARGS__);	\
 	} while (0)
 
 #define kmsgr_sess_log(pr, s, fmt, ...)					\
@@ -35,7 +36,7 @@
 		const struct kmsgr_sess *s_ = (s);			\
 									\
 		pr("instance %llu pid %d (%s) session %u peer %pISpc: " fmt, \
-		   s_->obj.inst->id, s_->obj.inst->pid,			\
+		   s_->obj.inst->id, pid_nr(s_->obj.inst->tgid),	\
 		   s_->obj.inst->comm, s_->obj.id, &s_->peer,		\
 		   ##__VA_ARGS__);					\
 	} while (0)

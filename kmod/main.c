@@ -76,7 +76,6 @@ static struct kmsgr_instance *kmsgr_instance_alloc(void)
 	if (!inst)
 		return NULL;
 
-	inst->pid = task_tgid_nr(current);
 	inst->tgid = get_pid(task_tgid(current));
 	get_task_comm(inst->comm, current);
 	inst->uid = current_euid();

@@ -103,7 +103,7 @@ struct kmsgr_nl_ev {
  */
 static u32 kmsgr_nl_pid(const struct kmsgr_instance *inst, bool event)
 {
-	return event ? inst->pid : pid_vnr(inst->tgid);
+	return event ? pid_nr(inst->tgid) : pid_vnr(inst->tgid);
 }
 
 static int kmsgr_nl_fill_sess(struct sk_buff *skb,

@@ -112,7 +112,7 @@ TRACE_EVENT(kmsgr_event,
 		__entry->user_data = obj->user_data;
 		__entry->id = obj->id;
 		__entry->res = res;
-		__entry->pid = obj->inst->pid;
+		__entry->pid = pid_nr(obj->inst->tgid);
 		__entry->reason = reason;
 		__entry->kind = obj->kind;
 		__entry->event = ev;
