@@ -657,6 +657,7 @@ static void kt_handle(struct kt_loop *lp, struct kt_inst *ti,
 		ev->res = cqe->res;
 		ev->user_data = cqe->user_data;
 		ev->tid = cqe->tid;
+		ev->claimed = false;
 		if (cqe->event == KMSGR_EV_DOWN ||
 		    cqe->event == KMSGR_EV_CLOSED ||
 		    cqe->event == KMSGR_EV_RESET)
@@ -768,23 +769,46 @@ const struct kt_event *kt_find_event(const struct kt_loop *lp,
 	return NULL;
 }
 
+/*
+ * The server session of the pair that @cli_id belongs to: the latest
+ * ACCEPTED on @srv that no earlier call returned and whose session has not
+ * been closed since.  One instance may serve several pairs one after the
+ * other, and an earlier pair's session can still look open while this
+ * pair's ACCEPTED is not read yet: waiting for an unclaimed one keeps it
+ * from being taken twice.
+ */
+static struct kt_event *kt_unclaimed_accept(struct kt_loop *lp,
+					    const struct kt_inst *srv)
+{
+	struct kt_event *e, *acc = NULL;
+	unsigned int i;
+
+	for (i = 0; i < lp->nr_ev; i++) {
+		e = &lp->ev[i];
+		if (e->inst != srv)
+			continue;
+		if (e->event == KMSGR_EV_ACCEPTED && !e->claimed)
+			acc = e;
+		else if (acc && e->event == KMSGR_EV_CLOSED &&
+			 e->session == acc->session)
+			acc = NULL;
+	}
+	return acc;
+}
+
 int kt_wait_pair(struct kt_loop *lp, struct kt_inst *cli, uint32_t cli_id,
 		 struct kt_inst *srv, uint32_t *srv_id, int ms)
 {
 	uint64_t end = kt_now_ms() + (uint64_t)ms;
-	const struct kt_event *up, *acc;
-	unsigned int i;
+	const struct kt_event *up;
+	struct kt_event *acc;
 	int ret;
 
 	for (;;) {
 		up = kt_find_event(lp, cli, cli_id, KMSGR_EV_UP, 0);
-		/* the latest: an earlier pair may have used @srv before */
-		acc = NULL;
-		for (i = 0; i < lp->nr_ev; i++)
-			if (lp->ev[i].inst == srv &&
-			    lp->ev[i].event == KMSGR_EV_ACCEPTED)
-				acc = &lp->ev[i];
+		acc = kt_unclaimed_accept(lp, srv);
 		if (up && acc) {
+			acc->claimed = true;
 			*srv_id = acc->session;
 			return 0;
 		}

@@ -92,6 +92,7 @@ struct kt_event {
 	int32_t res;
 	uint64_t user_data;
 	uint64_t tid;		/* ACCEPTED, UP: 1 + the listener key used */
+	bool claimed;		/* ACCEPTED: kt_wait_pair() returned it */
 };
 
 #define KT_MAX_EVENTS	1024
