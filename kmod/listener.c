@@ -178,7 +178,6 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 	struct kmsgr_listen la;
 	struct kmsgr_xprt *lx;
 	int ret;
-	u32 id;
 
 	if (copy_from_user(&la, uarg, sizeof(la)))
 		return -EFAULT;
@@ -245,16 +244,7 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 			       kmsgr_listener_kick, l, &lx);
 	if (ret)
 		goto out_release;
-	/*
-	 * The transport may kick as soon as it listens, before it returns
-	 * @lx: the accept work does nothing until it has it, so kick it
-	 * again now for a connection that came in between.
-	 */
-	kmsgr_fault(KMSGR_FAULT_LISTEN, false);
-	/* pairs with the accept work's acquire */
-	smp_store_release(&l->xprt, lx);
-	kmsgr_listener_kick(l, 0);
-	ret = l->xprt->ops->getname(l->xprt, &ss, false);
+	ret = lx->ops->getname(lx, &ss, false);
 	if (ret)
 		goto out_close;
 	spin_lock(&l->lock);
@@ -266,16 +256,24 @@ int kmsgr_listen(struct kmsgr_instance *inst, struct kmsgr_listen __user *uarg)
 		ret = -EFAULT;
 		goto out_close;
 	}
+	/*
+	 * Only a LISTEN that cannot fail any more gives the accept work the
+	 * transport: a session it announced would name a listener id the
+	 * application was never given.  The transport may have kicked
+	 * already (it may as soon as it listens): the accept work did
+	 * nothing without @lx, so kick it again for what came meanwhile.
+	 */
+	kmsgr_fault(KMSGR_FAULT_LISTEN, false);
+	/* pairs with the accept work's acquire */
+	smp_store_release(&l->xprt, lx);
+	kmsgr_listener_kick(l, 0);
 	kmsgr_obj_publish(inst, &l->obj);
 	return 0;
 
 out_close:
-	id = l->obj.id;
-	kmsgr_listener_teardown(l);	/* no event with its id after this */
-	xa_release(&inst->objs, id);
-	return ret;
+	lx->ops->close(lx);		/* no kick after this */
 out_release:
-	/* (a failed listen does not kick: nothing is queued; be sure) */
+	/* a kick before the failure queued an accept work that does nothing */
 	cancel_delayed_work_sync(&l->accept_work);
 	xa_release(&inst->objs, l->obj.id);
 out_uncharge:

@@ -2361,6 +2361,97 @@ TEST_F_TIMEOUT(core, connect_while_listen_returns, 60)
 }
 
 /*
+ * A LISTEN that fails after its transport listens (here: the copy of its
+ * result out, held by userfaultfd's write protection, then refused by a
+ * read-only page) returns an error and no listener id, so nothing may be
+ * accepted in its name: a client that came while it was held gets no
+ * session on the server instance and is closed when the port goes.
+ */
+TEST_F_TIMEOUT(core, listen_failing_late_accepts_nothing, 60)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	struct uffdio_writeprotect wp = { 0 };
+	struct held_listen h = { .ti = &self->srv };
+	struct kmsgr_listen *l;
+	struct kmsgr_addr addr;
+	const struct kt_event *e;
+	unsigned int i, srv_events = 0;
+	struct pollfd p;
+	uint32_t cli_id;
+	uint64_t end;
+	pthread_t th;
+	uint16_t port;
+	int uffd;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	port = free_port(self->x.ip);
+	ASSERT_NE(0, port) TH_LOG("no free port on %s", self->x.ip);
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	l = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, l);
+	memset(l, 0, sizeof(*l));
+	ASSERT_EQ(0, kt_addr(&l->addr, self->x.ip, port));
+	l->transport = self->x.transport;
+	l->user_data = 0x117;
+	addr = l->addr;
+	reg.range.start = (uintptr_t)l;
+	reg.range.len = 4096;
+	reg.mode = UFFDIO_REGISTER_MODE_WP;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg))
+		TH_LOG("userfaultfd write protection: %s", strerror(errno));
+	wp.range = reg.range;
+	wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp));
+
+	h.l = l;
+	ASSERT_EQ(0, pthread_create(&th, NULL, held_listen_thread, &h));
+	/* LISTEN listens, then waits in the copy of its result */
+	p.fd = uffd;
+	p.events = POLLIN;
+	EXPECT_EQ(1, poll(&p, 1, 10000))
+		TH_LOG("LISTEN never wrote its result");
+	EXPECT_EQ(0, kt_connect(&self->cli, &addr, 0, KT_PEER_ANY, 0x118,
+				&cli_id));
+	/* time for a handshake, were the connection served */
+	end = kt_now_ms() + 3000;
+	while (kt_now_ms() < end)
+		kt_loop_run_once(&self->lp, 50);
+
+	/* the copy is let go into a page it may not write */
+	EXPECT_EQ(0, mprotect(l, 4096, PROT_READ));
+	wp.mode = 0;
+	EXPECT_EQ(0, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp));
+	pthread_join(th, NULL);
+	EXPECT_EQ(-EFAULT, h.ret) TH_LOG("LISTEN: %d", h.ret);
+
+	/* the client is closed: nothing serves the port now */
+	end = kt_now_ms() + 10000;
+	while (!kt_find_event(&self->lp, &self->cli, cli_id, KMSGR_EV_CLOSED,
+			      0) && kt_now_ms() < end)
+		kt_loop_run_once(&self->lp, 50);
+	EXPECT_NE(NULL, kt_find_event(&self->lp, &self->cli, cli_id,
+				      KMSGR_EV_CLOSED, 0))
+		TH_LOG("the client of a failed LISTEN was not closed");
+	for (i = 0; i < self->lp.nr_ev; i++) {
+		e = &self->lp.ev[i];
+		if (e->inst != &self->srv)
+			continue;
+		srv_events++;
+		TH_LOG("server instance: session %u event %u", e->session,
+		       e->event);
+	}
+	EXPECT_EQ(0, srv_events)
+		TH_LOG("a session was accepted for a LISTEN that failed");
+	close(uffd);
+	munmap(l, 4096);
+}
+
+/*
  * An ENTER that stopped for want of CQ room waits for room, and the
  * completions of the SQEs it did consume make it: a CQ of 8 (at most 4
  * completions in flight), 8 lossless SENDs and a wait for 8 CQEs.  Four
