@@ -454,12 +454,27 @@ static int kmsgr_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
 /* ---- dump: every object, a pass at a time ------------------------------ */
 
 /*
- * cb->args[0]: id of the last instance fully dumped; cb->args[1]: the
- * object id to go on from in instance cb->args[2], where the last pass
- * stopped (if that one has gone meanwhile, the next starts from its
- * first object); cb->args[3]: the sender's CAP_NET_ADMIN, once known
- * (kmsgr_nl_visible()).
+ * Where a dump goes on, kept in cb->ctx between passes: instance ids are
+ * 64 bits wide, more than a long of cb->args on a 32-bit kernel.
  */
+struct kmsgr_nl_cursor {
+	u64 after;	/* id of the last instance fully dumped */
+	u64 inst;	/* the instance the last pass stopped in (0: none) */
+	u32 id;		/* the object id to go on from there (if that
+			 * instance has gone, the next starts from the first)
+			 */
+	long admin;	/* the sender's CAP_NET_ADMIN, once known
+			 * (kmsgr_nl_visible())
+			 */
+};
+
+static struct kmsgr_nl_cursor *kmsgr_nl_cursor(struct netlink_callback *cb)
+{
+	BUILD_BUG_ON(sizeof(struct kmsgr_nl_cursor) >
+		     sizeof_field(struct netlink_callback, ctx));
+	return (struct kmsgr_nl_cursor *)cb->ctx;
+}
+
 struct kmsgr_nl_dump {
 	struct sk_buff *skb;
 	struct netlink_callback *cb;
@@ -473,8 +488,10 @@ struct kmsgr_nl_dump {
 static int kmsgr_nl_dump_stop(struct netlink_callback *cb,
 			      struct kmsgr_instance *inst, u32 id)
 {
-	cb->args[1] = id;
-	cb->args[2] = inst->id;
+	struct kmsgr_nl_cursor *cur = kmsgr_nl_cursor(cb);
+
+	cur->id = id;
+	cur->inst = inst->id;
 	return -EMSGSIZE;
 }
 
@@ -500,12 +517,13 @@ static int kmsgr_nl_dump_one(struct kmsgr_instance *inst, void *arg)
 {
 	struct kmsgr_nl_dump *d = arg;
 	struct netlink_callback *cb = d->cb;
+	struct kmsgr_nl_cursor *cur = kmsgr_nl_cursor(cb);
 	u32 portid = NETLINK_CB(cb->skb).portid;
 	u32 seq = cb->nlh->nlmsg_seq;
-	u32 id = cb->args[2] == inst->id ? cb->args[1] : 0;
+	u32 id = cur->inst == inst->id ? cur->id : 0;
 
 	if ((d->only && inst->id != d->only) ||
-	    !kmsgr_nl_visible(cb->skb, inst, &cb->args[3]))
+	    !kmsgr_nl_visible(cb->skb, inst, &cur->admin))
 		goto next;
 	if (d->cmd == KMSGR_CMD_INSTANCE_GET) {
 		if (kmsgr_nl_put_inst(d->skb, portid, seq, NLM_F_MULTI, inst))
@@ -527,8 +545,8 @@ static int kmsgr_nl_dump_one(struct kmsgr_instance *inst, void *arg)
 		id++;
 	}
 next:
-	cb->args[1] = 0;
-	cb->args[2] = 0;
+	cur->id = 0;
+	cur->inst = 0;
 	return 0;
 }
 
@@ -541,7 +559,7 @@ static int kmsgr_nl_get_dumpit(struct sk_buff *skb,
 		.cb = cb,
 		.cmd = info->op.cmd,
 	};
-	u64 after = cb->args[0];
+	u64 after = kmsgr_nl_cursor(cb)->after;
 	int filter = 0;
 	int ret;
 
@@ -559,7 +577,7 @@ static int kmsgr_nl_get_dumpit(struct sk_buff *skb,
 			return -ENOMEM;
 	}
 	ret = kmsgr_inst_walk(&after, kmsgr_nl_dump_one, &d);
-	cb->args[0] = after;
+	kmsgr_nl_cursor(cb)->after = after;
 	kfree(d.o);
 	if (ret && ret != -EMSGSIZE)
 		return ret;
