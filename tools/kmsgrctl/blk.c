@@ -642,6 +642,7 @@ static int srv_cqe(struct srv *s, const struct kmsgr_cqe *cqe)
 	unsigned int stage = cqe->user_data & 0xff;
 	struct kmsgr_sqe sqe;
 	struct srv_ctx *c;
+	int status;
 
 	switch (cqe->kind) {
 	case KMSGR_CQE_EVENT:
@@ -679,8 +680,20 @@ static int srv_cqe(struct srv *s, const struct kmsgr_cqe *cqe)
 		return -EIO;
 	}
 	/* the reply's SEND */
-	if (cqe->res == -ECANCELED && c->io_res) {
-		/* its op failed: say so instead */
+	if (c->io_res) {
+		/*
+		 * Its op failed (this SEND was cancelled), or the module
+		 * refused the pair for this SEND (the op was cancelled): say
+		 * why instead, in a reply of its own, once.
+		 */
+		status = c->io_res;
+		c->io_res = 0;
+		if (cqe->res != -ECANCELED) {
+			s->refused++;
+			error("the module refused a reply: %s",
+			      kmsgr_strerror(cqe->res));
+			status = cqe->res;
+		}
 		if (c->req.op == BLK_OP_READ)
 			s->bytes_out -= c->req.len;
 		if (c->req.op == BLK_OP_WRITE) {
@@ -695,7 +708,7 @@ static int srv_cqe(struct srv *s, const struct kmsgr_cqe *cqe)
 			if (ctl_queue(&sqe))
 				return -ENOMEM;
 		}
-		return srv_reply(s, c, c->io_res);
+		return srv_reply(s, c, status);
 	}
 	if (cqe->res == -EINVAL || cqe->res == -EMSGSIZE) {
 		s->refused++;
@@ -1165,6 +1178,7 @@ static int cli_cqe(struct cli *c, const struct kmsgr_cqe *cqe)
 {
 	const struct blk_reply *r;
 	struct cli_req *q;
+	unsigned int i;
 	int ret;
 
 	switch (cqe->kind) {
@@ -1186,10 +1200,10 @@ static int cli_cqe(struct cli *c, const struct kmsgr_cqe *cqe)
 		cli_put(c, q);
 		return 0;
 	case KMSGR_CQE_RECV:
-		q = &c->req[cqe->tid & ((1U << BLK_TID_BITS) - 1)];
-		if (cqe->type != BLK_MSG_REPLY || (cqe->tid &
-		    ((1U << BLK_TID_BITS) - 1)) >= c->depth ||
-		    !q->busy || q->replied || q->tid != cqe->tid ||
+		i = cqe->tid & ((1U << BLK_TID_BITS) - 1);
+		q = i < c->depth ? &c->req[i] : NULL;
+		if (cqe->type != BLK_MSG_REPLY || !q || !q->busy ||
+		    q->replied || q->tid != cqe->tid ||
 		    cqe->seg[0].len != sizeof(*r)) {
 			error("an unexpected message (type %#x, tid %llu, front %u bytes)",
 			      cqe->type, (unsigned long long)cqe->tid,
