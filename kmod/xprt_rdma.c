@@ -914,7 +914,13 @@ static void kmsgr_rdma_read_timeout(struct timer_list *t)
 	struct kmsgr_rdma_conn *c = from_timer(c, t, rd_timer);
 
 	spin_lock_bh(&c->lock);
-	if (c->rd_posted && !c->detached) {
+	/*
+	 * A READ that completed as the timer fired may already have been
+	 * followed by the next one (del_timer() does not wait for a running
+	 * callback): that one re-armed the timer, or has no timeout.
+	 */
+	if (c->rd_posted && !c->detached && READ_ONCE(read_timeout) &&
+	    !timer_pending(&c->rd_timer)) {
 		pr_warn_ratelimited("connection %pISpc: RDMA READ of %u bytes not completed in %u ms\n",
 				    &c->peer, c->rd_len,
 				    jiffies_to_msecs(jiffies - c->rd_at));
