@@ -2176,7 +2176,7 @@ static int kmsgr_sess_server_auth(struct kmsgr_listener *l,
 		return -ENOMEM;
 	s->cephx_server->keys = l->keys;	/* the listener outlives @s */
 	s->cephx_server->n_keys = l->n_keys;
-	s->cephx_server->next_global_id = gid;
+	s->cephx_server->give_global_id = gid;
 	cfg->auth[0] = &msgr2_auth_cephx_server_ops;
 	cfg->auth_priv[0] = s->cephx_server;
 	cfg->n_modes = 0;

@@ -817,6 +817,11 @@ static int cx_srv_challenge(struct msgr2_auth_cephx_server *sv, const u8 *in,
 		return -EOPNOTSUPP;	/* authorizers: no service tickets */
 	if (!name.left || name.left >= MSGR2_CEPHX_NAME_MAX)
 		return -EACCES;
+	/*
+	 * An entity we hold no key for is challenged too, and refused only
+	 * with the proof (cx_srv_authenticate()), as a wrong key is: the
+	 * answer to a request tells no one which entities are known.
+	 */
 	sv->who = NULL;
 	for (i = 0; i < sv->n_keys; i++) {
 		const struct msgr2_cephx_entity *e = &sv->keys[i];
@@ -828,18 +833,19 @@ static int cx_srv_challenge(struct msgr2_auth_cephx_server *sv, const u8 *in,
 			break;
 		}
 	}
-	if (!sv->who)
-		return -EACCES;		/* unknown entity */
 	if (cap < 9)
 		return -ENOSPC;
 	/*
-	 * Always a new global_id: a client may ask to keep its old one only
+	 * Never the client's global_id: it may ask to keep its old one only
 	 * with the ticket that proves it (Ceph since 16.2.1, CVE-2021-20288),
-	 * and this server keeps no tickets to check one against.
+	 * and this server keeps no tickets to check one against.  The one
+	 * this connection was given, however many times it asks: a new one
+	 * per request would reach into ids the owner hands to other
+	 * connections.
 	 */
-	if (!sv->next_global_id)
-		sv->next_global_id = 4096;
-	sv->global_id = sv->next_global_id++;
+	if (!sv->give_global_id)
+		sv->give_global_id = 4096;
+	sv->global_id = sv->give_global_id;
 	do
 		msgr2_random(&sv->server_challenge,
 			     sizeof(sv->server_challenge));
@@ -889,13 +895,14 @@ static int cx_srv_authenticate(struct msgr2_auth_cephx_server *sv,
 	u8 part[CEPHX_PART_LEN], secret[4 + CEPHX_SECRET_LEN];
 	u8 tk[1 + 8 + 4 + CEPHX_BLOB_LEN], proof[8], got[8], skey[16];
 	static const u8 no_tickets[5] = { 1 };
+	static const u8 no_key[MSGR2_CEPHX_KEY_LEN];
 	u64 cchal, key, secret_id;
 	u32 other = 0, off = 0;
 	const u8 *p;
 	u8 v, tv;
 	int ret = -EBADMSG;
 
-	if (sv->state != CX_SRV_CHALLENGED || !sv->who)
+	if (sv->state != CX_SRV_CHALLENGED)
 		return -EBADMSG;
 	if (cur_bytes(&c, 2, &p) ||
 	    msgr2_get_le16(p) != MSGR2_CEPHX_GET_AUTH_SESSION_KEY ||
@@ -904,12 +911,14 @@ static int cx_srv_authenticate(struct msgr2_auth_cephx_server *sv,
 	    cur_u8(&c, &tv) || tv != 1 || cur_le64(&c, &secret_id) ||
 	    cur_blob(&c, &old) || (v >= 2 && cur_le32(&c, &other)) || c.left)
 		goto out;
-	ret = cx_proof(sv->who->key, sv->server_challenge, cchal, proof);
+	/* an unknown entity's proof is checked against no key, as long */
+	ret = cx_proof(sv->who ? sv->who->key : no_key, sv->server_challenge,
+		       cchal, proof);
 	if (ret)
 		goto out;
 	msgr2_put_le64(got, key);
-	if (msgr2_memneq(proof, got, sizeof(proof))) {
-		ret = -EACCES;		/* wrong secret */
+	if (msgr2_memneq(proof, got, sizeof(proof)) || !sv->who) {
+		ret = -EACCES;		/* wrong secret, or no key here */
 		goto out;
 	}
 

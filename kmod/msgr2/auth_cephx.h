@@ -108,7 +108,7 @@ struct msgr2_cephx_entity {
 struct msgr2_auth_cephx_server {
 	const struct msgr2_cephx_entity *keys;
 	u32 n_keys;
-	u64 next_global_id;		/* the next one given out; 0: 4096 */
+	u64 give_global_id;		/* to this connection's client; 0: 4096 */
 
 	/* ---- per-connection state (engine-private, cleared by reset) ---- */
 	u32 state;

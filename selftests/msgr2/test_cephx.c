@@ -975,11 +975,104 @@ TEST(server_authenticate_versions_and_gid)
 	for (v = 1; v <= 3; v++) {
 		EXPECT_EQ(0, srv_authenticate(&sv, v, 0, &gid))
 			TH_LOG("CephXAuthenticate struct_v %u", v);
-		EXPECT_EQ(4095ULL + v, gid);
+		EXPECT_EQ(4096ULL, gid);
 	}
 	/* a global_id of the client's choice, with no ticket: not given */
 	EXPECT_EQ(0, srv_authenticate(&sv, 3, 0x1234, &gid));
-	EXPECT_EQ(4099ULL, gid);
+	EXPECT_EQ(4096ULL, gid);
+	sv.give_global_id = 0x77770001ULL;
+	EXPECT_EQ(0, srv_authenticate(&sv, 2, 0, &gid));
+	EXPECT_EQ(0x77770001ULL, gid);
+	memset(&sv, 0, sizeof(sv));
+	memset(&ent, 0, sizeof(ent));
+}
+
+/*
+ * AUTH_REQUEST for @name, then AUTH_REQUEST_MORE proving @key: the
+ * challenge's return (1 expected) in *@chal_ret, the proof's return.
+ */
+static int srv_try(struct msgr2_auth_cephx_server *sv, const char *name,
+		   const u8 key[16], int *chal_ret)
+{
+	u8 in[64], out[2048], chal[16], enc[36];
+	struct msgr2_auth_result res;
+	u64 cch = 0x0102030405060708ULL, proof = 0;
+	u32 olen = 0, n, len = (u32)strlen(name);
+	int ret, i;
+
+	memset(&res, 0, sizeof(res));
+	in[0] = 10;
+	msgr2_put_le32(in + 1, MSGR2_ENTITY_CLIENT);
+	msgr2_put_le32(in + 5, len);
+	memcpy(in + 9, name, len);
+	msgr2_put_le64(in + 9 + len, 0);
+	*chal_ret = msgr2_auth_cephx_server_ops.accept(sv, false, 1, in,
+						       17 + len, out,
+						       sizeof(out), &olen,
+						       &res);
+	if (*chal_ret != 1)
+		return -1000;
+	if (olen != 9 || out[0] != 1)
+		return -1001;
+	msgr2_put_le64(chal, msgr2_get_le64(out + 1));
+	msgr2_put_le64(chal + 8, cch);
+	if (msgr2_cephx_encrypt(key, chal, 16, enc, sizeof(enc)) !=
+	    sizeof(enc))
+		return -2000;
+	for (i = 0; i < 32; i += 8)
+		proof ^= msgr2_get_le64(enc + i);
+	msgr2_put_le16(in, 0x0100);
+	n = 2;
+	in[n++] = 3;
+	msgr2_put_le64(in + n, cch);
+	n += 8;
+	msgr2_put_le64(in + n, proof);
+	n += 8;
+	in[n++] = 1;
+	msgr2_put_le64(in + n, 0);
+	n += 8;
+	msgr2_put_le32(in + n, 0);
+	n += 4;
+	msgr2_put_le32(in + n, 0x17);
+	n += 4;
+	ret = msgr2_auth_cephx_server_ops.accept(sv, true, 1, in, n, out,
+						 sizeof(out), &olen, &res);
+	msgr2_auth_cephx_server_ops.reset(sv);
+	return ret;
+}
+
+/*
+ * The server answers a request for an entity it has no key for as it
+ * answers one for a known entity (a challenge), and refuses its proof as
+ * it refuses a wrong key: nothing tells a client without a key which
+ * entities a listener knows.  A proof made with the all-zero key the
+ * unknown entity is checked against is refused too.
+ */
+TEST(server_unknown_entity_challenged_then_refused)
+{
+	struct msgr2_cephx_entity ent = {
+		.entity_type = MSGR2_ENTITY_CLIENT,
+		.name = "admin",
+	};
+	struct msgr2_auth_cephx_server sv;
+	u8 wrong[16], zero[16] = { 0 };
+	int chal;
+
+	memset(ent.key, 7, sizeof(ent.key));
+	memset(wrong, 8, sizeof(wrong));
+	memset(&sv, 0, sizeof(sv));
+	sv.keys = &ent;
+	sv.n_keys = 1;
+
+	EXPECT_EQ(0, srv_try(&sv, "admin", ent.key, &chal));
+	EXPECT_EQ(1, chal);
+	EXPECT_EQ(-EACCES, srv_try(&sv, "admin", wrong, &chal));
+	EXPECT_EQ(1, chal);
+	EXPECT_EQ(-EACCES, srv_try(&sv, "nobody", wrong, &chal));
+	EXPECT_EQ(1, chal) TH_LOG("an unknown entity was told so at once");
+	EXPECT_EQ(-EACCES, srv_try(&sv, "nobody", zero, &chal));
+	EXPECT_EQ(1, chal);
+	EXPECT_EQ(-EACCES, srv_try(&sv, "nobody", ent.key, &chal));
 	memset(&sv, 0, sizeof(sv));
 	memset(&ent, 0, sizeof(ent));
 }
