@@ -274,10 +274,21 @@ run: deps
 		{ cat $(BUILD).run.log; exit 1; }
 	@tools/vm/run --rxe --nvme 64M --timeout 600 -- tools/demo
 
+# The result files every stage of make check writes: one that is missing
+# (its stage never ran, e.g. a build before it failed) is a failure.  A
+# skipped test fails here too: everything make check needs, it installs.
+CHECK_TAPS := libkmsgr osdc msgr2-test_cephx msgr2-test_frame msgr2-test_handshake \
+	msgr2-fuzz kmsgrctl-fuzz install nlspec deb \
+	layers vm vm-runner vm-pair vm-pair-vm1
+
 check: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory -k check-host-tap check-vm-tap \
-		check-pair-tap; tools/testsum $(RESULTS)/*.tap
+		check-pair-tap; \
+	for t in $(CHECK_TAPS); do [ -e $(RESULTS)/$$t.tap ] || \
+		printf 'not ok 1 - %s.tap was not written: its stage never ran\n1..1\n' \
+			"$$t" >$(RESULTS)/missing-$$t.tap; done; \
+	KMSGR_NO_SKIP=1 tools/testsum $(RESULTS)/*.tap
 
 check-host: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
@@ -321,7 +332,9 @@ vm-build: ksrc
 		  echo "not ok 1 build kmsgr (see above)" >$(RESULTS)/build.tap; \
 		  exit 1; }
 	@# two programs at a time: about 20 s less on 2 cores
-	@$(MAKE) -j2 --no-print-directory -C selftests/kmsgr
+	@$(MAKE) -j2 --no-print-directory -C selftests/kmsgr || \
+		{ echo "not ok 1 build the guest selftests (selftests/kmsgr)" \
+			>$(RESULTS)/selftests-build.tap; exit 1; }
 	@tools/check-layers >$(RESULTS)/layers.tap || true
 	@# the fio engine fetches fio's Debian source package once (tools/fio);
 	@# without it, blk_test.sh's fio checks fail, the rest runs
@@ -339,15 +352,22 @@ vm-build: ksrc
 # fail on.  run_guest.sh checks that it is on (KMSGR_SLUB_DEBUG=1).  Until
 # stop 35 this was a second, lighter pass after a plain one; one pass with
 # the full loads takes about 300 s less and checks more under the debugger.
+# The runner's status is the suite's (0, or 1 with its failures in vm.tap)
+# unless the guest panicked, hung or timed out: vm-runner.tap fails then,
+# even when the suite had printed all its results.
 check-vm-tap: vm-build
-	@KMSGR_VM_APPEND="slub_debug=FZPU slab_nomerge" \
+	@{ KMSGR_VM_APPEND="slub_debug=FZPU slab_nomerge" \
 		tools/vm/run --rxe --nvme 64M --timeout $(VMTIMEOUT) -- \
 		env KMSGR_NO_SKIP=1 KMSGR_SLUB_DEBUG=1 \
 		KMSGR_LOAD_MSGS=$(LOAD_MSGS) KMSGR_CYCLES=50 \
 		KMSGR_TINY_MSGS=$(TINY_MSGS) KMSGR_RDMA_MSGS=$(RDMA_MSGS) \
 		KMSGR_RDMA_LOAD_MSGS=$(RDMA_LOAD_MSGS) KMSGR_RADOS_OBJS=$(RADOS_OBJS) \
-		selftests/kmsgr/run_guest.sh \
-		2>&1 | tee $(RESULTS)/vm.tap
+		selftests/kmsgr/run_guest.sh 2>&1; echo "# runner exit $$?"; } | \
+		tee $(RESULTS)/vm.tap
+	@if grep -q '^# runner exit [01]$$' $(RESULTS)/vm.tap; then r=ok; \
+		else r='not ok'; fi; \
+		printf '%s 1 - the guest suite ended by itself: no panic, hang or timeout (runner status 0 or 1)\n1..1\n' \
+		"$$r" >$(RESULTS)/vm-runner.tap
 
 # Two guests, each with its own soft-RoCE device, joined by a link: kmsgr
 # over RDMA between two kernels.  vm0 prints the TAP; vm1's lines become
