@@ -63,7 +63,8 @@ static void session_usage(FILE *f)
 		"  caller's keyrings (kmsgrctl key add); --secure needs cephx.  --timeout: bound for each wait (default 10 s).  --hold S:\n"
 		"  stay connected S seconds after the messages before closing.\n"
 		"show (also the object alone): the sessions of the instances the\n"
-		"  caller may see (its effective uid's; all with CAP_NET_ADMIN), or\n"
+		"  caller may see (its effective uid's; its network namespace's with\n"
+		"  CAP_NET_ADMIN), or\n"
 		"  one instance's, or one session: peer, state, mode, counters.\n",
 		progname, progname, progname, CTL_SEND_DEPTH);
 }
