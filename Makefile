@@ -301,14 +301,15 @@ check-vm: deps
 .PHONY: check-host-tap check-vm-tap check-pair-tap vm-build
 check-host-tap: ksrc
 	@mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory -C lib test_lib >/dev/null && \
-		lib/test_lib >$(RESULTS)/libkmsgr.tap 2>&1 || \
-		printf 'not ok 1 libkmsgr host tests did not build or run\n1..1\n' \
-			>$(RESULTS)/libkmsgr.tap
-	@$(MAKE) --no-print-directory -C tools/kmsgrctl test_osdc >/dev/null && \
-		tools/kmsgrctl/test_osdc >$(RESULTS)/osdc.tap 2>&1 || \
-		printf 'not ok 1 kmsgrctl object-client host tests failed to build or run\n1..1\n' \
-			>>$(RESULTS)/osdc.tap
+	@# a program that fails keeps its TAP (its failures are in it)
+	@if $(MAKE) --no-print-directory -C lib test_lib >/dev/null; then \
+		lib/test_lib >$(RESULTS)/libkmsgr.tap 2>&1 || true; \
+	else printf 'not ok 1 libkmsgr host tests did not build\n1..1\n' \
+		>$(RESULTS)/libkmsgr.tap; fi
+	@if $(MAKE) --no-print-directory -C tools/kmsgrctl test_osdc >/dev/null; then \
+		tools/kmsgrctl/test_osdc >$(RESULTS)/osdc.tap 2>&1 || true; \
+	else printf 'not ok 1 kmsgrctl object-client host tests did not build\n1..1\n' \
+		>$(RESULTS)/osdc.tap; fi
 	@# the programs build two at a time (about 35 s less on 2 cores); the
 	@# tests run one after the other, in the recipe
 	@$(MAKE) -j2 --no-print-directory -C selftests/msgr2 RESULTS=$(RESULTS) check || \
