@@ -261,7 +261,18 @@ static int kmsgr_rdma_counter_get(char *buf, const struct kernel_param *kp)
 	return sysfs_emit(buf, "%lld\n", atomic64_read(kp->arg));
 }
 
+/*
+ * A value given at load (modprobe, the kernel command line) is refused: the
+ * kernel calls ->set whatever the mode, and has none to call otherwise.
+ */
+static int kmsgr_rdma_counter_set(const char *val,
+				  const struct kernel_param *kp)
+{
+	return -EPERM;
+}
+
 static const struct kernel_param_ops kmsgr_rdma_counter_ops = {
+	.set = kmsgr_rdma_counter_set,
 	.get = kmsgr_rdma_counter_get,
 };
 

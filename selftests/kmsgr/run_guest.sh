@@ -160,10 +160,30 @@ modinfo_has() {
 
 # kmsgr_rdma.ko: its RDMA dependencies, then the module; the transport is
 # registered (kmsgrctl info lists rdma) and the device rxe0 was seen.
-rdma_load() {
+rdma_deps() {
 	for dep in $(modinfo -F depends "$RDMA_KO" | tr ',' ' ') rdma_cm; do
 		[ "$dep" = kmsgr ] || modprobe "$dep" || return 1
 	done
+}
+
+# A value at load for a read-only counter of kmsgr_rdma is refused, and
+# the module is not left half loaded (it had no ->set: the kernel called
+# NULL, an oops holding the module's load for good).
+rdma_ro_param_refused() {
+	rdma_deps || return 1
+	if insmod "$RDMA_KO" pinned_bytes=0 2>"$tmp/ro.err"; then
+		echo "insmod pinned_bytes=0 succeeded"
+		rmmod kmsgr_rdma
+		return 1
+	fi
+	cat "$tmp/ro.err"
+	grep -q "Operation not permitted" "$tmp/ro.err" || return 1
+	! [ -e /sys/module/kmsgr_rdma ] ||
+		{ echo "/sys/module/kmsgr_rdma is there"; return 1; }
+}
+
+rdma_load() {
+	rdma_deps || return 1
 	insmod "$RDMA_KO" || return 1
 	"$KMSGRCTL" info | grep -q ' rdma' ||
 		{ echo "kmsgrctl info does not list rdma"; return 1; }
@@ -1404,6 +1424,8 @@ check "modinfo has an author" modinfo_has author
 check "modinfo lists the instances parameter" \
 	sh -c "modinfo -F parm '$KO' | grep '^instances:'"
 check "$DEV is a char device, sysfs version is $VERSION" module_state_ok
+check "insmod kmod/kmsgr_rdma.ko pinned_bytes=0 (a read-only counter) is refused with EPERM, nothing left loaded" \
+	rdma_ro_param_refused
 check "insmod kmod/kmsgr_rdma.ko: the rdma transport registers and sees ${KMSGR_RXE:-rxe0}" rdma_load
 
 # --- CLI -----------------------------------------------------------------------
