@@ -302,9 +302,25 @@ else
 	sleep 3
 	kill -KILL "$victim"
 	t0=$(date +%s)
+	# the bench instance's sessions, as the module counts them, while it
+	# dials the dead OSD again and again: each refused dial must be closed
+	# (a dead session keeps its slot until CLOSE)
+	: >"$tmp/kill.sessions"
+	while kill -0 "$bpid" 2>/dev/null; do
+		"$K" -j instance show 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+for i in json.load(sys.stdin):
+    if i["pid"] == int(sys.argv[1]):
+        print(i["sessions"])' "$bpid" >>"$tmp/kill.sessions"
+		sleep 0.2
+	done
 	timeout 200 tail --pid="$bpid" -f /dev/null
 	wait "$bpid"
 	rc=$?
+	most=$(sort -n "$tmp/kill.sessions" | tail -n 1)
+	# the mon's and the three OSDs' sessions, and one dial under way
+	[ -n "$most" ] && [ "$most" -le 5 ]
+	tap $? "osd.1 killed under a bench write: the bench holds at most 5 sessions at any time (the mon, 3 OSDs, a dial), none left by refused dials: most seen ${most:-none} in $(wc -l <"$tmp/kill.sessions") looks"
 	wrote=$(sed -n 's/^Total writes made: *\([0-9]*\)$/\1/p' "$tmp/kill.out")
 	resent=$(sed -n 's/^Resends: *\([0-9]*\)$/\1/p' "$tmp/kill.out")
 	grep -E "^ +[0-9]+ |^Total|^Resends" "$tmp/kill.out" | sed 's/^/# /'

@@ -394,6 +394,9 @@ static void kblk_event(struct kblk *d, const struct kmsgr_cqe *cqe)
 			return;
 		break;
 	case KMSGR_EV_CLOSED:
+		/* a dead session keeps its id (and its slot) until CLOSE */
+		if (d->open)
+			kmsgr_close_id(d->k, d->session);
 		d->open = false;
 		break;
 	default:		/* RESET: the peer lost what was in flight */

@@ -673,7 +673,8 @@ int ctl_conn_open(struct ctl_conn *c)
 			return 0;
 		}
 		if (cqe.event == KMSGR_EV_CLOSED) {
-			c->open = false;
+			/* a dead session keeps its id (and its slot) until CLOSE */
+			ctl_conn_close(c);
 			if (!c->quiet)
 				ctl_report_event(what, &cqe);
 			return cqe.res ? cqe.res : -ECONNABORTED;
@@ -820,7 +821,7 @@ int ctl_call(struct ctl_conn *c, const struct ctl_msg *m, __u16 reply_type,
 			    cqe.event == KMSGR_EV_DOWN ||
 			    cqe.event == KMSGR_EV_RESET) {
 				if (cqe.event == KMSGR_EV_CLOSED)
-					c->open = false;
+					ctl_conn_close(c);
 				if (what)
 					ctl_report_event(what, &cqe);
 				ret = cqe.res ? cqe.res : -ECONNABORTED;

@@ -560,7 +560,7 @@ static int send_messages(struct ctl_conn *c, struct send_state *st)
 			if (cqe.session != c->id)
 				break;
 			if (cqe.event == KMSGR_EV_CLOSED) {
-				c->open = false;
+				ctl_conn_close(c);
 				ctl_report_event("sending", &cqe);
 				return cqe.res ? cqe.res : -ECONNABORTED;
 			}
@@ -608,7 +608,7 @@ static int hold_session(struct ctl_conn *c, __u64 ns)
 			   cqe.session == c->id &&
 			   cqe.event == KMSGR_EV_CLOSED) {
 			ctl_report_event("closed", &cqe);
-			c->open = false;
+			ctl_conn_close(c);
 			return -ECONNRESET;
 		}
 	}
