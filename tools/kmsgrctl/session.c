@@ -587,14 +587,22 @@ static int send_messages(struct ctl_conn *c, struct send_state *st)
  */
 static int hold_session(struct ctl_conn *c, __u64 ns)
 {
-	__u64 deadline = ctl_now_ns() + ns;
+	__u64 deadline = ctl_now_ns() + ns, now;
 	struct kmsgr_cqe cqe;
 	int ret;
 
 	while (!ctl_stopped()) {
-		ret = ctl_wait(&cqe, deadline);
-		if (ret == -ETIME)
+		/*
+		 * A second at a time: a SIGINT caught between the check above
+		 * and the sleep interrupts nothing, and is seen a second later.
+		 */
+		now = ctl_now_ns();
+		if (now >= deadline)
 			return 0;
+		ret = ctl_wait(&cqe, deadline - now > NSEC_PER_SEC ?
+				     now + NSEC_PER_SEC : deadline);
+		if (ret == -ETIME)
+			continue;
 		/* SIGINT ends the loop; a stop and continue does not */
 		if (ret == -EINTR)
 			continue;
