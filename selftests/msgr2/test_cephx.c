@@ -904,43 +904,49 @@ TEST(authorizer_refusals)
 }
 
 /*
- * The cephx server (a listener): CephXAuthenticate as Ceph encodes it,
- * struct_v 1 (no other_keys), 2 and 3 (other_keys); the global_id is the
- * server's own whatever the client asked for (it keeps no tickets that
- * could prove a reclaim).
+ * The cephx server (a listener): AUTH_REQUEST for @name asking for
+ * global_id @asked_gid (the challenge's return, 1 when it is one, in
+ * *@chal_ret), then CephXAuthenticate as Ceph encodes it, struct_v @v: 1
+ * (no other_keys), 2 and 3 (other_keys), proving @key.  Returns the
+ * proof's return; the global_id given in *@gid.
  */
-static int srv_authenticate(struct msgr2_auth_cephx_server *sv, u8 v,
-			    u64 asked_gid, u64 *gid)
+static int srv_auth(struct msgr2_auth_cephx_server *sv, const char *name,
+		    const u8 key[16], u8 v, u64 asked_gid, int *chal_ret,
+		    u64 *gid)
 {
 	u8 in[64], out[2048], chal[16], enc[36];
 	struct msgr2_auth_result res;
-	u64 cch = 0x1122334455667788ULL, key = 0;
-	u32 olen = 0, n;
+	u64 cch = 0x1122334455667788ULL, proof = 0;
+	u32 olen = 0, n, len = (u32)strlen(name);
 	int ret, i;
 
 	memset(&res, 0, sizeof(res));
 	in[0] = 10;				/* AUTH_REQUEST, mon mode */
 	msgr2_put_le32(in + 1, MSGR2_ENTITY_CLIENT);
-	msgr2_put_le32(in + 5, 5);
-	memcpy(in + 9, "admin", 5);
-	msgr2_put_le64(in + 14, asked_gid);
-	ret = msgr2_auth_cephx_server_ops.accept(sv, false, 1, in, 22, out,
-						 sizeof(out), &olen, &res);
-	if (ret != 1)
-		return -1000 + ret;
+	msgr2_put_le32(in + 5, len);
+	memcpy(in + 9, name, len);
+	msgr2_put_le64(in + 9 + len, asked_gid);
+	*chal_ret = msgr2_auth_cephx_server_ops.accept(sv, false, 1, in,
+						       17 + len, out,
+						       sizeof(out), &olen,
+						       &res);
+	if (*chal_ret != 1)
+		return -1000;
+	if (olen != 9 || out[0] != 1)
+		return -1001;
 	msgr2_put_le64(chal, msgr2_get_le64(out + 1));
 	msgr2_put_le64(chal + 8, cch);
-	if (msgr2_cephx_encrypt(sv->keys[0].key, chal, 16, enc,
-				sizeof(enc)) != sizeof(enc))
+	if (msgr2_cephx_encrypt(key, chal, 16, enc, sizeof(enc)) !=
+	    sizeof(enc))
 		return -2000;
 	for (i = 0; i < 32; i += 8)
-		key ^= msgr2_get_le64(enc + i);
+		proof ^= msgr2_get_le64(enc + i);
 	msgr2_put_le16(in, 0x0100);		/* GET_AUTH_SESSION_KEY */
 	n = 2;
 	in[n++] = v;
 	msgr2_put_le64(in + n, cch);
 	n += 8;
-	msgr2_put_le64(in + n, key);
+	msgr2_put_le64(in + n, proof);
 	n += 8;
 	in[n++] = 1;				/* old ticket: empty blob */
 	msgr2_put_le64(in + n, 0);
@@ -956,6 +962,17 @@ static int srv_authenticate(struct msgr2_auth_cephx_server *sv, u8 v,
 	*gid = res.global_id;
 	msgr2_auth_cephx_server_ops.reset(sv);
 	return ret;
+}
+
+/* client.admin with the first entity's key; the global_id is the server's */
+static int srv_authenticate(struct msgr2_auth_cephx_server *sv, u8 v,
+			    u64 asked_gid, u64 *gid)
+{
+	int chal, ret;
+
+	ret = srv_auth(sv, "admin", sv->keys[0].key, v, asked_gid, &chal,
+		       gid);
+	return chal == 1 ? ret : -1000 + chal;
 }
 
 TEST(server_authenticate_versions_and_gid)
@@ -987,58 +1004,13 @@ TEST(server_authenticate_versions_and_gid)
 	memset(&ent, 0, sizeof(ent));
 }
 
-/*
- * AUTH_REQUEST for @name, then AUTH_REQUEST_MORE proving @key: the
- * challenge's return (1 expected) in *@chal_ret, the proof's return.
- */
+/* @name proving @key, struct_v 3: the challenge's return in *@chal_ret */
 static int srv_try(struct msgr2_auth_cephx_server *sv, const char *name,
 		   const u8 key[16], int *chal_ret)
 {
-	u8 in[64], out[2048], chal[16], enc[36];
-	struct msgr2_auth_result res;
-	u64 cch = 0x0102030405060708ULL, proof = 0;
-	u32 olen = 0, n, len = (u32)strlen(name);
-	int ret, i;
+	u64 gid;
 
-	memset(&res, 0, sizeof(res));
-	in[0] = 10;
-	msgr2_put_le32(in + 1, MSGR2_ENTITY_CLIENT);
-	msgr2_put_le32(in + 5, len);
-	memcpy(in + 9, name, len);
-	msgr2_put_le64(in + 9 + len, 0);
-	*chal_ret = msgr2_auth_cephx_server_ops.accept(sv, false, 1, in,
-						       17 + len, out,
-						       sizeof(out), &olen,
-						       &res);
-	if (*chal_ret != 1)
-		return -1000;
-	if (olen != 9 || out[0] != 1)
-		return -1001;
-	msgr2_put_le64(chal, msgr2_get_le64(out + 1));
-	msgr2_put_le64(chal + 8, cch);
-	if (msgr2_cephx_encrypt(key, chal, 16, enc, sizeof(enc)) !=
-	    sizeof(enc))
-		return -2000;
-	for (i = 0; i < 32; i += 8)
-		proof ^= msgr2_get_le64(enc + i);
-	msgr2_put_le16(in, 0x0100);
-	n = 2;
-	in[n++] = 3;
-	msgr2_put_le64(in + n, cch);
-	n += 8;
-	msgr2_put_le64(in + n, proof);
-	n += 8;
-	in[n++] = 1;
-	msgr2_put_le64(in + n, 0);
-	n += 8;
-	msgr2_put_le32(in + n, 0);
-	n += 4;
-	msgr2_put_le32(in + n, 0x17);
-	n += 4;
-	ret = msgr2_auth_cephx_server_ops.accept(sv, true, 1, in, n, out,
-						 sizeof(out), &olen, &res);
-	msgr2_auth_cephx_server_ops.reset(sv);
-	return ret;
+	return srv_auth(sv, name, key, 3, 0, chal_ret, &gid);
 }
 
 /*
