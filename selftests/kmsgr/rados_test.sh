@@ -307,17 +307,19 @@ else
 	# (a dead session keeps its slot until CLOSE)
 	: >"$tmp/kill.sessions"
 	while kill -0 "$bpid" 2>/dev/null; do
-		"$K" -j instance show 2>/dev/null | /usr/bin/python3 -c '
-import json, sys
-for i in json.load(sys.stdin):
-    if i["pid"] == int(sys.argv[1]):
-        print(i["sessions"])' "$bpid" >>"$tmp/kill.sessions"
-		sleep 0.2
+		"$K" instance show 2>/dev/null | awk -v p="$bpid" '{
+			for (i = 1; i < NF; i++) {
+				if ($i == "pid") pid = $(i + 1)
+				if ($i == "sessions") n = $(i + 1)
+			}
+			if (pid == p) print n }' >>"$tmp/kill.sessions"
+		sleep 0.1
 	done
 	timeout 200 tail --pid="$bpid" -f /dev/null
 	wait "$bpid"
 	rc=$?
 	most=$(sort -n "$tmp/kill.sessions" | tail -n 1)
+	echo "# the bench's sessions, count x looks: $(sort -n "$tmp/kill.sessions" | uniq -c | awk '{ printf "%s x %s, ", $2, $1 }')"
 	# the mon's and the three OSDs' sessions, and one dial under way
 	[ -n "$most" ] && [ "$most" -le 5 ]
 	tap $? "osd.1 killed under a bench write: the bench holds at most 5 sessions at any time (the mon, 3 OSDs, a dial), none left by refused dials: most seen ${most:-none} in $(wc -l <"$tmp/kill.sessions") looks"
