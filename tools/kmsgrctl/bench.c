@@ -462,7 +462,7 @@ static int bench_cqe(struct bench_worker *w, const struct kmsgr_cqe *cqe)
 		if (!s)
 			return 0;
 		if (cqe->event == KMSGR_EV_CLOSED)
-			ctl_conn_close(&s->conn);
+			s->conn.open = false;
 		if (cqe->event == KMSGR_EV_CLOSED ||
 		    cqe->event == KMSGR_EV_RESET ||
 		    (cqe->event == KMSGR_EV_DOWN &&
