@@ -300,8 +300,9 @@ kernel_log_since() {
 		echo "# the kernel log no longer holds the mark \"$1\": nothing was checked"
 		return 1
 	fi
-	grep -E "$2" "$tmp/klog" | sed 's/^/# /'
-	! grep -qE "$2" "$tmp/klog"
+	grep -E "$2" "$tmp/klog" >"$tmp/kwarn"
+	comment "$tmp/kwarn"
+	[ ! -s "$tmp/kwarn" ]
 }
 
 # in_list WORD LIST: is WORD one of the words of LIST?
