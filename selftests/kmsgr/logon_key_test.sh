@@ -41,7 +41,7 @@ trap cleanup EXIT
 # keyctl_op OP SERIAL: keyctl(2) without keyutils; prints the result or
 # the errno name, exit status 0 when the call succeeded.
 keyctl_op() {
-	python3 - "$1" "$2" <<'EOF'
+	python3 -S - "$1" "$2" <<'EOF'
 import ctypes, errno, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 SYS_keyctl = 250			# x86-64
