@@ -355,6 +355,7 @@ struct kmsgr_rdma_conn {
 	struct rdma_cm_id *id;		/* ours to destroy, or NULL */
 	struct kmsgr_rdma_dev *dev;	/* counted in dev->users */
 	struct list_head dev_node;	/* on dev->conns while listed */
+	u64 net_cookie;			/* its namespace's (set before listed) */
 	struct kmsgr_rdma_lsn *lsn;	/* accepted at CM level, not handed out */
 	struct list_head lsn_node;	/* on lsn->pending */
 	bool server;			/* accepted by a listener */
@@ -1801,6 +1802,8 @@ static int kmsgr_rdma_lsn_request(struct kmsgr_rdma_lsn *l,
 		return -ENOMEM;
 	}
 	c->acct = l->acct;	/* the listener is open while this runs */
+	/* a request's id is made in its listener's namespace */
+	c->net_cookie = id->route.addr.dev_addr.net->net_cookie;
 	reason = kmsgr_rdma_peer_param(c, ev->param.conn.private_data,
 				       ev->param.conn.private_data_len);
 	if (reason) {
@@ -2534,6 +2537,7 @@ static int kmsgr_rdma_connect(struct net *net, struct kmsgr_xprt_acct *acct,
 	c->kick = kick;
 	c->priv = priv;
 	c->acct = acct;
+	c->net_cookie = net->net_cookie;
 	memcpy(&c->peer, ss, sizeof(c->peer));
 	id = rdma_create_id(net, kmsgr_rdma_cm_handler, &c->x, RDMA_PS_TCP,
 			    IB_QPT_RC);
@@ -2930,10 +2934,14 @@ static int kmsgr_rdma_devices(struct net *net, kmsgr_xprt_dev_fn fn,
 		x->index = d->ibdev->index;
 		x->ports = rdma_end_port(d->ibdev);
 		x->ports_down = READ_ONCE(d->ports_down);
+		/*
+		 * A device may serve every namespace (netns mode shared): each
+		 * sees the connections made in it, not the others'.
+		 */
 		list_for_each_entry(c, &d->conns, dev_node)
-			x->conns++;
+			x->conns += c->net_cookie == net->net_cookie;
 		list_for_each_entry(c, &d->parked, dev_node)
-			x->parked++;
+			x->parked += c->net_cookie == net->net_cookie;
 		x->dying = d->dying;
 		ret = fn(x, arg);
 		if (ret)

@@ -346,6 +346,42 @@ many_devs() {
 	ip -force -batch "$tmp/ip-del" 2>/dev/null
 }
 
+# netns_conns: in RDMA's netns mode shared (the default) every namespace
+# lists the devices, each with the connections made in it: an rdma
+# session of init_net's counts there and not in another namespace (the
+# module used to count every namespace's connections for each)
+netns_conns() {
+	vip=${KMSGR_VM_IP:-}
+	[ -n "$vip" ] || { echo "KMSGR_VM_IP not set (tools/vm/run --rxe)"; return 1; }
+	ns=kmsgrnc$$
+	"$K" session listen --transport rdma --echo --time 120 "$vip:0" \
+		>"$tmp/rl.out" 2>&1 &
+	rlpid=$!
+	if ! wait_for 20 grep -q "listening" "$tmp/rl.out"; then
+		cat "$tmp/rl.out"
+		kill "$rlpid"
+		return 1
+	fi
+	"$K" session connect --transport rdma --hold 120 \
+		"$(bound_addr "$tmp/rl.out")" >"$tmp/rc.out" 2>&1 &
+	rcpid=$!
+	wait_for 20 grep -q " up in " "$tmp/rc.out"
+	up=$?
+	"$K" -j dev >"$tmp/conn-init.json" 2>&1
+	ip netns add "$ns" &&
+		ip netns exec "$ns" "$K" -j dev >"$tmp/conn-ns.json" 2>&1
+	nrc=$?
+	ip netns delete "$ns" 2>/dev/null
+	kill "$rcpid" "$rlpid" 2>/dev/null
+	wait "$rcpid" "$rlpid" 2>/dev/null
+	cat "$tmp/rc.out" "$tmp/conn-init.json" "$tmp/conn-ns.json"
+	[ "$up" -eq 0 ] && [ "$nrc" -eq 0 ] &&
+		json "$tmp/conn-init.json" "any(d['name'] == '${KMSGR_RXE:-rxe0}' and
+			d['conns'] >= 2 for d in j)" &&
+		json "$tmp/conn-ns.json" "any(d['name'] == '${KMSGR_RXE:-rxe0}' and
+			d['conns'] == 0 and d['parked'] == 0 for d in j)"
+}
+
 # netns_devs: with RDMA's netns mode exclusive, a namespace that owns no
 # RDMA device sees none in dev show (the devices are init_net's), while
 # init_net still sees them; the mode is shared again after
@@ -378,6 +414,10 @@ if [ -d /sys/module/kmsgr_rdma ]; then
 		for d in j) and any(d['name'] == '${KMSGR_RXE:-rxe0}' for d in j)"
 	tap $? "dev show -j: ${KMSGR_RXE:-rxe0}, its port up, as kmsgr_rdma sees it"
 	many_devs
+	netns_conns >"$tmp/nsconn.out" 2>&1
+	rc=$?
+	comment "$tmp/nsconn.out"
+	tap $rc "dev show -j in another namespace (netns mode shared): ${KMSGR_RXE:-rxe0} listed without init_net's rdma session (conns 0; 2 or more in init_net)"
 	netns_devs
 else
 	json "$tmp/dev.json" "j == []"
@@ -451,9 +491,11 @@ sed 's/^/# /' "$tmp/mon.json" "$tmp/mon.err"
 json "$tmp/mon.json" "[e['event'] for e in j if e.get('role') == 'client'
 	and e['instance'] == $inst] == ['up', 'down', 'up', 'closed']"
 tap $? "monitor: the client's events were up, down, up, closed"
-json "$tmp/mon.json" "[e['event'] for e in j if e.get('role') == 'server'][:2] ==
-	['accepted', 'up'] and all(e['pid'] == $lpid for e in j
-	if e.get('role') == 'server')"
+# (tcp: netns_conns' rdma sessions are another listener's)
+json "$tmp/mon.json" "[e['event'] for e in j if e.get('role') == 'server' and
+	e['transport'] == 'tcp'][:2] == ['accepted', 'up'] and
+	all(e['pid'] == $lpid for e in j
+	if e.get('role') == 'server' and e['transport'] == 'tcp')"
 tap $? "monitor: the server session was accepted, then up, in the listener's process"
 
 kill -INT "$lpid" 2>/dev/null

@@ -196,9 +196,12 @@ enum {
 	KMSGR_A_DEV_NAME,		/* string: e.g. "rxe0" */
 	KMSGR_A_DEV_PORTS,		/* u32: ports 1 .. N */
 	KMSGR_A_DEV_PORTS_DOWN,		/* u64: bit N set: port N is down */
-	KMSGR_A_DEV_CONNS,		/* u32: connections on it */
-	KMSGR_A_DEV_PARKED,		/* u32: closed while their port was down,
-					 * waiting for it to come back
+	KMSGR_A_DEV_CONNS,		/* u32: connections on it made in the
+					 * asker's network namespace
+					 */
+	KMSGR_A_DEV_PARKED,		/* u32: closed while their port was
+					 * down, waiting for it (also the
+					 * asker's namespace's alone)
 					 */
 	KMSGR_A_DEV_DYING,		/* flag: being removed */
 
