@@ -216,8 +216,13 @@ static int kmsgr_bdev_open(struct kmsgr_instance *inst,
 	h->rdonly = rdonly || bdev_read_only(bdev);
 	atomic_set(&h->inflight, 0);
 	if (a->flags & KMSGR_BDEV_F_POLL) {
-		/* no poll queues: its bios would quietly lose REQ_POLLED */
-		if (!test_bit(QUEUE_FLAG_POLL,
+		/*
+		 * No poll queues: its bios would quietly lose REQ_POLLED.
+		 * A build without the feature (a kernel whose bio_poll()
+		 * can sleep on a freezing queue, compat.h) polls nothing.
+		 */
+		if (!(KMSGR_FEAT_SUPPORTED & KMSGR_FEAT_BDEV_POLL) ||
+		    !test_bit(QUEUE_FLAG_POLL,
 			      &bdev_get_queue(bdev)->queue_flags)) {
 			blkdev_put(bdev, mode);
 			kfree(h);

@@ -27,7 +27,8 @@
  * stops at once, with a clear message, instead.
  * Shims: the unaligned-access header, __assign_str() of the tracepoints,
  * the netlink admin-only group and the kernel socket's netns reference
- * (written for later kernels; never built there yet).
+ * (written for later kernels; never built there yet); and for the 6.1
+ * stable releases before 6.1.78, no polled block I/O.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -84,6 +85,21 @@
 #define KMSGR_GENL_MCAST_ADMIN	GENL_MCAST_CAP_NET_ADMIN
 #else
 #define KMSGR_GENL_MCAST_ADMIN	0
+#endif
+
+/*
+ * Polled block I/O: before 6.1.78 (upstream 6.8), bio_poll() entered the
+ * queue with bio_queue_enter(), which sleeps while the queue freezes (a
+ * controller reset, a scheduler switch, an unplug) and, once the disk is
+ * dead, fails the still in-flight bio it was asked to poll.  A poller that
+ * holds the queue (kmsgr_bio_enter()) would then wait for a freeze that
+ * waits for it, and a bio would complete twice.  "block: treat poll queue
+ * enter similarly to timeouts" made it a try.  Without it kmsgr does not
+ * poll: no KMSGR_FEAT_BDEV_POLL, and KMSGR_BDEV_F_POLL is EOPNOTSUPP.
+ */
+#define KMSGR_LINUX_VERSION_POLL_ENTER KERNEL_VERSION(6, 1, 78)
+#if KMSGR_LINUX_VERSION < KMSGR_LINUX_VERSION_POLL_ENTER
+#define COMPAT_CANNOT_POLL_FROZEN	1
 #endif
 
 /*

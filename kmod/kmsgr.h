@@ -58,6 +58,13 @@
 /* Module version; lib/ and tools/ take theirs from this line too. */
 #define KMSGR_VERSION		"0.1.0"
 
+/* Polled block I/O, where the kernel's bio_poll() allows it (compat.h). */
+#ifdef COMPAT_CANNOT_POLL_FROZEN
+#define KMSGR_FEAT_BDEV_POLL_BUILT	0
+#else
+#define KMSGR_FEAT_BDEV_POLL_BUILT	KMSGR_FEAT_BDEV_POLL
+#endif
+
 /* Every KMSGR_FEAT_* bit this build implements. */
 #define KMSGR_FEAT_SUPPORTED	(KMSGR_FEAT_INFO | KMSGR_FEAT_RINGS | \
 				 KMSGR_FEAT_TCP | KMSGR_FEAT_CEPHX | \
@@ -66,7 +73,7 @@
 				 KMSGR_FEAT_SKIP_SUCCESS | KMSGR_FEAT_INFO_POOL | \
 				 KMSGR_FEAT_RING_LINES | KMSGR_FEAT_LOGON_KEYS | \
 				 KMSGR_FEAT_CEPHX_TICKETS | KMSGR_FEAT_BDEV | \
-				 KMSGR_FEAT_BDEV_LINK | KMSGR_FEAT_BDEV_POLL | \
+				 KMSGR_FEAT_BDEV_LINK | KMSGR_FEAT_BDEV_POLL_BUILT | \
 				 KMSGR_FEAT_BUSY_POLL | KMSGR_FEAT_PEER_KEY)
 
 /* Receive-pool allocation unit (bytes). */

@@ -989,6 +989,9 @@ static int blk_serve(int argc, char **argv)
 		error("cannot attach %s: %s", argv[optind],
 		      ret == -ENOTBLK ? "not a block device" :
 		      ret == -EBUSY ? "in use (mounted, or claimed exclusively)" :
+		      ret == -EOPNOTSUPP && poll &&
+		      !(info.features & KMSGR_FEAT_BDEV_POLL) ?
+		      "the loaded kmsgr module does not poll (built for a kernel older than 6.1.78): drop --poll" :
 		      ret == -EOPNOTSUPP && poll ?
 		      "no poll queues for --poll (NVMe: the nvme module's poll_queues parameter)" :
 		      kmsgr_strerror(ret));

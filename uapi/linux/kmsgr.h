@@ -748,7 +748,9 @@ struct kmsgr_cqe {
  * worker polls them every tick, so an op never waits for the device's
  * timeout.  FLUSH, PREFLUSH, FUA where the device does not do it itself
  * (no KMSGR_BDEV_A_FUA), and an op the block layer has to split still
- * complete by interrupt.  EOPNOTSUPP: the device has no poll queues.
+ * complete by interrupt.  EOPNOTSUPP: the device has no poll queues, or
+ * the module was built for a 6.1 kernel older than 6.1.78, whose polling
+ * could hang on a freezing queue (no KMSGR_FEAT_BDEV_POLL there).
  */
 struct kmsgr_bdev {
 	__s32 fd;		/* in */
