@@ -8,8 +8,10 @@
  * which must start with "kmsgr:"); a
  * cephx listener's entry with KMSGR_LISTEN_KEY_F_LOGON takes the key
  * "kmsgr:TYPE.ID" (e.g. "kmsgr:client.admin").  The key is looked up in
- * the caller's keyrings (thread, process, session, user) at the ioctl,
- * with no upcall; its bytes are copied and the key put at once.
+ * the caller's keyrings at the ioctl, as request_key() searches them
+ * (thread, process, session; the user keyring through the session
+ * keyring's usual link to it, or when there is no session keyring), with
+ * no upcall; its bytes are copied and the key put at once.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
