@@ -88,10 +88,10 @@
 #endif
 
 /*
- * Polled block I/O: before 6.1.78 (upstream 6.8), bio_poll() entered the
- * queue with bio_queue_enter(), which sleeps while the queue freezes (a
- * controller reset, a scheduler switch, an unplug) and, once the disk is
- * dead, fails the still in-flight bio it was asked to poll.  A poller that
+ * Polled block I/O: before 6.1.78, bio_poll() entered the queue with
+ * bio_queue_enter(), which sleeps while the queue freezes (a controller
+ * reset, a scheduler switch, an unplug) and, once the disk is dead, fails
+ * the still in-flight bio it was asked to poll.  A poller that
  * holds the queue (kmsgr_bio_enter()) would then wait for a freeze that
  * waits for it, and a bio would complete twice.  "block: treat poll queue
  * enter similarly to timeouts" made it a try.  Without it kmsgr does not
