@@ -727,6 +727,11 @@ static int kmsgr_rdma_post_send(struct kmsgr_rdma_conn *c, u8 type, u32 len,
 
 	if (c->detached)
 		return c->err ? c->err : -ENOTCONN;
+	/* stream bytes never pass a waiting DONE (kmsgr_rdma_may_stream()) */
+	if (WARN_ON_ONCE((type == KMSGR_RDMA_MSG_DATA ||
+			  type == KMSGR_RDMA_MSG_PULL) &&
+			 c->done_head != c->done_tail))
+		return -EPROTO;
 	sge.lkey = c->pd->local_dma_lkey;
 	h->type = type;
 	h->flags = 0;
@@ -819,6 +824,19 @@ static void kmsgr_rdma_send_dones(struct kmsgr_rdma_conn *c)
 		}
 		c->done_head++;
 	}
+}
+
+/*
+ * May stream bytes (DATA, a PULL) go out now?  Not while DONEs wait: a
+ * DONE goes before the msgr2 ack of the bytes it read, and any DATA may
+ * carry that ack (docs/rdma-wire.md).  Credits that came back since the
+ * last look go to the DONEs first.
+ */
+static bool kmsgr_rdma_may_stream(struct kmsgr_rdma_conn *c)
+	__must_hold(&c->lock)
+{
+	kmsgr_rdma_send_dones(c);
+	return c->done_head == c->done_tail && kmsgr_rdma_may_send(c);
 }
 
 /* ---- completions (softirq) ---- */
@@ -2225,7 +2243,7 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
 	u32 i;
 
 	spin_lock_bh(&c->lock);
-	if (!kmsgr_rdma_may_send(c) || !kmsgr_rdma_may_register(c))
+	if (!kmsgr_rdma_may_stream(c) || !kmsgr_rdma_may_register(c))
 		goto busy;
 	for (i = 0; i < (stage ? c->nr_stages : c->nr_mrs) && !m; i++)
 		if (!c->mrs[i].busy)
@@ -2386,7 +2404,7 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 			i++;
 			continue;
 		}
-		if (!kmsgr_rdma_may_send(c)) {
+		if (!kmsgr_rdma_may_stream(c)) {
 			ret = -EAGAIN;
 			break;
 		}
