@@ -273,7 +273,7 @@ MODULE_PARM_DESC(fault_points,
 		 "Test builds only: bit mask of KMSGR_FAULT_* points that delay, or that change behaviour (KMSGR_FAULT_TX_MORE) (0: none)");
 module_param_named(fault_delay_us, kmsgr_fault_delay_us, uint, 0644);
 MODULE_PARM_DESC(fault_delay_us,
-		 "Test builds only: microseconds each fault point waits (up to 3000000, 500 in atomic context; default 200)");
+		 "Test builds only: microseconds each fault point waits (up to 10000000, 500 in atomic context; default 200)");
 
 bool kmsgr_fault_set(unsigned int point)
 {
@@ -282,7 +282,7 @@ bool kmsgr_fault_set(unsigned int point)
 
 void kmsgr_fault(unsigned int point, bool atomic)
 {
-	unsigned int us = min(READ_ONCE(kmsgr_fault_delay_us), 3000000U);
+	unsigned int us = min(READ_ONCE(kmsgr_fault_delay_us), 10000000U);
 
 	if (!(READ_ONCE(kmsgr_fault_points) & BIT(point)) || !us)
 		return;
