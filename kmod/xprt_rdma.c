@@ -2369,7 +2369,6 @@ static ssize_t kmsgr_rdma_send(struct kmsgr_xprt *x,
 	while (i < n && !iov[i].len)
 		i++;
 	spin_lock_bh(&c->lock);
-	kmsgr_rdma_send_dones(c);
 	while (i < n) {
 		if (c->err) {
 			ret = c->err;

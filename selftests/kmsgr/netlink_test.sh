@@ -346,6 +346,17 @@ many_devs() {
 	ip -force -batch "$tmp/ip-del" 2>/dev/null
 }
 
+# dev_in_new_ns FILE: kmsgrctl -j dev in a namespace made for it (and
+# deleted after) into FILE; its status
+dev_in_new_ns() {
+	ns=kmsgrnl$$
+	ip netns add "$ns" &&
+		ip netns exec "$ns" "$K" -j dev >"$1" 2>&1
+	ns_rc=$?
+	ip netns delete "$ns" 2>/dev/null
+	return $ns_rc
+}
+
 # netns_conns: in RDMA's netns mode shared (the default) every namespace
 # lists the devices, each with the connections made in it: an rdma
 # session of init_net's counts there and not in another namespace (the
@@ -353,7 +364,6 @@ many_devs() {
 netns_conns() {
 	vip=${KMSGR_VM_IP:-}
 	[ -n "$vip" ] || { echo "KMSGR_VM_IP not set (tools/vm/run --rxe)"; return 1; }
-	ns=kmsgrnc$$
 	"$K" session listen --transport rdma --echo --time 120 "$vip:0" \
 		>"$tmp/rl.out" 2>&1 &
 	rlpid=$!
@@ -368,10 +378,8 @@ netns_conns() {
 	wait_for 20 grep -q " up in " "$tmp/rc.out"
 	up=$?
 	"$K" -j dev >"$tmp/conn-init.json" 2>&1
-	ip netns add "$ns" &&
-		ip netns exec "$ns" "$K" -j dev >"$tmp/conn-ns.json" 2>&1
+	dev_in_new_ns "$tmp/conn-ns.json"
 	nrc=$?
-	ip netns delete "$ns" 2>/dev/null
 	kill "$rcpid" "$rlpid" 2>/dev/null
 	wait "$rcpid" "$rlpid" 2>/dev/null
 	cat "$tmp/rc.out" "$tmp/conn-init.json" "$tmp/conn-ns.json"
@@ -386,17 +394,14 @@ netns_conns() {
 # RDMA device sees none in dev show (the devices are init_net's), while
 # init_net still sees them; the mode is shared again after
 netns_devs() {
-	ns=kmsgrnl$$
 	if ! rdma system set netns exclusive >"$tmp/nsmode" 2>&1; then
 		comment "$tmp/nsmode"
 		tap 1 "rdma system set netns exclusive"
 		return
 	fi
-	ip netns add "$ns" &&
-		ip netns exec "$ns" "$K" -j dev >"$tmp/nsdev.json" 2>&1
+	dev_in_new_ns "$tmp/nsdev.json"
 	nrc=$?
 	"$K" -j dev >"$tmp/initdev.json" 2>&1
-	ip netns delete "$ns" 2>/dev/null
 	rdma system set netns shared
 	sed 's/^/# /' "$tmp/nsdev.json"
 	[ $nrc -eq 0 ] && json "$tmp/nsdev.json" "j == []" &&

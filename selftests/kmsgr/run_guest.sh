@@ -385,7 +385,6 @@ in_list() {
 # Start the Ceph clusters of kmsgr_ceph_test in the background (they take
 # a while under TCG); ceph_wait waits for them and exports their dirs.
 ceph_start() {
-	ceph_none="" ceph_cephx=""
 	[ "${KMSGR_NO_CEPH:-0}" = 1 ] && return
 	[ "${KMSGR_NO_CEPH_PEERS:-0}" = 1 ] && return
 	command -v ceph-mon >/dev/null 2>&1 || return
