@@ -281,6 +281,12 @@ kmsgrctl_json() {
 
 # run_harness PROGRAM: run one kselftest_harness program and renumber its
 # results into our stream.
+# mem_avail: the guest's MemAvailable in MiB (a suite that starves the
+# guest of memory shows in the harness programs' exit lines)
+mem_avail() {
+	awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo
+}
+
 run_harness() {
 	prog=$1
 	name=${prog##*/}
@@ -292,7 +298,7 @@ run_harness() {
 	t0=$(date +%s)
 	timeout "${HARNESS_TIMEOUT:-600}" "$prog" >"$tmp/out" 2>&1
 	prc=$?
-	echo "# $name: exit status $prc after $(($(date +%s) - t0)) s ($(($(date +%s) - T_START)) s since the start)"
+	echo "# $name: exit status $prc after $(($(date +%s) - t0)) s ($(($(date +%s) - T_START)) s since the start; $(mem_avail) MiB available)"
 
 	plan=0 seen=0 pfail=0 cur=""
 	while IFS= read -r line; do
