@@ -282,9 +282,8 @@ CHECK_TAPS := libkmsgr osdc msgr2-test_cephx msgr2-test_frame msgr2-test_handsha
 	layers vm vm-runner vm2 vm2-runner vm-pair vm-pair-vm1 vm-run
 
 # The guest suite's two halves run in two guests at once (check-vm-tap);
-# then the host tests run beside the pair of guests, which keeps about
-# 1.5 of the 2 cores busy, and beside the runner's own test, whose guest
-# mostly sleeps.
+# then the host tests run beside the pair of guests and beside the
+# runner's own test, whose guest mostly sleeps.
 check: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory -k check-vm-tap; \
@@ -359,7 +358,8 @@ vm-build: ksrc
 # stop 35 this was a second, lighter pass after a plain one; one pass with
 # the full loads takes about 300 s less and checks more under the debugger.
 # Its two halves (run_guest.sh's KMSGR_GUEST_PART) run in two guests at
-# once: one guest keeps only 1.1-1.3 of the 2 cores busy.  Part 1's TAP
+# once: a guest runs both its vCPUs on one host thread (tools/vm/run
+# --help says why), so one guest keeps one core busy.  Part 1's TAP
 # (vm.tap) is shown as it comes, part 2's (vm2.tap) once both are done.
 # A part's runner status is the suite's (0, or 1 with its failures in the
 # TAP) unless the guest panicked, hung or timed out: vm-runner.tap

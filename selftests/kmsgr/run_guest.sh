@@ -46,9 +46,9 @@
 # the knobs of the harness programs (KMSGR_TCP_MSGS, ...; see their heads).
 #
 # KMSGR_GUEST_PART=1 or 2 runs one half of the suite (unset: all of it).
-# One guest keeps 1.1-1.3 of the host's 2 cores busy (TCG; its tests wait
-# on each other, on timers and on the emulated devices), so make check
-# runs the halves in two guests at once, each with its own insmod,
+# A guest runs both its vCPUs on one host thread (tools/vm/run: QEMU's
+# multi-threaded TCG can hang it), so make check runs the halves in two
+# guests at once, one per host core, each with its own insmod,
 # kernel-log checks and plan.  Part 1: the CLI (ceph -s against kmsgr
 # listeners included), netlink, logon keys, the block service, the harness
 # programs but part 2's, load/unload cycles, installing.  Part 2: the
