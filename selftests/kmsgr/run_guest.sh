@@ -279,14 +279,14 @@ kmsgrctl_json() {
 	esac
 }
 
-# run_harness PROGRAM: run one kselftest_harness program and renumber its
-# results into our stream.
 # mem_avail: the guest's MemAvailable in MiB (a suite that starves the
 # guest of memory shows in the harness programs' exit lines)
 mem_avail() {
 	awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo
 }
 
+# run_harness PROGRAM: run one kselftest_harness program and renumber its
+# results into our stream.
 run_harness() {
 	prog=$1
 	name=${prog##*/}
