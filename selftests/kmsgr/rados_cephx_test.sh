@@ -58,18 +58,30 @@ ls "$dir"/osd-*/osd.pid >/dev/null 2>&1 &&
 tap $? "a cephx mon and $(ls -d "$dir"/osd-* 2>/dev/null | wc -l) memstore OSD with pool kmsgr ($(($(date +%s) - t0)) s to start)"
 export CEPH_CONF=$dir/ceph.conf
 
-# osd_up PID FILE: poll (every 0.2 s, for up to 10 s) until process PID
-# has a session to an OSD that is up; FILE gets the JSON object of each
-# such session, one a line (nothing when none came up).
+# osd_up PID FILE: sample the sessions (every 0.2 s, for up to 30 s; a
+# sample costs a second when the guest is busy) until process PID has a
+# session to an OSD that is up, or has exited; FILE gets the JSON object
+# of each such session, one a line (nothing when none came up).  FILE.log
+# keeps every sample's OSD sessions, of any process and in any state,
+# and the errors of the samples that failed: the story when none came up.
 osd_up() {
-	for _ in $(seq 1 50); do
-		"$K" -j session show 2>/dev/null | sed 's/},{/}\n{/g' |
-			grep "\"pid\":$1," | grep '"peer_type":"osd"' |
-			grep '"state":"up"' >"$2"
+	local end=$(($(date +%s) + 30)) n=0
+
+	: >"$2.log"
+	while [ "$(date +%s)" -lt "$end" ]; do
+		n=$((n + 1))
+		"$K" -j session show 2>"$2.err" | sed 's/},{/}\n{/g' |
+			grep '"peer_type":"osd"' >"$2.all"
+		sed "s/^/sample $n: /" "$2.all" "$2.err" >>"$2.log"
+		grep "\"pid\":$1," "$2.all" | grep '"state":"up"' >"$2"
 		[ -s "$2" ] && return 0
-		kill -0 "$1" 2>/dev/null || return 1
+		if ! kill -0 "$1" 2>/dev/null; then
+			echo "sample $n: process $1 has exited" >>"$2.log"
+			return 1
+		fi
 		sleep 0.2
 	done
+	echo "sample $n: 30 s passed" >>"$2.log"
 	return 1
 }
 
@@ -146,7 +158,10 @@ for mode in crc secure; do
 	case $seen in
 	*'"mode":"'"$mode"'"'*'"auth":"cephx"'*) rc=0 ;;
 	esac
-	[ $rc -ne 0 ] && echo "# the bench's OSD sessions seen up: ${seen:-none}"
+	if [ $rc -ne 0 ]; then
+		echo "# the bench's OSD sessions seen up: ${seen:-none}; the samples (the bench is process $bpid):"
+		comment "$tmp/seen.log"
+	fi
 	tap $rc "cephx $mode: the kernel reports the OSD session up with auth cephx and mode $mode"
 done
 
