@@ -772,12 +772,13 @@ static bool kmsgr_embryo_unlink(struct kmsgr_sess *s)
 /*
  * Server: the handshake of an embryo reached READY.  Charge it against
  * max_sessions and publish it in inst->objs under a new id, so that the
- * application can use it from its ACCEPTED on.  Order: reserve the id
- * (may allocate), charge, then unlink from the listener and store into
- * the reserved slot under the listener's lock (no allocation), so that a
- * listener teardown either still finds it on its list or finds it in
- * inst->objs, never neither.  Returns 0 or -errno (then the caller fails
- * the connection and the embryo is reaped as usual).
+ * application can use it from its ACCEPTED on.  Order: charge (so that a
+ * refusal at the limit takes no id), reserve the id (may allocate), then
+ * unlink from the listener and store into the reserved slot under the
+ * listener's lock (no allocation), so that a listener teardown either
+ * still finds it on its list or finds it in inst->objs, never neither.
+ * Returns 0 or -errno (then the caller fails the connection and the
+ * embryo is reaped as usual).
  */
 static int kmsgr_sess_announce(struct kmsgr_sess *s, struct kmsgr_conn *kc)
 	__must_hold(&s->lock)
@@ -792,25 +793,25 @@ static int kmsgr_sess_announce(struct kmsgr_sess *s, struct kmsgr_conn *kc)
 	ret = kmsgr_cq_backlogged(inst) ? -EBUSY : 0;
 	if (ret)
 		goto out_refused;
-	ret = kmsgr_obj_reserve(inst, &id);
-	if (ret)
-		goto out_refused;
 	ret = kmsgr_sess_charge(inst);
 	if (ret)
-		goto out_release;
+		goto out_refused;
+	ret = kmsgr_obj_reserve(inst, &id);
+	if (ret)
+		goto out_uncharge;
 
 	spin_lock(&l->lock);
 	if (l->closing || !s->embryo_linked) {
 		spin_unlock(&l->lock);
 		ret = -ESHUTDOWN;
-		goto out_uncharge;
+		goto out_release;
 	}
 	s->obj.id = id;
 	ret = kmsgr_obj_publish(inst, &s->obj);
 	if (ret) {
 		spin_unlock(&l->lock);
 		s->obj.id = 0;
-		goto out_uncharge;
+		goto out_release;
 	}
 	list_del_init(&s->embryo);
 	s->embryo_linked = false;
@@ -823,10 +824,10 @@ static int kmsgr_sess_announce(struct kmsgr_sess *s, struct kmsgr_conn *kc)
 	kmsgr_sess_event(s, KMSGR_EV_ACCEPTED, 0, 0);
 	return 0;
 
-out_uncharge:
-	atomic_dec(&inst->nr_sessions);
 out_release:
 	xa_release(&inst->objs, id);
+out_uncharge:
+	atomic_dec(&inst->nr_sessions);
 out_refused:
 	if (ret != -ESHUTDOWN && kc->xprt &&
 	    !kc->xprt->ops->getname(kc->xprt, &peer, true))

@@ -29,6 +29,13 @@
  *                                 other, with max_sessions 8 and a listener
  *                                 that never CLOSEs: every one is served
  *                                 (each slot taken 8 times)
+ *  max_sessions_refused           a listener and two sessions under
+ *                                 max_sessions 3: three more clients are
+ *                                 refused at the end of their handshake
+ *                                 (REFUSED, reason SESSIONS, -ENOSPC, the
+ *                                 listener's user_data; the clients
+ *                                 CLOSED), burn no ids, and a CLOSE makes
+ *                                 room for the next one
  *  lossless_server_wait_bounded   a lossless server session whose client is
  *                                 gone closes after resume_timeout
  *  closed_after_spilled_recvs     a lossless server session that ends
@@ -778,6 +785,70 @@ TEST_F_TIMEOUT(core, ended_sessions_free_slots, 600)
 	EXPECT_EQ(ENDED_CLIENTS, served)
 		TH_LOG("client %u: %s", i, kmsgr_strerror(ret));
 	EXPECT_EQ(0, param_set("max_sessions", old, NULL));
+}
+
+#define FULL_REFUSED	3
+
+/*
+ * max_sessions holds per instance, so the refused clients come from an
+ * instance of their own (three sessions: within the limit).
+ */
+TEST_F_TIMEOUT(core, max_sessions_refused, 120)
+{
+	const struct kt_event *e;
+	unsigned int old, i, refused = 0;
+	struct kt_inst ref = { 0 };
+	struct kmsgr_listen l;
+	uint32_t cli_id, srv_id[2], next;
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_inst_open(&ref, "refused", 64, TX_AREA, RX_POOL, 3));
+	ref.transport = self->x.transport;
+	kt_loop_add(&self->lp, &ref);
+	/* the listener counts as one */
+	ASSERT_EQ(0, param_set("max_sessions", 3, &old));
+	ret = kt_listen(&self->srv, self->x.ip, 0, 0xa, &l);
+	if (ret)
+		param_set("max_sessions", old, NULL);
+	ASSERT_EQ(0, ret);
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY,
+					i, &cli_id));
+		ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id,
+					  &self->srv, &srv_id[i], SETUP_MS));
+	}
+	for (i = 0; i < FULL_REFUSED; i++) {
+		ASSERT_EQ(0, kt_connect(&ref, &l.bound, 0, KT_PEER_ANY,
+					0x10 + i, &cli_id));
+		EXPECT_LE(0, wait_event(&self->lp, &ref, cli_id,
+					KMSGR_EV_CLOSED, 0, SETUP_MS))
+			TH_LOG("refused client %u: no CLOSED", i);
+	}
+	for (i = 0; i < 40 && refused < FULL_REFUSED; i++) {
+		kt_loop_run_once(&self->lp, 50);
+		refused = count_events(&self->lp, &self->srv, KMSGR_EV_REFUSED,
+				       KMSGR_REASON_SESSIONS);
+	}
+	EXPECT_EQ(FULL_REFUSED, refused);
+	EXPECT_EQ(2, count_events(&self->lp, &self->srv, KMSGR_EV_ACCEPTED, 0))
+		TH_LOG("sessions accepted beyond max_sessions");
+	e = kt_find_event(&self->lp, &self->srv, l.id, KMSGR_EV_REFUSED, 0);
+	ASSERT_NE(NULL, e);
+	EXPECT_EQ(0xa, e->user_data);
+	EXPECT_EQ(-ENOSPC, e->res);
+
+	/* a CLOSE gives the slot back; the refusals took no ids */
+	EXPECT_EQ(0, kmsgr_close_id(self->srv.k, srv_id[0]));
+	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0x20,
+				&cli_id));
+	EXPECT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				  &next, SETUP_MS));
+	EXPECT_EQ(srv_id[1] + 1, next);
+	EXPECT_EQ(0, param_set("max_sessions", old, NULL));
+	kt_inst_close(&ref);
+	self->lp.nr_inst = 2;
 }
 
 TEST_F_TIMEOUT(core, lossless_server_wait_bounded, 120)
