@@ -233,8 +233,23 @@ static void kmsgr_rdma_fault_sleep(const unsigned int *ms_param)
 
 #define kmsgr_rdma_fault_bind()		kmsgr_rdma_fault_sleep(&fault_bind_ms)
 #define kmsgr_rdma_fault_listen()	kmsgr_rdma_fault_sleep(&fault_listen_ms)
+
+static bool fault_comm_est;
+module_param(fault_comm_est, bool, 0644);
+MODULE_PARM_DESC(fault_comm_est,
+		 "Test builds only: a listener's QP reports IB_EVENT_COMM_EST right after the accept, before the RTU can come (as a device does when a packet overtakes the RTU; rxe never reports it)");
+
+static bool kmsgr_rdma_fault_comm_est(void)
+{
+	return READ_ONCE(fault_comm_est);
+}
 #else
 static bool kmsgr_rdma_fault_no_done(void)
+{
+	return false;
+}
+
+static bool kmsgr_rdma_fault_comm_est(void)
 {
 	return false;
 }
@@ -353,6 +368,13 @@ struct kmsgr_rdma_conn {
 	u64 tx_stream;			/* bytes send() took (owner) */
 	bool parked;			/* teardown waits for the port (mutex) */
 	struct rdma_cm_id *id;		/* ours to destroy, or NULL */
+	/*
+	 * The cm_id the QP's event handler tells of IB_EVENT_COMM_EST: set
+	 * once the QP exists, cleared before the cm_id or the QP goes.  The
+	 * handler may run in any context, so its own lock, irqs off.
+	 */
+	spinlock_t est_lock;
+	struct rdma_cm_id *est_id;
 	struct kmsgr_rdma_dev *dev;	/* counted in dev->users */
 	struct list_head dev_node;	/* on dev->conns while listed */
 	u64 net_cookie;			/* its namespace's (set before listed) */
@@ -1132,6 +1154,7 @@ static struct kmsgr_rdma_conn *kmsgr_rdma_conn_alloc(void)
 	c->x.caps = KMSGR_XPRT_CAP_STREAM;
 	kref_init(&c->ref);
 	mutex_init(&c->mutex);
+	spin_lock_init(&c->est_lock);
 	spin_lock_init(&c->lock);
 	timer_setup(&c->rd_timer, kmsgr_rdma_read_timeout, 0);
 	init_waitqueue_head(&c->wq);
@@ -1170,12 +1193,37 @@ static void kmsgr_rdma_conn_put(struct kmsgr_rdma_conn *c)
 	kref_put(&c->ref, kmsgr_rdma_conn_release);
 }
 
+/*
+ * A QP event.  COMM_EST: the passive side's QP received a packet before
+ * its CM saw the RTU (lost, or still on its way); the CM must hear of it,
+ * or it waits for an RTU that may never come and drops the connection
+ * when its REP's retries run out.  rdma_notify() takes spinlocks only.
+ */
 static void kmsgr_rdma_qp_event(struct ib_event *ev, void *ctx)
 {
 	struct kmsgr_rdma_conn *c = ctx;
+	unsigned long flags;
+	int ret = 0;
 
-	pr_debug("connection %pISpc: QP event %s\n", &c->peer,
-		 ib_event_msg(ev->event));
+	if (ev->event == IB_EVENT_COMM_EST) {
+		spin_lock_irqsave(&c->est_lock, flags);
+		if (c->est_id)
+			ret = rdma_notify(c->est_id, IB_EVENT_COMM_EST);
+		spin_unlock_irqrestore(&c->est_lock, flags);
+	}
+	pr_debug("connection %pISpc: QP event %s (%d)\n", &c->peer,
+		 ib_event_msg(ev->event), ret);
+}
+
+/* Who the QP event handler tells of COMM_EST: @id, or NULL for no one. */
+static void kmsgr_rdma_set_est_id(struct kmsgr_rdma_conn *c,
+				  struct rdma_cm_id *id)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&c->est_lock, flags);
+	c->est_id = id;
+	spin_unlock_irqrestore(&c->est_lock, flags);
 }
 
 /*
@@ -1278,6 +1326,7 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 	if (ret)
 		return ret;
 	c->qp = id->qp;
+	kmsgr_rdma_set_est_id(c, id);
 	c->port = id->port_num;
 	c->rd_cqe.done = kmsgr_rdma_read_done;
 
@@ -1360,6 +1409,7 @@ static void kmsgr_rdma_conn_unsetup(struct kmsgr_rdma_conn *c,
 				    struct rdma_cm_id *id)
 {
 	if (c->qp) {
+		kmsgr_rdma_set_est_id(c, NULL);	/* the CM may destroy @id */
 		ib_drain_qp(c->qp);	/* every completion has run */
 		kmsgr_rdma_pulls_free(c);
 		if (id)
@@ -1396,6 +1446,7 @@ static void kmsgr_rdma_conn_unsetup(struct kmsgr_rdma_conn *c,
 static void kmsgr_rdma_teardown(struct kmsgr_rdma_conn *c)
 {
 	if (c->id) {
+		kmsgr_rdma_set_est_id(c, NULL);	/* the QP outlives c->id */
 		rdma_disconnect(c->id);
 		rdma_destroy_id(c->id);
 		c->id = NULL;
@@ -1857,6 +1908,15 @@ static int kmsgr_rdma_lsn_request(struct kmsgr_rdma_lsn *l,
 	ret = rdma_accept(id, &p);
 	if (ret)
 		goto out_unsetup;
+	if (kmsgr_rdma_fault_comm_est()) {
+		struct ib_event est = {
+			.device = id->device,
+			.element.qp = c->qp,
+			.event = IB_EVENT_COMM_EST,
+		};
+
+		kmsgr_rdma_qp_event(&est, c);
+	}
 
 	/*
 	 * Ours from here: the listener reaps it if it fails.  Its completions

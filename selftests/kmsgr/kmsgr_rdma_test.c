@@ -27,6 +27,11 @@
  *                  is down arrives whole once the client has redialled.
  *                  Lossy: the session ends; a new one works (the device
  *                  still takes connections).
+ *  comm_est_before_rtu  the listener's QP reports COMM_EST before the
+ *                  RTU came (fault_comm_est, test builds; rxe never
+ *                  does): the CM hears of it and establishes the
+ *                  connection then (the RTU after it counts as a
+ *                  duplicate, and only then); the pair works.
  *  no_done_peer    the receiving end never says DONE (fault_no_done, test
  *                  builds) but acknowledges: a lossless sender fails the
  *                  connection with EPROTO, its registrations destroyed
@@ -676,6 +681,64 @@ TEST_F_TIMEOUT(rdma, new_pair_resources, 180)
 		TH_LOG("protection domains %ld -> %ld for two new connections",
 		       res[RES_PD], got[RES_PD]);
 	streams(_metadata, self, 100, 18, 120 * 1000);
+}
+
+#define COMM_EST	"/sys/module/kmsgr_rdma/parameters/fault_comm_est"
+
+/* The RTUs @dev's CM dropped as duplicates (port 1), or -1. */
+static long long rtu_duplicates(const char *dev)
+{
+	char path[160], line[64];
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/cm_rx_duplicates/rtu", dev);
+	if (kmsgr_read_line(path, line, sizeof(line)))
+		return -1;
+	return strtoll(line, NULL, 0);
+}
+
+/*
+ * A packet that overtakes the RTU (fault_comm_est, test builds: the
+ * listener's QP reports IB_EVENT_COMM_EST right after the accept; rxe
+ * itself never reports it): the listener tells its CM, which establishes
+ * the connection there and then, so the RTU that comes after is a
+ * duplicate (the CM's cm_rx_duplicates/rtu); a pair without it makes
+ * none.  The pair comes up and a stream crosses it.
+ */
+TEST_F_TIMEOUT(rdma, comm_est_before_rtu, 180)
+{
+	struct kmsgr_listen l;
+	struct kmsgr_addr dial;
+	uint32_t srv_id, cli_id;
+	long long d0, d1, d2;
+	int i, ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(COMM_EST, W_OK))
+		SKIP(return, "kmsgr_rdma.ko built without KMSGR_FAULT=y");
+	d0 = rtu_duplicates(self->dev);
+	ASSERT_LE(0, d0) TH_LOG("no cm_rx_duplicates/rtu for %s", self->dev);
+	ASSERT_EQ(0, kt_rdma_pair(&self->lp, &self->srv, &self->cli, self->ip,
+				  variant->flags, &l, &dial, &srv_id, &cli_id));
+	d1 = rtu_duplicates(self->dev);
+	EXPECT_EQ(d0, d1) TH_LOG("RTU duplicates %lld -> %lld for a pair without COMM_EST",
+				 d0, d1);
+
+	ASSERT_EQ(0, param_write(COMM_EST, "1"));
+	ret = kt_rdma_pair(&self->lp, &self->srv, &self->cli, self->ip,
+			   variant->flags, &self->l, &self->dial,
+			   &self->srv_id, &self->cli_id);
+	ASSERT_EQ(0, param_write(COMM_EST, "0"));
+	ASSERT_EQ(0, ret);
+	d2 = rtu_duplicates(self->dev);
+	for (i = 0; i < 100 && d2 == d1; i++) {
+		kt_loop_run_once(&self->lp, 50);
+		d2 = rtu_duplicates(self->dev);
+	}
+	EXPECT_LT(d1, d2) TH_LOG("RTU duplicates %lld -> %lld: the CM did not take the COMM_EST",
+				 d1, d2);
+	streams(_metadata, self, 50, 16, 120 * 1000);
 }
 
 /*
