@@ -18,6 +18,7 @@
 #     byte, a changed object fails seq, write cleans up after itself;
 #   - a pool that does not exist, an object that does not exist and OSDs
 #     that stop answering (SIGSTOP) give clear errors within the timeout;
+#     a batch put to them dials each OSD once, not once per object;
 #   - an OSD killed (SIGKILL) under a bench write: every request finishes
 #     on the new map, and all objects read back intact.
 #
@@ -273,12 +274,29 @@ t0=$(date +%s)
 out=$(timeout 60 "$K" rados stat kmsgr k1 --timeout 6 2>&1)
 rc=$?
 dt=$(($(date +%s) - t0))
-for p in "$dir"/osd-*/osd.pid; do
-	kill -CONT "$(cat "$p")"
-done
 echo "# $out"
 case $out in *"did not answer"* | *"cannot reach"*) [ $rc -eq 1 ] && [ $dt -le 20 ] ;; *) false ;; esac
 tap $? "OSDs stopped (SIGSTOP): kmsgrctl rados stat fails with a clear error after its 6 s timeout (took $dt s, exit $rc)"
+# A stopped OSD takes the TCP connection (its kernel does) and never
+# answers: an open waits until its request's deadline.  Twelve objects in
+# flight over three such OSDs: each OSD is dialled once per map (about
+# 3 x 4 s in the first pass, then the last requests' time left), not
+# once per object (12 x 4 s).
+pairs=
+for i in $(seq 1 12); do
+	pairs="$pairs stopped-$i $tmp/obj/k1"
+done
+t0=$(date +%s)
+# shellcheck disable=SC2086 # OBJECT FILE pairs, no spaces in them
+out=$(timeout 120 "$K" rados put kmsgr $pairs -t 12 --timeout 4 2>&1)
+rc=$?
+dt=$(($(date +%s) - t0))
+for p in "$dir"/osd-*/osd.pid; do
+	kill -CONT "$(cat "$p")"
+done
+echo "$out" | sort | uniq -c | sort -rn | head -n 4 | sed 's/^/# /'
+case $out in *"cannot reach"* | *"did not answer"*) [ $rc -eq 1 ] && [ $dt -le 32 ] ;; *) false ;; esac
+tap $? "OSDs stopped: a put of 12 objects with --timeout 4 fails clearly in $dt s (at most 32: each OSD dialled once, not each object; exit $rc)"
 out=$(timeout 60 "$K" rados stat kmsgr k1 2>&1)
 tap $? "after SIGCONT the same stat works: $out"
 

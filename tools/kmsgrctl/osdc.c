@@ -499,10 +499,15 @@ static struct osdc_osd *osdc_osd(struct osdc *o, int id)
 	return NULL;
 }
 
-/* The open session to OSD @id; quiet on failure (the caller retries). */
-static int osd_session(struct osdc *o, int id, struct ctl_conn **cp)
+/*
+ * The open session to OSD @id, opened by @deadline (ns) at the latest;
+ * quiet on failure (the caller retries).
+ */
+static int osd_session(struct osdc *o, int id, __u64 deadline,
+		       struct ctl_conn **cp)
 {
 	struct osdc_osd *osd = osdc_osd(o, id);
+	__u64 now = ctl_now_ns();
 	struct ctl_conn *c;
 	int ret;
 
@@ -513,6 +518,14 @@ static int osd_session(struct osdc *o, int id, struct ctl_conn **cp)
 		*cp = c;
 		return 0;
 	}
+	/*
+	 * An open waits for an OSD that does not answer until the request's
+	 * deadline: one try per map (the next round's) for all its requests
+	 */
+	if (osd->failed)
+		return osd->failed;
+	if (now >= deadline)
+		return -ETIME;
 	*c = o->osd_proto;
 	c->addr_str = osd->addr_str;
 	c->open = false;
@@ -522,9 +535,15 @@ static int osd_session(struct osdc *o, int id, struct ctl_conn **cp)
 	if (kmsgr_addr_parse(c->addr_str, &c->addr))
 		return -EINVAL;
 	c->addr.nonce = osd->nonce;
+	if (c->timeout_ns > deadline - now)
+		c->timeout_ns = deadline - now;
 	ret = ctl_conn_open(c);
-	if (ret)
+	if (ret) {
+		if (ret != -EINTR)
+			osd->failed = ret;
 		return ret;
+	}
+	c->timeout_ns = o->osd_proto.timeout_ns;
 	*cp = c;
 	return 0;
 }
@@ -840,7 +859,7 @@ static int req_send(struct osdc *o, struct osdc_req *rq)
 	if (ret)
 		return ret;
 	rq->retry = false;
-	ret = osd_session(o, rq->loc.primary, &c);
+	ret = osd_session(o, rq->loc.primary, rq->deadline, &c);
 	if ((ret == -EINTR && ctl_stopped()) || osd_session_hopeless(ret))
 		return ret;
 	if (ret) {

@@ -46,6 +46,7 @@ struct osdc_osd {
 	char addr_str[64];	/* IP:PORT of its v2 public address */
 	__u32 nonce;
 	struct ctl_conn conn;	/* the session, once opened */
+	int failed;		/* its open failed on this map: -errno */
 };
 
 /* An object's place in the cluster at map epoch @epoch. */
