@@ -98,6 +98,33 @@ static const u8 kmsgr_sqe_flags[] = {
 	[KMSGR_OP_BDEV_FLUSH] = KMSGR_SQE_F_SKIP_SUCCESS | KMSGR_SQE_F_LINK,
 };
 
+/*
+ * Whether the fields @sqe's opcode (a known one) does not use are 0: the
+ * message header's for all but SEND; every other one for NOP; @tid for a
+ * RELEASE without KMSGR_SQE_F_TOKEN.  A RELEASE's @session is ignored
+ * (libkmsgr has always put the RECV's session there).
+ */
+static bool kmsgr_sqe_unused_zero(const struct kmsgr_sqe *sqe)
+{
+	unsigned int i;
+
+	if (sqe->opcode == KMSGR_OP_SEND)
+		return true;
+	if (sqe->type || sqe->version || sqe->compat_version || sqe->priority)
+		return false;
+	switch (sqe->opcode) {
+	case KMSGR_OP_NOP:
+		for (i = 0; i < ARRAY_SIZE(sqe->seg); i++)
+			if (sqe->seg[i].off || sqe->seg[i].len)
+				return false;
+		return !sqe->session && !sqe->tid;
+	case KMSGR_OP_RELEASE:
+		return sqe->flags & KMSGR_SQE_F_TOKEN || !sqe->tid;
+	default:
+		return true;	/* the BDEV ops use the rest */
+	}
+}
+
 /* Check the fields every opcode shares; 0 or -EINVAL. */
 static int kmsgr_sqe_check(struct kmsgr_instance *inst,
 			   const struct kmsgr_sqe *sqe)
@@ -106,7 +133,8 @@ static int kmsgr_sqe_check(struct kmsgr_instance *inst,
 	    sqe->flags & ~kmsgr_sqe_flags[sqe->opcode] || sqe->reserved0)
 		return -EINVAL;
 	if (sqe->reserved1 ||
-	    !(sqe->flags & KMSGR_SQE_F_RELEASE) != !sqe->token)
+	    !(sqe->flags & KMSGR_SQE_F_RELEASE) != !sqe->token ||
+	    !kmsgr_sqe_unused_zero(sqe))
 		return -EINVAL;
 	if (sqe->opcode == KMSGR_OP_NOP)
 		return 0;

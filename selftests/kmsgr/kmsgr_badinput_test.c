@@ -372,6 +372,13 @@ static enum expect fuzz_sqe(struct kmsgr_sqe *sqe, uint64_t *rng,
 		sqe->reserved1 = 0;
 	if (kt_rand(rng) % 8)
 		sqe->token = 0;
+	if (kt_rand(rng) % 2) {	/* what a NOP or a RELEASE leaves 0 */
+		sqe->type = 0;
+		sqe->version = 0;
+		sqe->compat_version = 0;
+		sqe->priority = 0;
+		sqe->tid = 0;
+	}
 	switch (kt_rand(rng) % 3) {
 	case 0:
 		sqe->session = b->h.v_id;
@@ -405,9 +412,15 @@ static enum expect fuzz_sqe(struct kmsgr_sqe *sqe, uint64_t *rng,
 	if (sqe->opcode > KMSGR_OP_RELEASE || sqe->flags ||
 	    sqe->reserved0 || sqe->reserved1 || sqe->token)
 		return FX_EINVAL;
+	/* what the opcode does not use must be 0 (flags are 0 here) */
+	if (sqe->opcode != KMSGR_OP_SEND &&
+	    (sqe->type || sqe->version || sqe->compat_version ||
+	     sqe->priority || sqe->tid))
+		return FX_EINVAL;
 	switch (sqe->opcode) {
 	case KMSGR_OP_NOP:
-		return FX_ANY;	/* NOP may ignore the other fields */
+		return sqe->session || any || sqe->seg[0].off ||
+		       sqe->seg[1].off || sqe->seg[2].off ? FX_EINVAL : FX_OK;
 	case KMSGR_OP_SEND:
 		if (live)
 			return FX_EINVAL;

@@ -206,6 +206,7 @@ static bool cqe_pop(struct ring *r, struct kmsgr_cqe *out)
 
 static void prep_nop(struct kmsgr_sqe *sqe, uint64_t user_data)
 {
+	memset(sqe, 0, sizeof(*sqe));	/* a NOP's other fields must be 0 */
 	sqe->opcode = KMSGR_OP_NOP;
 	sqe->user_data = user_data;
 }
@@ -952,6 +953,31 @@ TEST_F(ring, bad_sqes_get_error_cqes)
 	sqe.reserved1 = 0;
 	sqe.token = 1;		/* only with KMSGR_SQE_F_RELEASE */
 	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL, "token");
+	sqe.token = 0;
+
+	/* The fields a NOP does not use, one at a time. */
+	sqe.type = 1;
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL, "NOP type");
+	sqe.type = 0;
+	sqe.priority = 127;
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL, "NOP priority");
+	sqe.priority = 0;
+	sqe.session = 1;
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL, "NOP session");
+	sqe.session = 0;
+	sqe.tid = 1ULL << 40;
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL, "NOP tid");
+	sqe.tid = 0;
+	sqe.seg[2].off = GRAIN;		/* an empty slice with an offset */
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL, "NOP slice");
+	sqe.seg[2].off = 0;
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, 0, "NOP all zero");
+
+	/* A message header on a block-device op, before its handle. */
+	sqe.opcode = KMSGR_OP_BDEV_READ;
+	sqe.compat_version = 1;
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL,
+		    "BDEV_READ compat_version");
 
 	/* SEND slices outside the area, including u32 wrap-around. */
 	memset(&sqe, 0, sizeof(sqe));
@@ -1011,9 +1037,28 @@ TEST_F(ring, bad_sqes_get_error_cqes)
 	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL,
 		    "RELEASE second slice");
 
-	/* A RELEASE of empty slices completes silently. */
+	/*
+	 * A token in @tid without KMSGR_SQE_F_TOKEN is refused, not taken
+	 * for the unchecked form; a message header as well.
+	 */
 	memset(&sqe, 0, sizeof(sqe));
 	sqe.opcode = KMSGR_OP_RELEASE;
+	sqe.user_data = 5;
+	sqe.tid = 1;
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL,
+		    "RELEASE tid without the token flag");
+	sqe.tid = 0;
+	sqe.version = 1;
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL,
+		    "RELEASE version");
+
+	/*
+	 * A RELEASE of empty slices completes silently, with the session
+	 * libkmsgr puts there.
+	 */
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = KMSGR_OP_RELEASE;
+	sqe.session = 3;
 	*sqe_get(r) = sqe;
 	prep_nop(sqe_get(r), 99);
 	ASSERT_EQ(2, ring_submit(r, 0, 0, 0));
@@ -1323,11 +1368,14 @@ static void random_sqe(struct kmsgr_sqe *sqe, uint64_t buf_size, uint64_t ud)
 	if (sqe->opcode >= KMSGR_OP_BDEV_WRITE &&
 	    sqe->opcode <= KMSGR_OP_BDEV_FLUSH)
 		sqe->flags &= ~KMSGR_SQE_F_LINK;
-	sqe->type = rnd();
-	sqe->version = rnd();
-	sqe->compat_version = rnd();
+	/* a message header on half of them: others must have none */
+	if (rnd() % 2) {
+		sqe->type = rnd();
+		sqe->version = rnd();
+		sqe->compat_version = rnd();
+		sqe->priority = rnd();
+	}
 	sqe->session = rnd() % 4 ? rnd() % 8 : (uint32_t)rnd();
-	sqe->priority = rnd();
 	if (!(rnd() % 16))
 		sqe->reserved0 = rnd();
 	if (!(rnd() % 16))
@@ -1339,6 +1387,14 @@ static void random_sqe(struct kmsgr_sqe *sqe, uint64_t buf_size, uint64_t ud)
 	for (i = 0; i < 3; i++) {
 		sqe->seg[i].off = rnd_u32(buf_size);
 		sqe->seg[i].len = rnd() % 2 ? 0 : rnd_u32(buf_size);
+	}
+	/* and on half, nothing a NOP or an unchecked RELEASE leaves unused */
+	if (rnd() % 2) {
+		sqe->tid = 0;
+		if (sqe->opcode == KMSGR_OP_NOP) {
+			sqe->session = 0;
+			memset(sqe->seg, 0, sizeof(sqe->seg));
+		}
 	}
 }
 
@@ -1373,7 +1429,20 @@ static void expected_cqe(const struct kmsgr_sqe *sqe, uint64_t buf_size,
 	if ((sqe->flags & KMSGR_SQE_F_TOKEN) &&
 	    (!sqe->tid || sqe->tid > KMSGR_RELEASE_TOKEN_MAX))
 		return;
+	/* the fields the opcode does not use must be 0 */
+	if (sqe->opcode != KMSGR_OP_SEND &&
+	    (sqe->type || sqe->version || sqe->compat_version ||
+	     sqe->priority))
+		return;
+	if (sqe->opcode == KMSGR_OP_RELEASE &&
+	    !(sqe->flags & KMSGR_SQE_F_TOKEN) && sqe->tid)
+		return;
 	if (sqe->opcode == KMSGR_OP_NOP) {
+		for (i = 0; i < 3; i++)
+			if (sqe->seg[i].off || sqe->seg[i].len)
+				return;
+		if (sqe->session || sqe->tid)
+			return;
 		*res = 0;
 	} else if (!slices_ok) {
 		return;

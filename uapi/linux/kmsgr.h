@@ -600,6 +600,12 @@ struct kmsgr_slice {
  * -ECANCELED: a SEND meant to carry what the op read never goes out
  * alone.  LINK on any other opcode is a bad flag of that SQE alone
  * (-EINVAL); the SQE after it is not affected.
+ *
+ * Fields an opcode does not use must be 0, else its CQE has -EINVAL:
+ * @type, @version, @compat_version and @priority for all but SEND; for
+ * NOP also @session, @tid and @seg; @tid for a RELEASE without
+ * KMSGR_SQE_F_TOKEN.  (A RELEASE's @session is ignored: libkmsgr puts the
+ * RECV's there.)
  */
 struct kmsgr_sqe {
 	__u8 opcode;		/* KMSGR_OP_* */
