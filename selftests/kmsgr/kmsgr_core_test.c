@@ -189,19 +189,32 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* Write module parameter @name; its old value goes to *@old if not NULL. */
-static int param_set(const char *name, unsigned int v, unsigned int *old)
+/*
+ * The module parameters this test changed and their values before: the
+ * fixtures' teardown puts them back, so a test that stops at a failed
+ * ASSERT does not leave its limits to the tests after it.
+ */
+static struct {
+	const char *name;
+	unsigned int was;
+} param_saved[8];
+static unsigned int param_nsaved;
+
+static int param_read(const char *path, unsigned int *v)
 {
-	char path[128], buf[32];
+	char buf[32];
+
+	if (kmsgr_read_line(path, buf, sizeof(buf)))
+		return -EIO;
+	*v = (unsigned int)strtoul(buf, NULL, 0);
+	return 0;
+}
+
+static int param_write(const char *path, unsigned int v)
+{
 	FILE *f;
 	int ret = 0;
 
-	snprintf(path, sizeof(path), KMSGR_SYS_MODULE "/parameters/%s", name);
-	if (old) {
-		if (kmsgr_read_line(path, buf, sizeof(buf)))
-			return -EIO;
-		*old = (unsigned int)strtoul(buf, NULL, 0);
-	}
 	f = fopen(path, "w");
 	if (!f)
 		return -errno;
@@ -209,6 +222,57 @@ static int param_set(const char *name, unsigned int v, unsigned int *old)
 		ret = -EIO;
 	if (fclose(f) && !ret)
 		ret = -errno;
+	return ret;
+}
+
+static void param_path(char *path, size_t size, const char *name)
+{
+	snprintf(path, size, KMSGR_SYS_MODULE "/parameters/%s", name);
+}
+
+/*
+ * Write module parameter @name; its old value goes to *@old if not NULL.
+ * The first write of @name in this test remembers the value it had for
+ * params_restore().
+ */
+static int param_set(const char *name, unsigned int v, unsigned int *old)
+{
+	unsigned int cur = 0, i;
+	char path[128];
+
+	param_path(path, sizeof(path), name);
+	for (i = 0; i < param_nsaved; i++)
+		if (!strcmp(param_saved[i].name, name))
+			break;
+	if (old || i == param_nsaved) {
+		if (param_read(path, &cur))
+			return -EIO;
+		if (old)
+			*old = cur;
+	}
+	if (i == param_nsaved) {
+		if (i == ARRAY_SIZE(param_saved))
+			return -ENOSPC;
+		param_saved[i].name = name;
+		param_saved[i].was = cur;
+		param_nsaved++;
+	}
+	return param_write(path, v);
+}
+
+/* Put back every parameter param_set() changed; 0 or the first error. */
+static int params_restore(void)
+{
+	char path[128];
+	int ret = 0, r;
+
+	while (param_nsaved) {
+		param_nsaved--;
+		param_path(path, sizeof(path), param_saved[param_nsaved].name);
+		r = param_write(path, param_saved[param_nsaved].was);
+		if (r && !ret)
+			ret = r;
+	}
 	return ret;
 }
 
@@ -395,6 +459,8 @@ static void core_close(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(core) *self)
 {
 	char line[512];
+
+	EXPECT_EQ(0, params_restore());
 
 	if (self->cli.k)
 		kt_inst_close(&self->cli);

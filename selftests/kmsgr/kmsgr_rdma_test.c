@@ -1030,12 +1030,16 @@ TEST_F_TIMEOUT(rdma, many_sessions_bounded, 300)
 	 */
 	ASSERT_EQ(0, kmsgr_read_line(HALF_OPEN, half_open, sizeof(half_open)));
 	ASSERT_EQ(0, param_write(HALF_OPEN, "256"));
+	/* no ASSERT until the old limit is back, for the tests after */
+	for (i = 0; i < MANY; i++) {
+		id[i] = 0;
+		EXPECT_EQ(0, kt_connect(&self->cli, &self->dial,
+					variant->flags, KT_PEER_ANY, 0x100 + i,
+					&id[i]));
+	}
 	for (i = 0; i < MANY; i++)
-		ASSERT_EQ(0, kt_connect(&self->cli, &self->dial, variant->flags,
-					KT_PEER_ANY, 0x100 + i, &id[i]));
-	for (i = 0; i < MANY; i++)
-		up += !!wait_for(&self->lp, &self->cli, id[i], KMSGR_EV_UP, 0,
-				 60000);
+		up += id[i] && wait_for(&self->lp, &self->cli, id[i],
+					KMSGR_EV_UP, 0, 60000);
 	EXPECT_EQ(0, param_write(HALF_OPEN, half_open));
 	ASSERT_EQ(MANY, up);
 	EXPECT_EQ(0, self->lp.nr_ev_dropped);
