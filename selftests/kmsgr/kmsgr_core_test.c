@@ -65,6 +65,11 @@
  *  pool_fragmentation_no_starvation a 32 KiB message gets into a 64 KiB
  *                                 pool kept fragmented by a stream of small
  *                                 ones (first fit alone starved it)
+ *  pool_wait_in_a_large_pool      in a 4 MiB pool (windows weighed 8
+ *                                 grains apart) a waiting 2 MiB message is
+ *                                 promised the window with the fewest
+ *                                 grains in use; 4 KiB ones wait rather
+ *                                 than take its free grains
  *  forged_reconnect_leaves_session_alone  a SESSION_RECONNECT with the
  *                                 client cookie of a live lossless session
  *                                 and a wrong server cookie is reset; the
@@ -138,8 +143,8 @@
  * ended_sessions_free_slots, lossless_server_wait_bounded,
  * closed_after_spilled_recvs,
  * idle_server_sessions_time_out, stale_release_token,
- * pool_fragmentation_no_starvation, listener_cephx,
- * session_memory_charged_to_memcg, send_racing_retirement,
+ * pool_fragmentation_no_starvation, pool_wait_in_a_large_pool,
+ * listener_cephx, session_memory_charged_to_memcg, send_racing_retirement,
  * id_unknown_until_returned.
  * TCP only (fixture core_tcp):
  *  embryos_invisible, half_open_limit  raw TCP sockets as silent peers
@@ -1659,6 +1664,109 @@ static FILE *rogue_server(const char *fault, int life_ms, struct kmsgr_addr *a)
 	return rogue;
 }
 
+
+/* Send one message of @data from @ti's session @id; 0 or -EBUSY. */
+static int send_data(struct kt_inst *ti, uint32_t id, struct kmsgr_slice data,
+		     uint64_t n)
+{
+	struct kmsgr_slice none = { 0 };
+	struct kmsgr_sqe *sqe = kt_sqe(ti);
+
+	if (!sqe)
+		return -EBUSY;
+	kmsgr_prep_send(sqe, id, 0x44, n, none, none, data, n);
+	kmsgr_submit(ti->k, 0, 0);
+	reap_all(ti);
+	return 0;
+}
+
+#define BIG_POOL	(4u << 20)	/* 8192 grains: windows 8 apart */
+#define BIG_MSG		(1u << 20)	/* 2048 grains */
+
+/*
+ * The region promised to a waiting message in a pool of more than 4096
+ * grains, where not every window is weighed: four 1 MiB messages fill a
+ * 4 MiB pool (A1..A4, in order); A3 is released; a 2 MiB message (B)
+ * waits, and is promised the first window with the fewest grains in use,
+ * A2 and A3's.  4 KiB messages that arrive then must leave A3's free
+ * grains to B and wait; once A1 is released they land there, and B gets
+ * in once A2 is released too.
+ */
+TEST_F_TIMEOUT(core, pool_wait_in_a_large_pool, 180)
+{
+	struct kmsgr_slice one = { 0, BIG_MSG }, two = { 0, 2 * BIG_MSG };
+	struct kmsgr_slice small = { 0, 4096 };
+	struct kmsgr_cqe held[4], c;
+	uint32_t a_id, b_id, srv_a, srv_b;
+	struct kt_inst srv, a, b;
+	struct kmsgr_listen l;
+	struct kt_loop lp;
+	uint64_t pool_off;
+	unsigned int i;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_inst_open(&srv, "big-srv", 64, 64 << 10, BIG_POOL, 11));
+	ASSERT_EQ(0, kt_inst_open(&a, "big-a", 64, BIG_MSG, 64 << 10, 12));
+	ASSERT_EQ(0, kt_inst_open(&b, "big-b", 16, 2 * BIG_MSG, 64 << 10, 13));
+	srv.transport = self->x.transport;
+	a.transport = self->x.transport;
+	b.transport = self->x.transport;
+	pool_off = srv.buf_size - srv.pool_size;
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &srv);
+	kt_loop_add(&lp, &a);
+	ASSERT_EQ(0, kt_listen(&srv, self->x.ip, 0, 0xf, &l));
+	ASSERT_EQ(0, kt_connect(&a, &l.bound, 0, KT_PEER_ANY, 0xa, &a_id));
+	ASSERT_EQ(0, kt_wait_pair(&lp, &a, a_id, &srv, &srv_a, SETUP_MS));
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &srv);
+	kt_loop_add(&lp, &b);
+	ASSERT_EQ(0, kt_connect(&b, &l.bound, 0, KT_PEER_ANY, 0xb, &b_id));
+	ASSERT_EQ(0, kt_wait_pair(&lp, &b, b_id, &srv, &srv_b, SETUP_MS));
+
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, send_data(&a, a_id, one, i));
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, next_non_event(&srv, &held[i]));
+		ASSERT_EQ(KMSGR_CQE_RECV, held[i].kind);
+		ASSERT_EQ(srv_a, held[i].session);
+		ASSERT_EQ(pool_off + i * BIG_MSG, held[i].seg[2].off)
+			TH_LOG("message %u is not where first fit puts it", i);
+	}
+	release(&srv, held[2].seg[2], held[2].res, 0);
+
+	ASSERT_EQ(0, send_data(&b, b_id, two, 100));
+	EXPECT_TRUE(quiet_for(&srv, 1000)) TH_LOG("B did not wait");
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, send_data(&a, a_id, small, 10 + i));
+	EXPECT_TRUE(quiet_for(&srv, 1000))
+		TH_LOG("a 4 KiB message took B's promised grains");
+
+	release(&srv, held[0].seg[2], held[0].res, 0);
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, next_non_event(&srv, &c));
+		ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
+		ASSERT_EQ(srv_a, c.session);
+		EXPECT_GT(pool_off + BIG_MSG, c.seg[2].off)
+			TH_LOG("4 KiB message %u at %u, not in A1's space", i,
+			       c.seg[2].off);
+		release(&srv, c.seg[2], c.res, 0);
+	}
+	EXPECT_TRUE(quiet_for(&srv, 300)) TH_LOG("B got in with A2 held");
+
+	release(&srv, held[1].seg[2], held[1].res, 0);
+	ASSERT_EQ(0, next_non_event(&srv, &c));
+	ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
+	EXPECT_EQ(srv_b, c.session);
+	EXPECT_EQ(2 * BIG_MSG, c.seg[2].len);
+	release(&srv, c.seg[2], c.res, 0);
+	release(&srv, held[3].seg[2], held[3].res, 0);
+	EXPECT_EQ(0, kt_pool_bytes(&srv));
+	kt_inst_close(&a);
+	kt_inst_close(&b);
+	kt_inst_close(&srv);
+}
 /* ---- D11: dead peers are detected ----------------------------------------- */
 
 static void silent_peer_times_out(struct __test_metadata *_metadata,
