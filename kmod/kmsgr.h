@@ -99,7 +99,15 @@ struct kmsgr_inst_stats {
 	u64 bdev_write_bytes;	/* ... bytes of their WRITEs */
 };
 
-/* module parameters (main.c) */
+/*
+ * The smallest CQ: consumed SQEs may reserve all but half of it
+ * (rounded down), so from 2 entries up one slot is always left to
+ * inbound messages, which carry the acknowledgments lossless SENDs wait
+ * for.
+ */
+#define KMSGR_CQ_MIN_ENTRIES	2U
+
+/* module parameters (params.c) */
 extern unsigned int kmsgr_max_sq_entries;
 extern unsigned int kmsgr_max_cq_entries;
 extern unsigned long kmsgr_max_buf_size;

@@ -198,7 +198,8 @@ static void *kmsgr_ring_init(struct kmsgr_ring *ring, u32 setup_flags,
 
 /*
  * Check the sizes asked for and round them up in place: ring entries to a
- * power of two, the buffer area to pages, the pool to grains.
+ * power of two, the CQ to at least KMSGR_CQ_MIN_ENTRIES, the buffer area
+ * to pages, the pool to grains.
  */
 static int kmsgr_setup_sizes(struct kmsgr_setup *p)
 {
@@ -213,7 +214,8 @@ static int kmsgr_setup_sizes(struct kmsgr_setup *p)
 		p->cq_entries = min_t(u32, 2 * p->sq_entries, max_cq);
 	if (p->cq_entries > max_cq)
 		return -EINVAL;
-	p->cq_entries = roundup_pow_of_two(p->cq_entries);
+	p->cq_entries = roundup_pow_of_two(max_t(u32, p->cq_entries,
+						 KMSGR_CQ_MIN_ENTRIES));
 	/* The limits are powers of two (main.c), rounding stays inside. */
 	if (p->sq_entries > max_sq || p->cq_entries > max_cq)
 		return -EINVAL;

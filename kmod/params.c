@@ -65,7 +65,7 @@ bool kmsgr_tcp_zerocopy;
  */
 static int kmsgr_param_set_entries(const char *val,
 				   const struct kernel_param *kp,
-				   unsigned int limit)
+				   unsigned int min, unsigned int limit)
 {
 	unsigned int n;
 	int ret;
@@ -73,7 +73,7 @@ static int kmsgr_param_set_entries(const char *val,
 	ret = kstrtouint(val, 0, &n);
 	if (ret)
 		return ret;
-	if (!n || n > limit || !is_power_of_2(n))
+	if (n < min || n > limit || !is_power_of_2(n))
 		return -EINVAL;
 	WRITE_ONCE(*(unsigned int *)kp->arg, n);
 	return 0;
@@ -81,12 +81,13 @@ static int kmsgr_param_set_entries(const char *val,
 
 static int kmsgr_param_set_sq(const char *val, const struct kernel_param *kp)
 {
-	return kmsgr_param_set_entries(val, kp, KMSGR_SQ_ENTRIES_LIMIT);
+	return kmsgr_param_set_entries(val, kp, 1, KMSGR_SQ_ENTRIES_LIMIT);
 }
 
 static int kmsgr_param_set_cq(const char *val, const struct kernel_param *kp)
 {
-	return kmsgr_param_set_entries(val, kp, KMSGR_CQ_ENTRIES_LIMIT);
+	return kmsgr_param_set_entries(val, kp, KMSGR_CQ_MIN_ENTRIES,
+				       KMSGR_CQ_ENTRIES_LIMIT);
 }
 
 static int kmsgr_param_set_buf(const char *val, const struct kernel_param *kp)
@@ -212,7 +213,7 @@ MODULE_PARM_DESC(max_sq_entries,
 module_param_cb(max_cq_entries, &kmsgr_param_cq_ops, &kmsgr_max_cq_entries,
 		0644);
 MODULE_PARM_DESC(max_cq_entries,
-		 "Largest CQ of an instance, entries (power of two, 1-65536; default 8192)");
+		 "Largest CQ of an instance, entries (power of two, 2-65536; default 8192)");
 module_param_cb(max_buf_size, &kmsgr_param_buf_ops, &kmsgr_max_buf_size,
 		0644);
 MODULE_PARM_DESC(max_buf_size,

@@ -94,6 +94,11 @@
  *                                 KMSGR_SECURE_MSG_MAX (it was refused,
  *                                 EMSGSIZE, as in secure mode, which still
  *                                 refuses it)
+ *  smallest_cq_lossless           a CQ asked with 1 entry (it gets 2) on
+ *                                 a lossless session whose peer has 20
+ *                                 messages queued: its SEND completes
+ *                                 (with 1 entry it held the only slot and
+ *                                 the ack behind those messages never came)
  *  room_waiter_woken_by_completions  an ENTER that stopped for want of
  *                                 CQ room (CQ 8, 8 SENDs, waiting for 8)
  *                                 returns once the completions of those
@@ -135,7 +140,8 @@
  *                                 hold up netlink's instance dump or an
  *                                 open of /dev/kmsgr (both waited for it)
  *
- * Module parameters changed by a test are put back by it.
+ * Module parameters a test changes with param_set() are put back by the
+ * fixtures' teardown, also when the test stops at a failed ASSERT.
  *
  * Over both transports (fixture core, variants tcp on 127.0.0.1 and rdma
  * on KMSGR_VM_IP with kmsgr_rdma.ko loaded, SKIP without them):
@@ -145,7 +151,7 @@
  * idle_server_sessions_time_out, stale_release_token,
  * pool_fragmentation_no_starvation, pool_wait_in_a_large_pool,
  * listener_cephx, session_memory_charged_to_memcg, send_racing_retirement,
- * id_unknown_until_returned.
+ * id_unknown_until_returned, smallest_cq_lossless.
  * TCP only (fixture core_tcp):
  *  embryos_invisible, half_open_limit  raw TCP sockets as silent peers
  *  thousand_half_open             raw TCP sockets; counts the TCP sockets
@@ -2741,6 +2747,86 @@ TEST_F_TIMEOUT(core, room_waiter_woken_by_completions, 60)
 		       ret < 0 ? strerror(-ret) : "consumed",
 		       (unsigned long long)(kt_now_ms() - t0));
 	EXPECT_GT(3000, kt_now_ms() - t0);
+	kt_inst_close(&sm);
+	self->lp.nr_inst--;	/* sm was the last added */
+}
+
+/*
+ * The smallest CQ (SETUP makes a CQ of 1 entry 2) on a lossless session
+ * whose peer has messages queued for it: the SEND's acknowledgment comes
+ * after them on the wire, so they must get in while the SEND holds its
+ * CQ slot.  With a CQ of 1 the SEND held the only slot, nothing more was
+ * received, and the SEND never completed.
+ */
+#define TINY_MSGS	20
+
+TEST_F_TIMEOUT(core, smallest_cq_lossless, 60)
+{
+	struct kmsgr_slice none = { 0 }, front = { 0, 64 };
+	struct kmsgr_cqe held[TINY_MSGS], c, *cqe;
+	unsigned int recvs = 0, i;
+	bool sent = false, got = false;
+	struct kmsgr_listen l;
+	uint32_t id, srv_id;
+	struct kmsgr_sqe *sqe;
+	struct kt_inst sm;
+	int ret = 0;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_inst_open_cq(&sm, "cq1", 1, 1, TX_AREA, RX_POOL, 9));
+	sm.transport = self->x.transport;
+	kt_loop_add(&self->lp, &sm);
+	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, KMSGR_SESS_F_LOSSLESS,
+			       0x7171, &l));
+	ASSERT_EQ(0, kt_connect(&sm, &l.bound, KMSGR_SESS_F_LOSSLESS,
+				KT_PEER_ANY, 0x7172, &id));
+	ASSERT_EQ(0, kt_wait_pair(&self->lp, &sm, id, &self->srv, &srv_id,
+				  SETUP_MS));
+
+	/* the server's messages go first; the client reads two at most */
+	for (i = 0; i < TINY_MSGS; i++) {
+		sqe = kt_sqe(&self->srv);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_send(sqe, srv_id, 0x7100, i + 1, front, none, none,
+				0x7100 + i);
+	}
+	ASSERT_LE(0, kmsgr_submit(self->srv.k, 0, 0));
+	usleep(300 * 1000);
+
+	sqe = kmsgr_get_sqe(sm.k);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_send(sqe, id, 0x7200, 1, front, none, none, 0x7200);
+	while (!sent || recvs < TINY_MSGS) {
+		/* the SEND is consumed once the CQ has room for it */
+		ret = kmsgr_wait_cqe(sm.k, &cqe, 5000000000ULL);
+		if (ret)
+			break;
+		if (cqe->kind == KMSGR_CQE_RECV) {
+			ASSERT_GT(TINY_MSGS, recvs);
+			held[recvs++] = *cqe;
+		} else if (cqe->kind == KMSGR_CQE_SEND) {
+			EXPECT_EQ(0, cqe->res);
+			sent = true;
+		}
+		kmsgr_cqe_seen(sm.k);
+	}
+	EXPECT_TRUE(sent)
+		TH_LOG("the SEND did not complete (%d), %u of %u messages in",
+		       ret, recvs, TINY_MSGS);
+	EXPECT_EQ(TINY_MSGS, recvs);
+	for (i = 0; i < recvs; i++)
+		release(&sm, held[i].seg[0], held[i].res, 0);
+	/* the server got it: its RECV among the CQEs of its own SENDs */
+	for (i = 0; i <= TINY_MSGS && !got; i++) {
+		ASSERT_EQ(0, next_non_event(&self->srv, &c));
+		if (c.kind == KMSGR_CQE_RECV) {
+			EXPECT_EQ(srv_id, c.session);
+			release(&self->srv, c.seg[0], c.res, 0);
+			got = true;
+		}
+	}
+	EXPECT_TRUE(got);
 	kt_inst_close(&sm);
 	self->lp.nr_inst--;	/* sm was the last added */
 }

@@ -389,6 +389,16 @@ TEST(setup_rounds_up_and_reports)
 		EXPECT_EQ(0, s.reserved[i]);
 	close(fd);
 
+	/* A CQ has at least 2 entries; an SQ of 1 is fine. */
+	fd = kmsgr_open_dev();
+	ASSERT_LE(0, fd);
+	setup_args(&s, 1, 1, 1 << 20, KMSGR_POOL_MIN);
+	ASSERT_EQ(0, setup_ioctl(fd, &s));
+	EXPECT_EQ(1, s.sq_entries);
+	EXPECT_EQ(2, s.cq_entries);
+	EXPECT_EQ(PAGE_UP(64 + 2 * 64), s.cq_ring_size);
+	close(fd);
+
 	/* cq_entries 0 is twice the SQ; the whole area may be the pool. */
 	fd = kmsgr_open_dev();
 	ASSERT_LE(0, fd);
@@ -588,6 +598,7 @@ TEST(module_params_are_validated)
 	EXPECT_EQ(-EINVAL, write_param("max_sq_entries", "65536"));
 	EXPECT_EQ(-EINVAL, write_param("max_sq_entries", "x"));
 	EXPECT_EQ(-EINVAL, write_param("max_cq_entries", "131072"));
+	EXPECT_EQ(-EINVAL, write_param("max_cq_entries", "1"));
 	EXPECT_EQ(-EINVAL, write_param("max_buf_size", "4097"));
 	EXPECT_EQ(-EINVAL, write_param("max_buf_size", "4096"));
 	EXPECT_EQ(-EINVAL, write_param("max_buf_size", "8589934592"));
