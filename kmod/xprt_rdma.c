@@ -1441,13 +1441,23 @@ static void kmsgr_rdma_conn_unsetup(struct kmsgr_rdma_conn *c,
 
 /*
  * Disconnect, destroy the cm_id (no CM handler runs after that), drain
- * and destroy the QP, under @c->mutex.
+ * and destroy the QP, under @c->mutex.  A connection still connecting is
+ * not disconnected: rdma_disconnect() does not wait for the CM handler,
+ * and a client's handler whose rdma_connect_locked() fails frees the IB
+ * CM id that rdma_disconnect() would send the DREQ on.  rdma_destroy_id()
+ * waits for the handler, then rejects or disconnects by itself.
  */
 static void kmsgr_rdma_teardown(struct kmsgr_rdma_conn *c)
 {
+	bool connecting;
+
 	if (c->id) {
 		kmsgr_rdma_set_est_id(c, NULL);	/* the QP outlives c->id */
-		rdma_disconnect(c->id);
+		spin_lock_bh(&c->lock);
+		connecting = c->state == KMSGR_RDMA_CONNECTING;
+		spin_unlock_bh(&c->lock);
+		if (!connecting)
+			rdma_disconnect(c->id);
 		rdma_destroy_id(c->id);
 		c->id = NULL;
 	}
@@ -1481,7 +1491,11 @@ static void kmsgr_rdma_quiesce(struct kmsgr_rdma_conn *c)
  * port that is down with a local error, which puts its GSI QP (QP1, the
  * CM's) in error for good: no connect request is received on that device
  * again.  The parked connection holds a reference; kmsgr_rdma_unpark() and
- * device removal tear it down.  Under @c->mutex; true if parked.
+ * device removal tear it down.  A server connection that its CM handler
+ * has not put on the device's list yet (lsn_request() makes it pending
+ * first) is not parked: the handler would then list it a second time, and
+ * only rdma_destroy_id(), in the teardown, waits for the handler.  Under
+ * @c->mutex; true if parked.
  */
 static bool kmsgr_rdma_park(struct kmsgr_rdma_conn *c)
 {
@@ -1491,7 +1505,8 @@ static bool kmsgr_rdma_park(struct kmsgr_rdma_conn *c)
 	if (!c->id || !kmsgr_rdma_port_down(d, c->port))
 		return false;
 	mutex_lock(&kmsgr_rdma_lock);
-	if (!d->dying && kmsgr_rdma_port_down(d, c->port)) {
+	if (!d->dying && !list_empty(&c->dev_node) &&
+	    kmsgr_rdma_port_down(d, c->port)) {
 		list_move_tail(&c->dev_node, &d->parked);
 		kref_get(&c->ref);
 		c->parked = true;
