@@ -254,8 +254,9 @@ struct kmsgr_ring {
  * max_*) fail with EINVAL; a cq_entries of 0 asks for twice sq_entries,
  * capped at max_cq_entries; a CQ has at least 2 entries (of 1, consumed
  * SQEs could hold the only slot, and a lossless SEND would wait for an
- * acknowledgment inside a message there is no room to receive).  The rings and the area are charged to
- * RLIMIT_MEMLOCK (ENOMEM over it, unless CAP_IPC_LOCK).
+ * acknowledgment inside a message there is no room to receive).  The
+ * rings and the area are charged to RLIMIT_MEMLOCK (ENOMEM over it,
+ * unless CAP_IPC_LOCK).
  * Out: the sizes granted and the length of each region to mmap.
  */
 struct kmsgr_setup {
