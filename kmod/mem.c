@@ -977,9 +977,9 @@ static unsigned long kmsgr_pool_used_in(const struct kmsgr_instance *inst,
  * step a multiple of the alignment's that leaves at most that many: the
  * scan runs under cq_lock with irqs off, and a bit at a time it took
  * 0.6-1.5 ms on this project's host for a 256 MiB pool (a tenth of that
- * now, a few words counted per window).  Any
- * window would do (the region is only kept free for the waiter); this
- * one frees soonest to within a step.
+ * now, a few words counted per window).  Any window would do (the region
+ * is only kept free for the waiter); this one frees soonest to within a
+ * step.
  */
 #define KMSGR_POOL_PICK_WINDOWS	4096
 

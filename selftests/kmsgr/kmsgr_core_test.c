@@ -1495,10 +1495,14 @@ static void reap_all(struct kt_inst *ti)
 		kmsgr_cqe_seen(ti->k);
 }
 
-/* One 400-byte (one-grain) message from @ti's session @id. */
-static int send_small(struct kt_inst *ti, uint32_t id, uint64_t n)
+/*
+ * One message of @data (its data segment) from @ti's session @id, type
+ * 0x42, tid and user_data @n; 0 or -EBUSY.
+ */
+static int send_data(struct kt_inst *ti, uint32_t id, struct kmsgr_slice data,
+		     uint64_t n)
 {
-	struct kmsgr_slice none = { 0 }, data = { 0, 400 };
+	struct kmsgr_slice none = { 0 };
 	struct kmsgr_sqe *sqe = kt_sqe(ti);
 
 	if (!sqe)
@@ -1507,6 +1511,13 @@ static int send_small(struct kt_inst *ti, uint32_t id, uint64_t n)
 	kmsgr_submit(ti->k, 0, 0);
 	reap_all(ti);
 	return 0;
+}
+
+/* One 400-byte (one-grain) message from @ti's session @id. */
+static int send_small(struct kt_inst *ti, uint32_t id, uint64_t n)
+{
+	return send_data(ti, id, (struct kmsgr_slice){ .off = 0, .len = 400 },
+			 n);
 }
 
 /* Release a random one of the @n messages in @held; returns @n - 1. */
@@ -1546,6 +1557,55 @@ static unsigned int longest_free_run(const struct kt_inst *ti,
 }
 
 /*
+ * A server with a receive pool of @pool bytes, and two clients a and b
+ * (send areas of @a_tx and @b_tx bytes), each with a lossy session to it
+ * over the fixture's transport.
+ */
+struct pool_bed {
+	struct kt_inst srv, a, b;
+	uint32_t a_id, b_id;	/* the clients' session ids */
+	uint32_t srv_a, srv_b;	/* the server's */
+};
+
+static void pool_bed_open(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(core) *self, struct pool_bed *p,
+			  uint64_t pool, uint64_t a_tx, uint64_t b_tx)
+{
+	struct kmsgr_listen l;
+	struct kt_loop lp;
+
+	ASSERT_EQ(0, kt_inst_open(&p->srv, "pool-srv", 64, 64 << 10, pool, 8));
+	ASSERT_EQ(0, kt_inst_open(&p->a, "pool-a", 64, a_tx, 64 << 10, 9));
+	ASSERT_EQ(0, kt_inst_open(&p->b, "pool-b", 16, b_tx, 64 << 10, 10));
+	p->srv.transport = self->x.transport;
+	p->a.transport = self->x.transport;
+	p->b.transport = self->x.transport;
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &p->srv);
+	kt_loop_add(&lp, &p->a);
+	ASSERT_EQ(0, kt_listen(&p->srv, self->x.ip, 0, 0xf, &l));
+	ASSERT_EQ(0, kt_connect(&p->a, &l.bound, 0, KT_PEER_ANY, 0xa,
+				&p->a_id));
+	ASSERT_EQ(0, kt_wait_pair(&lp, &p->a, p->a_id, &p->srv, &p->srv_a,
+				  SETUP_MS));
+	/* a new loop: kt_wait_pair() takes the first ACCEPTED it saw */
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &p->srv);
+	kt_loop_add(&lp, &p->b);
+	ASSERT_EQ(0, kt_connect(&p->b, &l.bound, 0, KT_PEER_ANY, 0xb,
+				&p->b_id));
+	ASSERT_EQ(0, kt_wait_pair(&lp, &p->b, p->b_id, &p->srv, &p->srv_b,
+				  SETUP_MS));
+}
+
+static void pool_bed_close(struct pool_bed *p)
+{
+	kt_inst_close(&p->a);
+	kt_inst_close(&p->b);
+	kt_inst_close(&p->srv);
+}
+
+/*
  * Fragmentation: a 64 KiB pool (128 grains) full of one-grain messages,
  * half of them released at random; a 32 KiB message (64 grains, the most
  * a message may take) arrives while the small ones keep coming and the
@@ -1558,69 +1618,49 @@ TEST_F_TIMEOUT(core, pool_fragmentation_no_starvation, 180)
 {
 	struct kmsgr_slice none = { 0 }, large = { 0, 32 << 10 };
 	struct kmsgr_cqe held[FRAG_GRAINS], c;
-	uint32_t a_id, b_id, srv_a, srv_b;
-	struct kt_inst srv, a, b;
-	struct kmsgr_listen l;
-	struct kmsgr_sqe *sqe;
 	unsigned int n = 0, small = 0, sent = 0, large_at = 0;
+	struct kmsgr_sqe *sqe;
 	uint64_t rnd = 0x5eed;
-	struct kt_loop lp;
+	struct pool_bed p;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	ASSERT_EQ(0, kt_inst_open(&srv, "frag-srv", 64, 64 << 10,
-				  FRAG_GRAINS * 512, 8));
-	ASSERT_EQ(0, kt_inst_open(&a, "frag-a", 64, 64 << 10, 64 << 10, 9));
-	ASSERT_EQ(0, kt_inst_open(&b, "frag-b", 16, 64 << 10, 64 << 10, 10));
-	srv.transport = self->x.transport;
-	a.transport = self->x.transport;
-	b.transport = self->x.transport;
-	kt_loop_init(&lp);
-	kt_loop_add(&lp, &srv);
-	kt_loop_add(&lp, &a);
-	ASSERT_EQ(0, kt_listen(&srv, self->x.ip, 0, 0xf, &l));
-	ASSERT_EQ(0, kt_connect(&a, &l.bound, 0, KT_PEER_ANY, 0xa, &a_id));
-	ASSERT_EQ(0, kt_wait_pair(&lp, &a, a_id, &srv, &srv_a, SETUP_MS));
-	/* a new loop: kt_wait_pair() takes the first ACCEPTED it saw */
-	kt_loop_init(&lp);
-	kt_loop_add(&lp, &srv);
-	kt_loop_add(&lp, &b);
-	ASSERT_EQ(0, kt_connect(&b, &l.bound, 0, KT_PEER_ANY, 0xb, &b_id));
-	ASSERT_EQ(0, kt_wait_pair(&lp, &b, b_id, &srv, &srv_b, SETUP_MS));
+	pool_bed_open(_metadata, self, &p, FRAG_GRAINS * 512, 64 << 10,
+		      64 << 10);
 
 	/* fill the pool, then free half of it at random */
 	for (sent = 0; sent < FRAG_GRAINS; sent++)
-		ASSERT_EQ(0, send_small(&a, a_id, sent));
+		ASSERT_EQ(0, send_small(&p.a, p.a_id, sent));
 	for (n = 0; n < FRAG_GRAINS; n++) {
-		ASSERT_EQ(0, next_non_event(&srv, &held[n]));
+		ASSERT_EQ(0, next_non_event(&p.srv, &held[n]));
 		ASSERT_EQ(KMSGR_CQE_RECV, held[n].kind);
 	}
 	while (n > FRAG_KEEP)
-		n = release_random(&srv, held, n, &rnd);
-	ASSERT_GT(FRAG_KEEP, longest_free_run(&srv, held, n))
+		n = release_random(&p.srv, held, n, &rnd);
+	ASSERT_GT(FRAG_KEEP, longest_free_run(&p.srv, held, n))
 		TH_LOG("the pool is not fragmented: no test");
 
-	sqe = kt_sqe(&b);
+	sqe = kt_sqe(&p.b);
 	ASSERT_NE(NULL, sqe);
-	kmsgr_prep_send(sqe, b_id, 0x43, 1, none, none, large, 1);
-	kmsgr_submit(b.k, 0, 0);
+	kmsgr_prep_send(sqe, p.b_id, 0x43, 1, none, none, large, 1);
+	kmsgr_submit(p.b.k, 0, 0);
 
 	while (small < FRAG_STREAM && !large_at) {
 		if (sent - FRAG_GRAINS - small < 8)
-			ASSERT_EQ(0, send_small(&a, a_id, sent++));
-		ASSERT_EQ(0, next_non_event(&srv, &c))
+			ASSERT_EQ(0, send_small(&p.a, p.a_id, sent++));
+		ASSERT_EQ(0, next_non_event(&p.srv, &c))
 			TH_LOG("stuck after %u small messages", small);
 		ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
-		if (c.session == srv_b) {
+		if (c.session == p.srv_b) {
 			ASSERT_EQ(32u << 10, c.seg[2].len);
 			large_at = small + 1;
-			release(&srv, c.seg[2], c.res, 0);
+			release(&p.srv, c.seg[2], c.res, 0);
 			break;
 		}
-		ASSERT_EQ(srv_a, c.session);
+		ASSERT_EQ(p.srv_a, c.session);
 		small++;
 		held[n++] = c;
-		n = release_random(&srv, held, n, &rnd);
+		n = release_random(&p.srv, held, n, &rnd);
 	}
 	if (large_at)
 		TH_LOG("the large message got in after %u small ones",
@@ -1629,19 +1669,17 @@ TEST_F_TIMEOUT(core, pool_fragmentation_no_starvation, 180)
 		TH_LOG("%u small messages passed it", FRAG_STREAM);
 	/* the small ones still in flight arrive; each is released */
 	while (large_at && small < sent - FRAG_GRAINS) {
-		ASSERT_EQ(0, next_non_event(&srv, &c));
+		ASSERT_EQ(0, next_non_event(&p.srv, &c));
 		ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
-		release(&srv, c.seg[2], c.res, 0);
+		release(&p.srv, c.seg[2], c.res, 0);
 		small++;
 	}
 	/* the pool holds exactly what the application kept */
-	EXPECT_EQ((long long)n * 512, kt_pool_bytes(&srv));
+	EXPECT_EQ((long long)n * 512, kt_pool_bytes(&p.srv));
 	while (n)
-		n = release_random(&srv, held, n, &rnd);
-	EXPECT_EQ(0, kt_pool_bytes(&srv));
-	kt_inst_close(&a);
-	kt_inst_close(&b);
-	kt_inst_close(&srv);
+		n = release_random(&p.srv, held, n, &rnd);
+	EXPECT_EQ(0, kt_pool_bytes(&p.srv));
+	pool_bed_close(&p);
 }
 
 /*
@@ -1671,21 +1709,6 @@ static FILE *rogue_server(const char *fault, int life_ms, struct kmsgr_addr *a)
 }
 
 
-/* Send one message of @data from @ti's session @id; 0 or -EBUSY. */
-static int send_data(struct kt_inst *ti, uint32_t id, struct kmsgr_slice data,
-		     uint64_t n)
-{
-	struct kmsgr_slice none = { 0 };
-	struct kmsgr_sqe *sqe = kt_sqe(ti);
-
-	if (!sqe)
-		return -EBUSY;
-	kmsgr_prep_send(sqe, id, 0x44, n, none, none, data, n);
-	kmsgr_submit(ti->k, 0, 0);
-	reap_all(ti);
-	return 0;
-}
-
 #define BIG_POOL	(4u << 20)	/* 8192 grains: windows 8 apart */
 #define BIG_MSG		(1u << 20)	/* 2048 grains */
 
@@ -1703,75 +1726,54 @@ TEST_F_TIMEOUT(core, pool_wait_in_a_large_pool, 180)
 	struct kmsgr_slice one = { 0, BIG_MSG }, two = { 0, 2 * BIG_MSG };
 	struct kmsgr_slice small = { 0, 4096 };
 	struct kmsgr_cqe held[4], c;
-	uint32_t a_id, b_id, srv_a, srv_b;
-	struct kt_inst srv, a, b;
-	struct kmsgr_listen l;
-	struct kt_loop lp;
+	struct pool_bed p;
 	uint64_t pool_off;
 	unsigned int i;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	ASSERT_EQ(0, kt_inst_open(&srv, "big-srv", 64, 64 << 10, BIG_POOL, 11));
-	ASSERT_EQ(0, kt_inst_open(&a, "big-a", 64, BIG_MSG, 64 << 10, 12));
-	ASSERT_EQ(0, kt_inst_open(&b, "big-b", 16, 2 * BIG_MSG, 64 << 10, 13));
-	srv.transport = self->x.transport;
-	a.transport = self->x.transport;
-	b.transport = self->x.transport;
-	pool_off = srv.buf_size - srv.pool_size;
-	kt_loop_init(&lp);
-	kt_loop_add(&lp, &srv);
-	kt_loop_add(&lp, &a);
-	ASSERT_EQ(0, kt_listen(&srv, self->x.ip, 0, 0xf, &l));
-	ASSERT_EQ(0, kt_connect(&a, &l.bound, 0, KT_PEER_ANY, 0xa, &a_id));
-	ASSERT_EQ(0, kt_wait_pair(&lp, &a, a_id, &srv, &srv_a, SETUP_MS));
-	kt_loop_init(&lp);
-	kt_loop_add(&lp, &srv);
-	kt_loop_add(&lp, &b);
-	ASSERT_EQ(0, kt_connect(&b, &l.bound, 0, KT_PEER_ANY, 0xb, &b_id));
-	ASSERT_EQ(0, kt_wait_pair(&lp, &b, b_id, &srv, &srv_b, SETUP_MS));
+	pool_bed_open(_metadata, self, &p, BIG_POOL, BIG_MSG, 2 * BIG_MSG);
+	pool_off = p.srv.buf_size - p.srv.pool_size;
 
 	for (i = 0; i < 4; i++)
-		ASSERT_EQ(0, send_data(&a, a_id, one, i));
+		ASSERT_EQ(0, send_data(&p.a, p.a_id, one, i));
 	for (i = 0; i < 4; i++) {
-		ASSERT_EQ(0, next_non_event(&srv, &held[i]));
+		ASSERT_EQ(0, next_non_event(&p.srv, &held[i]));
 		ASSERT_EQ(KMSGR_CQE_RECV, held[i].kind);
-		ASSERT_EQ(srv_a, held[i].session);
+		ASSERT_EQ(p.srv_a, held[i].session);
 		ASSERT_EQ(pool_off + i * BIG_MSG, held[i].seg[2].off)
 			TH_LOG("message %u is not where first fit puts it", i);
 	}
-	release(&srv, held[2].seg[2], held[2].res, 0);
+	release(&p.srv, held[2].seg[2], held[2].res, 0);
 
-	ASSERT_EQ(0, send_data(&b, b_id, two, 100));
-	EXPECT_TRUE(quiet_for(&srv, 1000)) TH_LOG("B did not wait");
+	ASSERT_EQ(0, send_data(&p.b, p.b_id, two, 100));
+	EXPECT_TRUE(quiet_for(&p.srv, 1000)) TH_LOG("B did not wait");
 	for (i = 0; i < 4; i++)
-		ASSERT_EQ(0, send_data(&a, a_id, small, 10 + i));
-	EXPECT_TRUE(quiet_for(&srv, 1000))
+		ASSERT_EQ(0, send_data(&p.a, p.a_id, small, 10 + i));
+	EXPECT_TRUE(quiet_for(&p.srv, 1000))
 		TH_LOG("a 4 KiB message took B's promised grains");
 
-	release(&srv, held[0].seg[2], held[0].res, 0);
+	release(&p.srv, held[0].seg[2], held[0].res, 0);
 	for (i = 0; i < 4; i++) {
-		ASSERT_EQ(0, next_non_event(&srv, &c));
+		ASSERT_EQ(0, next_non_event(&p.srv, &c));
 		ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
-		ASSERT_EQ(srv_a, c.session);
+		ASSERT_EQ(p.srv_a, c.session);
 		EXPECT_GT(pool_off + BIG_MSG, c.seg[2].off)
 			TH_LOG("4 KiB message %u at %u, not in A1's space", i,
 			       c.seg[2].off);
-		release(&srv, c.seg[2], c.res, 0);
+		release(&p.srv, c.seg[2], c.res, 0);
 	}
-	EXPECT_TRUE(quiet_for(&srv, 300)) TH_LOG("B got in with A2 held");
+	EXPECT_TRUE(quiet_for(&p.srv, 300)) TH_LOG("B got in with A2 held");
 
-	release(&srv, held[1].seg[2], held[1].res, 0);
-	ASSERT_EQ(0, next_non_event(&srv, &c));
+	release(&p.srv, held[1].seg[2], held[1].res, 0);
+	ASSERT_EQ(0, next_non_event(&p.srv, &c));
 	ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
-	EXPECT_EQ(srv_b, c.session);
+	EXPECT_EQ(p.srv_b, c.session);
 	EXPECT_EQ(2 * BIG_MSG, c.seg[2].len);
-	release(&srv, c.seg[2], c.res, 0);
-	release(&srv, held[3].seg[2], held[3].res, 0);
-	EXPECT_EQ(0, kt_pool_bytes(&srv));
-	kt_inst_close(&a);
-	kt_inst_close(&b);
-	kt_inst_close(&srv);
+	release(&p.srv, c.seg[2], c.res, 0);
+	release(&p.srv, held[3].seg[2], held[3].res, 0);
+	EXPECT_EQ(0, kt_pool_bytes(&p.srv));
+	pool_bed_close(&p);
 }
 /* ---- D11: dead peers are detected ----------------------------------------- */
 
