@@ -223,17 +223,10 @@ static int param_read(const char *path, unsigned int *v)
 
 static int param_write(const char *path, unsigned int v)
 {
-	FILE *f;
-	int ret = 0;
+	char val[16];
 
-	f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	if (fprintf(f, "%u\n", v) < 0)
-		ret = -EIO;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
+	snprintf(val, sizeof(val), "%u", v);
+	return kmsgr_write_line(path, val);
 }
 
 static void param_path(char *path, size_t size, const char *name)

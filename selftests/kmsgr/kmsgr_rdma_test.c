@@ -622,18 +622,6 @@ static long long conn_pinned(void)
 	return 2 * n * size;
 }
 
-/* Write @val to the parameter file @path; 0 on success. */
-static int param_write(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "w");
-	int ret;
-
-	if (!f)
-		return -1;
-	ret = fputs(val, f) < 0;
-	return fclose(f) || ret ? -1 : 0;
-}
-
 #define CREDITS	"/sys/module/kmsgr_rdma/parameters/credits"
 
 /*
@@ -660,11 +648,11 @@ TEST_F_TIMEOUT(rdma, new_pair_resources, 180)
 	ASSERT_EQ(0, kmsgr_read_line(CREDITS, old, sizeof(old)));
 	ASSERT_EQ(0, res_counts(self->dev, res));
 	before = kt_rdma_counter("pinned_bytes");
-	ASSERT_EQ(0, param_write(CREDITS, "6"));
+	ASSERT_EQ(0, kmsgr_write_line(CREDITS, "6"));
 	ret = kt_rdma_pair(&self->lp, &self->srv, &self->cli, self->ip,
 			   variant->flags, &self->l, &self->dial,
 			   &self->srv_id, &self->cli_id);
-	ASSERT_EQ(0, param_write(CREDITS, old));
+	ASSERT_EQ(0, kmsgr_write_line(CREDITS, old));
 	ASSERT_EQ(0, ret);
 	/* both ends' new connections, 4 + 4 buffers each */
 	for (i = 0; i < 40 && grew != 2 * 2 * 4 * size; i++) {
@@ -728,11 +716,11 @@ TEST_F_TIMEOUT(rdma, comm_est_before_rtu, 180)
 		TH_LOG("RTU duplicates %lld -> %lld for a pair without COMM_EST",
 		       d0, d1);
 
-	ASSERT_EQ(0, param_write(COMM_EST, "1"));
+	ASSERT_EQ(0, kmsgr_write_line(COMM_EST, "1"));
 	ret = kt_rdma_pair(&self->lp, &self->srv, &self->cli, self->ip,
 			   variant->flags, &self->l, &self->dial,
 			   &self->srv_id, &self->cli_id);
-	ASSERT_EQ(0, param_write(COMM_EST, "0"));
+	ASSERT_EQ(0, kmsgr_write_line(COMM_EST, "0"));
 	ASSERT_EQ(0, ret);
 	d2 = rtu_duplicates(self->dev);
 	for (i = 0; i < 100 && d2 == d1; i++) {
@@ -796,10 +784,10 @@ TEST_F_TIMEOUT(rdma, no_done_peer, 180)
 		       (unsigned long long)ii.registered, one_conn);
 	mark = self->lp.nr_ev;
 	pulled = kt_rdma_counter("pulled_bytes");
-	ASSERT_EQ(0, param_write(NO_DONE, "1"));
+	ASSERT_EQ(0, kmsgr_write_line(NO_DONE, "1"));
 	/* lossy: at most 4 pieces, within the 4 staging registrations */
 	streams(_metadata, self, lossless ? 16 : 4, 20, 120 * 1000);
-	ASSERT_EQ(0, param_write(NO_DONE, "0"));
+	ASSERT_EQ(0, kmsgr_write_line(NO_DONE, "0"));
 	EXPECT_LT(pulled, kt_rdma_counter("pulled_bytes"))
 		TH_LOG("nothing was pulled: the test proves nothing");
 	if (lossless) {
@@ -1029,7 +1017,7 @@ TEST_F_TIMEOUT(rdma, many_sessions_bounded, 300)
 	 * closed, which is not what this test is about.
 	 */
 	ASSERT_EQ(0, kmsgr_read_line(HALF_OPEN, half_open, sizeof(half_open)));
-	ASSERT_EQ(0, param_write(HALF_OPEN, "256"));
+	ASSERT_EQ(0, kmsgr_write_line(HALF_OPEN, "256"));
 	/* no ASSERT until the old limit is back, for the tests after */
 	for (i = 0; i < MANY; i++) {
 		id[i] = 0;
@@ -1040,7 +1028,7 @@ TEST_F_TIMEOUT(rdma, many_sessions_bounded, 300)
 	for (i = 0; i < MANY; i++)
 		up += id[i] && wait_for(&self->lp, &self->cli, id[i],
 					KMSGR_EV_UP, 0, 60000);
-	EXPECT_EQ(0, param_write(HALF_OPEN, half_open));
+	EXPECT_EQ(0, kmsgr_write_line(HALF_OPEN, half_open));
 	ASSERT_EQ(MANY, up);
 	EXPECT_EQ(0, self->lp.nr_ev_dropped);
 
@@ -1169,7 +1157,7 @@ static void removal_meets_listen(struct __test_metadata *_metadata,
 	if (access(param, W_OK))
 		SKIP(return, "kmsgr_rdma.ko built without KMSGR_FAULT=y");
 	ASSERT_EQ(0, rxe_netdev(dev, netdev, sizeof(netdev)));
-	ASSERT_EQ(0, param_write(param, "2000"));
+	ASSERT_EQ(0, kmsgr_write_line(param, "2000"));
 	fflush(stdout);
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -1179,7 +1167,7 @@ static void removal_meets_listen(struct __test_metadata *_metadata,
 	snprintf(cmd, sizeof(cmd), "rdma link delete %s", dev);
 	ret = system(cmd);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	param_write(param, "0");
+	kmsgr_write_line(param, "0");
 	snprintf(cmd, sizeof(cmd), "rdma link add %s type rxe netdev %s", dev,
 		 netdev);
 	ASSERT_EQ(0, system(cmd)) TH_LOG("%s failed", cmd);

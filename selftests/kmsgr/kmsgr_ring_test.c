@@ -244,16 +244,9 @@ static long vm_pinned_kb(void)
 static int write_param(const char *name, const char *val)
 {
 	char path[128];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), KMSGR_SYS_MODULE "/parameters/%s", name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
+	return kmsgr_write_line(path, val);
 }
 
 /* ---- SETUP -------------------------------------------------------------- */
