@@ -560,7 +560,10 @@ static void kmsgr_tcp_close_work(struct work_struct *work)
 		 * reference: their SENDs have completed (or failed at the
 		 * session's end), and the application may be filling those
 		 * slices again.  Reset the connection then, which drops what
-		 * is queued instead of sending those pages on.
+		 * is queued instead of sending those pages on.  Until this
+		 * runs the socket may still send them: a payload changed
+		 * since it was summed fails the peer's crc check, and the
+		 * peer is trusted (kmsgr_tcp_zerocopy, kmsgr(4)).
 		 */
 		if (t->zc_sent)
 			sock_no_linger(t->sock->sk);
