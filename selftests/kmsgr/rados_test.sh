@@ -265,6 +265,25 @@ case $out in *"cannot open"*"nosuchfile"*) [ $rc -eq 1 ] ;; *) false ;; esac
 tap $? "put of a missing file: exit 1, says so"
 out=$("$K" rados put kmsgr 2>&1)
 tap "$([ $? -eq 2 ] && echo 0 || echo 1)" "put without OBJECT: usage error, exit 2"
+# SIGINT while a put still reads its standard input: it stops there, and
+# the object keeps what it had (not the input read so far)
+echo before >"$tmp/before"
+"$K" rados put kmsgr sigint-obj "$tmp/before"
+{ echo part; sleep 6; echo rest; } 2>/dev/null |
+	"$K" rados put kmsgr sigint-obj - 2>"$tmp/int.err" &
+ipid=$!
+sleep 3
+t0=$(date +%s)
+kill -INT "$ipid"
+wait "$ipid"
+rc=$?
+dt=$(($(date +%s) - t0))
+got=$("$K" rados get kmsgr sigint-obj - 2>&1)
+echo "# exit $rc after $dt s: $(cat "$tmp/int.err"); the object holds: $got"
+[ $rc -eq 1 ] && [ $dt -le 2 ] && [ "$got" = before ] &&
+	grep -qi 'interrupted' "$tmp/int.err"
+tap $? "SIGINT during a put from a pipe: exit 1 at once, says so, the object unchanged"
+"$K" rados rm kmsgr sigint-obj
 
 # OSDs that stop answering: a clear error within the timeout, no hang
 for p in "$dir"/osd-*/osd.pid; do

@@ -456,6 +456,13 @@ static int ring_wait_for(struct kmsgr_cqe *cqe, __u64 timeout_ns)
 	struct kmsgr_cqe *c;
 	int ret;
 
+	/*
+	 * A stop that came while we were not waiting (no ENTER to
+	 * interrupt): nothing more is submitted, and the caller sees it now,
+	 * not at its deadline.
+	 */
+	if (ctl_stopped())
+		return -EINTR;
 	ctl_flush_backlog();
 	ret = kmsgr_wait_cqe(ctl_k, &c, timeout_ns);
 	if (ret == -ETIME || ret == -EINTR)

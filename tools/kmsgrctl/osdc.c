@@ -1065,8 +1065,10 @@ int osdc_reap(struct osdc *o, __u64 deadline_ns, struct osdc_req **rqp)
 		ret = ctl_wait(&cqe, due);
 		if (ret == -ETIME)
 			continue;
-		if (ret == -EINTR && ctl_stopped())
+		if (ret == -EINTR && ctl_stopped()) {
+			error("interrupted");
 			return ret;
+		}
 		if (ret == -EINTR)
 			continue;
 		if (ret)

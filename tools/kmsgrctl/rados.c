@@ -83,7 +83,10 @@ static const char *const rados_verbs[] = {
 
 static const char *const bench_modes[] = { "write", "seq", "rand" };
 
-/* Read all of @fd (a file or a pipe) into a malloc'd buffer. */
+/*
+ * Read all of @fd (a file or a pipe) into a malloc'd buffer; a stop signal
+ * ends it with -EINTR.
+ */
 static int read_all(int fd, __u8 **out, size_t *len)
 {
 	size_t cap = 1 << 16, n = 0;
@@ -103,7 +106,7 @@ static int read_all(int fd, __u8 **out, size_t *len)
 			cap *= 2;
 		}
 		r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
+		if (r < 0 && errno == EINTR && !ctl_stopped())
 			continue;
 		if (r < 0) {
 			r = -errno;
@@ -125,7 +128,7 @@ static int write_all(int fd, const __u8 *p, size_t len)
 
 	while (len) {
 		r = write(fd, p, len);
-		if (r < 0 && errno == EINTR)
+		if (r < 0 && errno == EINTR && !ctl_stopped())
 			continue;
 		if (r < 0)
 			return -errno;
