@@ -586,6 +586,7 @@ static void m2_sess_fresh(struct msgr2_conn *c)
 
 	m2_sess_requeue(s);
 	s->in_seq = 0;
+	s->rx_aborted = 0;
 	s->acked_seq = 0;
 	s->wire_seq = 0;
 	s->connect_seq = 0;

@@ -438,6 +438,12 @@ static int m2_tx_start_msg(struct msgr2_conn *c)
 		/* cannot be framed here: give it back, keep seqs dense */
 		m = m2_sess_next(s);
 		m2_sess_renumber(s, m->hdr.seq);
+		/*
+		 * The ones after it took new seqs, which no wire has carried
+		 * yet: an ack of them before they are written is cut
+		 * (m2_sess_ack()).
+		 */
+		s->wire_seq = min_t(u64, s->wire_seq, m->hdr.seq - 1);
 		c->cfg.ops->tx_done(c->cfg.priv, m, -EMSGSIZE);
 		/* the callback may fail the connection: then nothing more */
 		if (m2_failed(c))
@@ -483,9 +489,18 @@ void m2_tx_abort_msg(struct msgr2_conn *c)
 	c->tx_vn = 0;
 	c->tx_vi = 0;
 	c->tx_voff = 0;
-	/* lossless: it is still on the sent queue and will be resent */
-	if (m && c->s && c->s->lossy)
+	if (!m || !c->s)
+		return;
+	if (c->s->lossy)
 		c->cfg.ops->tx_done(c->cfg.priv, m, -ECONNRESET);
+	/*
+	 * Lossless: it stays on the sent queue and is resent, unless the
+	 * peer acknowledged it while it was being written (m2_sess_ack()
+	 * kept it for m2_tx_msg_done()): then it is done, not to be failed
+	 * by a reset or sent again under a new seq.
+	 */
+	else if (m->hdr.seq <= c->s->acked_seq)
+		m2_sess_ack(c->s, c, c->s->acked_seq);
 }
 
 static int m2_tx_ctrl8(struct msgr2_conn *c, u8 tag, const u8 *p)

@@ -1435,6 +1435,93 @@ TEST(ack_of_the_message_being_written)
 }
 
 /*
+ * The same ack, then the connection fails before the last byte is
+ * reported: the message is done (the peer has it), not failed by the
+ * next connection's full reset, nor sent again there.
+ */
+TEST(ack_of_the_message_being_written_then_fault)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	struct msgr2_iov iov[8];
+	size_t len = 0, used;
+	u8 wire[512];
+	int i, n;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	ASSERT_EQ(0, pair_send(&p->cl, 9, "front", 5, NULL, 0, NULL, 0));
+	n = msgr2_tx_iov(p->cl.c, iov, 8);
+	ASSERT_LT(0, n);
+	for (i = 0; i < n; i++) {
+		ASSERT_GE(sizeof(wire), len + iov[i].len);
+		memcpy(wire + len, iov[i].base, iov[i].len);
+		len += iov[i].len;
+	}
+	ASSERT_EQ(0, msgr2_rx_feed(p->sv.c, wire, len, &used));
+	ASSERT_EQ(1, p->sv.n_rx);
+	ASSERT_EQ(0, msgr2_tx_done(p->cl.c, len - 1));
+	pair_move(p, false, 0);
+	ASSERT_EQ(1, p->cl.s.acked_seq);
+	ASSERT_EQ(0, p->cl.n_tx_ok);
+	/* the fault: acknowledged, so done */
+	pair_disconnect(p);
+	EXPECT_EQ(1, p->cl.n_tx_ok);
+	EXPECT_EQ(0, p->cl.n_tx_err);
+	EXPECT_EQ(NULL, p->cl.s.sent_head);
+	EXPECT_EQ(NULL, p->cl.s.out_head);
+	/* a server that forgot the session: its full reset fails nothing */
+	p->cl.s.client_cookie ^= 0x5555;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	EXPECT_EQ(1, p->cl.n_reset);
+	EXPECT_EQ(1, p->cl.n_tx_ok);
+	EXPECT_EQ(0, p->cl.n_tx_err);
+	EXPECT_EQ(1, p->sv.n_rx) TH_LOG("delivered twice");
+	pair_free(p);
+}
+
+/*
+ * A new session (after a SESSION_RESET that is not full, the client
+ * sends CLIENT_IDENT again) starts its seqs at 1: a seq an aborted frame
+ * used up in the old session does not excuse a gap in the new one.
+ */
+TEST(aborted_seq_forgotten_by_a_new_session)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	static u8 f[256];
+	u8 b[4] = { 0 };
+	size_t n;
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	ASSERT_EQ(0, pair_send(&p->sv, 1, b, sizeof(b), NULL, 0, NULL, 0));
+	pair_pump(p);
+	ASSERT_EQ(1, p->cl.s.in_seq);
+	n = msg_frame(f, sizeof(f), 2, 0x01);	/* seq 2, aborted */
+	ASSERT_EQ(0, msgr2_rx_feed(p->cl.c, f, n, NULL));
+	ASSERT_EQ(1, p->cl.n_rx_drop);
+	pair_session(&p->sv)->out_seq = 2;
+	pair_disconnect(p);
+	/* what a SESSION_RESET that is not full leaves: CLIENT_IDENT next */
+	p->cl.s.server_cookie = 0;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(msgr2_conn_ready(p->cl.c));
+	ASSERT_EQ(0, p->cl.ready_arg);		/* a new session */
+	ASSERT_EQ(0, p->cl.s.in_seq);
+	/* the new session's first message must be seq 1 */
+	n = msg_frame(f, sizeof(f), 2, 0x0e);
+	EXPECT_GT(0, msgr2_rx_feed(p->cl.c, f, n, NULL));
+	EXPECT_EQ(MSGR2_R_SEQ, msgr2_conn_reason(p->cl.c));
+	EXPECT_EQ(1, p->cl.n_rx);
+	pair_free(p);
+}
+
+/*
  * A secure connection with no tx scratch still sends a header-only
  * message (one segment: no tail to seal apart); a message with a front
  * is refused at msgr2_send() as before, never accepted then dropped.

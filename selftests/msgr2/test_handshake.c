@@ -896,6 +896,54 @@ TEST(reconnect_ack_beyond_what_was_sent)
 }
 
 /*
+ * The same lie after a reconnect that renumbered the queue: messages 1 to
+ * 3 went on a wire nobody read; on the next connection message 1 no
+ * longer fits (a smaller segment limit) and is given back, so 2 and 3
+ * become 1 and 2.  Seq 3 is then a new message that no wire has carried:
+ * an ack of 3 before it is written must not complete it.
+ */
+TEST(reconnect_renumbered_ack_beyond_what_was_sent)
+{
+	struct pair *p = pair_new(MSGR2_MODE_CRC);
+	static u8 big[64];
+	struct msgr2_iov iov[8];
+	size_t len;
+	u8 x = 3;
+	int i, n;
+
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	ASSERT_EQ(0, pair_send(&p->cl, 1, big, sizeof(big), NULL, 0, NULL, 0));
+	ASSERT_EQ(0, pair_send(&p->cl, 2, &x, 1, NULL, 0, NULL, 0));
+	ASSERT_EQ(0, pair_send(&p->cl, 3, &x, 1, NULL, 0, NULL, 0));
+	/* written, and lost */
+	while ((n = msgr2_tx_iov(p->cl.c, iov, 8)) > 0) {
+		for (len = 0, i = 0; i < n; i++)
+			len += iov[i].len;
+		ASSERT_EQ(0, msgr2_tx_done(p->cl.c, len));
+	}
+	ASSERT_EQ(3, p->cl.s.wire_seq);
+	pair_disconnect(p);
+	p->cl.cfg.max_seg_len[0] = sizeof(big) - 1;
+	ASSERT_EQ(0, pair_connect(p));
+	pair_pump(p);
+	ASSERT_TRUE(both_ready(p));
+	ASSERT_EQ(1, p->cl.n_tx_err);		/* message 1: -EMSGSIZE */
+	ASSERT_EQ(2, p->sv.n_rx);
+	ASSERT_EQ(2, p->cl.n_tx_ok);
+	/* the new seq 3, queued; the server claims to have it */
+	ASSERT_EQ(0, pair_send(&p->cl, 4, &x, 1, NULL, 0, NULL, 0));
+	pair_session(&p->sv)->in_seq = 3;	/* the lie */
+	ASSERT_EQ(0, pair_send(&p->sv, 5, &x, 1, NULL, 0, NULL, 0));
+	pair_move(p, false, 0);			/* its ack_seq reaches us */
+	ASSERT_EQ(1, p->cl.n_rx);
+	pair_move(p, true, 0);			/* now it is written */
+	EXPECT_EQ(2, p->cl.n_tx_ok) TH_LOG("completed without an ack");
+	pair_free(p);
+}
+
+/*
  * The same lie in a live session: a message from the peer whose ack_seq
  * (or an ACK) covers messages still queued.  They are not complete when
  * written, only at an ack that comes after them: a fault before it sends
