@@ -197,42 +197,51 @@ static int kmsgr_bdev_open(struct kmsgr_instance *inst,
 	bdev = blkdev_get_by_dev(dev, mode, mode & FMODE_EXCL ? inst : NULL);
 	if (IS_ERR(bdev)) {
 		ret = PTR_ERR(bdev);
-		kfree(h);
-		goto out_fput;
+		goto out_free;
 	}
 	/*
 	 * The device the fd was opened on, not another that got its number
 	 * since (a disk unplugged, a partition deleted and made again): the
 	 * fd's access was checked for that one only.
 	 */
-	if (bdev != I_BDEV(f->f_mapping->host)) {
-		blkdev_put(bdev, mode);
-		kfree(h);
-		ret = -ENXIO;
-		goto out_fput;
-	}
-	h->bdev = bdev;
-	h->mode = mode;
-	h->rdonly = rdonly || bdev_read_only(bdev);
-	atomic_set(&h->inflight, 0);
+	ret = -ENXIO;
+	if (bdev != I_BDEV(f->f_mapping->host))
+		goto out_put;
 	if (a->flags & KMSGR_BDEV_F_POLL) {
 		/*
 		 * No poll queues: its bios would quietly lose REQ_POLLED.
 		 * A build without the feature (a kernel whose bio_poll()
 		 * can sleep on a freezing queue, compat.h) polls nothing.
 		 */
+		ret = -EOPNOTSUPP;
 		if (!(KMSGR_FEAT_SUPPORTED & KMSGR_FEAT_BDEV_POLL) ||
 		    !test_bit(QUEUE_FLAG_POLL,
-			      &bdev_get_queue(bdev)->queue_flags)) {
-			blkdev_put(bdev, mode);
-			kfree(h);
-			ret = -EOPNOTSUPP;
-			goto out_fput;
-		}
+			      &bdev_get_queue(bdev)->queue_flags))
+			goto out_put;
 		h->poll = true;
 	}
+	/*
+	 * The BDEV ops go past the device's page cache, as O_DIRECT does:
+	 * what buffered writers left dirty there goes to the device now,
+	 * and the clean pages go, so that neither a later writeback nor a
+	 * buffered reader undoes or hides what the ops write.
+	 */
+	ret = sync_blockdev(bdev);
+	if (ret)
+		goto out_put;
+	invalidate_bdev(bdev);
+	h->bdev = bdev;
+	h->mode = mode;
+	h->rdonly = rdonly || bdev_read_only(bdev);
+	atomic_set(&h->inflight, 0);
 	*out = h;
-	ret = 0;
+	fput(f);
+	return 0;
+
+out_put:
+	blkdev_put(bdev, mode);
+out_free:
+	kfree(h);
 out_fput:
 	fput(f);
 	return ret;
@@ -769,11 +778,8 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 	if (!disk_live(h->bdev->bd_disk) ||
 	    test_bit(GD_DEAD, &h->bdev->bd_disk->state))
 		return -ENXIO;
-	if (sqe->opcode == KMSGR_OP_BDEV_FLUSH) {
-		if (sqe->tid || sqe->seg[0].len || sqe->seg[1].len ||
-		    sqe->seg[2].len)
-			return -EINVAL;
-	} else {
+	/* a FLUSH has no range (kmsgr_sqe_unused_zero()) */
+	if (sqe->opcode != KMSGR_OP_BDEV_FLUSH) {
 		ret = kmsgr_bdev_check(inst, h, sqe, &total);
 		if (ret)
 			return ret;
@@ -813,7 +819,13 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 		atomic64_add(total, &h->read_bytes);
 		break;
 	case KMSGR_OP_BDEV_WRITE:
-		opf = REQ_OP_WRITE | REQ_SYNC;
+		/*
+		 * As O_DIRECT writes: SYNC | IDLE keeps writeback
+		 * throttling (wbt) off them, which would otherwise let a
+		 * few in flight at a time and put ENTER to sleep in
+		 * submit_bio() for the rest.
+		 */
+		opf = REQ_OP_WRITE | REQ_SYNC | REQ_IDLE;
 		if (sqe->flags & KMSGR_SQE_F_FUA)
 			opf |= REQ_FUA;
 		/* on every bio: none may reach the media before the flush */

@@ -120,8 +120,13 @@ static bool kmsgr_sqe_unused_zero(const struct kmsgr_sqe *sqe)
 		return !sqe->session && !sqe->tid;
 	case KMSGR_OP_RELEASE:
 		return sqe->flags & KMSGR_SQE_F_TOKEN || !sqe->tid;
+	case KMSGR_OP_BDEV_FLUSH:
+		for (i = 0; i < ARRAY_SIZE(sqe->seg); i++)
+			if (sqe->seg[i].off || sqe->seg[i].len)
+				return false;
+		return !sqe->tid;
 	default:
-		return true;	/* the BDEV ops use the rest */
+		return true;	/* the other BDEV ops use the rest */
 	}
 }
 

@@ -1740,9 +1740,13 @@ void kmsgr_sess_teardown(struct kmsgr_sess *s, bool post, bool from_reaper)
 	if (kc)
 		kmsgr_sess_conn_free(kc);
 	kmsgr_sess_flush_held(s);
-	/* before its CLOSED; a later one completes as it is added */
-	kmsgr_sess_take_sendq(s);
+	/*
+	 * Before its CLOSED, in the order they were submitted: the engine's
+	 * first, then those still on the send list (CLOSED: the take
+	 * completes them); a later one completes as it is added.
+	 */
 	msgr2_session_drain(&s->ms, kmsgr_sess_drain_done, s, -ECONNRESET);
+	kmsgr_sess_take_sendq(s);
 	/* a DEAD one's CLOSED still owed goes now, with its own reason */
 	if (!kmsgr_sess_pay_closed(s) && !was_dead &&
 	    (s->announced || !s->server))

@@ -147,6 +147,10 @@
 #define STUCK_START_MS	500		/* ENTER is stuck by then */
 #define DUMP_MAX_MS	1000
 
+/* writes_not_throttled_as_writeback */
+#define WBT_WRITES	SQ_ENTRIES	/* more than wbt lets through */
+#define WBT_TIMER_MS	1000		/* null_blk's completion_nsec */
+
 /* user_data: a tag in the high half, a number in the low one */
 #define UD(tag, n)	(((uint64_t)(tag) << 32) | (uint32_t)(n))
 #define TAG_READ	0xc0
@@ -642,6 +646,59 @@ TEST_F_TIMEOUT(nullb, split_polled_op_sleeps, 60)
 		TH_LOG("the ENTER spun: %llu us of CPU in %llu us, expected under a quarter",
 		       (unsigned long long)c.cpu_us,
 		       (unsigned long long)c.wall_us);
+}
+
+/*
+ * BDEV_WRITEs are not writeback: like O_DIRECT writes they carry REQ_SYNC
+ * and REQ_IDLE, so writeback throttling (wbt) lets them all go to the
+ * device at once, not 4 to 16 at a time with the submitter asleep in
+ * submit_bio() for the rest.  WBT_WRITES WRITEs to a device whose
+ * commands each take WBT_TIMER_MS: the ENTER that submits them returns
+ * long before the first one ends.
+ */
+TEST_F_TIMEOUT(nullb, writes_not_throttled_as_writeback, 60)
+{
+	static const char *const cfg[] = {
+		"irqmode=2", "completion_nsec=" STR(WBT_TIMER_MS) "000000",
+		NULL
+	};
+	struct enter_call c = { .ti = &self->ti };
+	unsigned int i, seen = 0;
+	struct kmsgr_bdev b;
+	struct kmsgr_cqe cqe;
+	struct kmsgr_sqe s;
+	char path[160];
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	nullb_create(_metadata, &self->nb, cfg);
+	/* on, whatever the kernel's default for this device */
+	snprintf(path, sizeof(path), "/sys/block/%s/queue/wbt_lat_usec",
+		 self->nb.name);
+	ASSERT_EQ(0, kmsgr_write_line(path, "2000"))
+		TH_LOG("%s: writeback throttling cannot be turned on", path);
+	attach(_metadata, self, self->nb.dev, 0, &b);
+	for (i = 0; i < WBT_WRITES; i++) {
+		s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, i * 4 * KIB,
+			     i * 4 * KIB, 4 * KIB, UD(TAG_READ, i));
+		ASSERT_EQ(0, queue_sqe(&self->ti, &s));
+	}
+	enter_call(&c);
+	EXPECT_EQ(WBT_WRITES, c.ret);
+	TH_LOG("%u WRITEs submitted in %llu us (each takes %u ms)",
+	       WBT_WRITES, (unsigned long long)c.wall_us, WBT_TIMER_MS);
+	EXPECT_GT(WBT_TIMER_MS * 1000ULL / 2, c.wall_us)
+		TH_LOG("the submitting ENTER waited for WRITEs to end: throttled as writeback");
+	for (i = 0; i < WBT_WRITES; i++) {
+		ASSERT_EQ(0, next_cqe(&self->ti, &cqe, 4 * WBT_TIMER_MS *
+						       WBT_WRITES))
+			TH_LOG("%u of %u CQEs", i, WBT_WRITES);
+		EXPECT_EQ(0, cqe.res) TH_LOG("WRITE %u: %s",
+					     (uint32_t)cqe.user_data,
+					     strerror(-cqe.res));
+		seen |= 1U << (uint32_t)cqe.user_data;
+	}
+	EXPECT_EQ((1U << WBT_WRITES) - 1, seen);
 }
 
 /*

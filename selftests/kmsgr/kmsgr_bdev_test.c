@@ -180,6 +180,7 @@
 #define ERR_BASE	(16 * MIB)
 #define ERR_SIZE	(4 * MIB)
 #define SHARE_BASE	(20 * MIB)
+#define PCACHE_BASE	(22 * MIB)	/* attach_syncs_the_page_cache */
 #define RECV_BASE	(24 * MIB)
 #define RECV_SIZE	(16 * MIB)
 #define DET_BASE	(40 * MIB)
@@ -1231,6 +1232,44 @@ TEST_F(bdev, fua_preflush_flush)
 	EXPECT_EQ(0x3ff, seen);
 	dev_holds(_metadata, self->dfd, self->bounce, ERR_BASE + 8 * len,
 		  buf + 8 * len, 8 * len, "WRITEs in flight with FLUSHes");
+	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
+}
+
+/*
+ * The ops go past the device's page cache, so ATTACH writes back what a
+ * buffered writer left dirty there and drops it: a buffered read after a
+ * WRITE sees the WRITE, and the buffered writer's fsync writes nothing
+ * stale over it.
+ */
+TEST_F(bdev, attach_syncs_the_page_cache)
+{
+	uint32_t len = 4 * KIB;
+	struct kmsgr_bdev b;
+	struct kmsgr_sqe s;
+	uint8_t old[4096], got[4096];
+	int bfd;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	bfd = open(self->path, O_RDWR | O_CLOEXEC);	/* buffered */
+	ASSERT_LE(0, bfd);
+	memset(old, 0xa5, sizeof(old));
+	ASSERT_EQ(len, pwrite(bfd, old, len, PCACHE_BASE));	/* dirty */
+	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR, 0, &b));
+	fill(self->ti.buf, len, &self->rng);
+	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, PCACHE_BASE, 0, len,
+		     UD(TAG_OP, 1));
+	s.flags = KMSGR_SQE_F_FUA;
+	expect_op(_metadata, 0, &self->ti, &s, "WRITE over a buffered write");
+	ASSERT_EQ(len, pread(bfd, got, len, PCACHE_BASE));
+	EXPECT_EQ(0, memcmp(got, self->ti.buf, len))
+		TH_LOG("a buffered read after the WRITE saw %s",
+		       got[0] == 0xa5 ? "the page cache's stale bytes" :
+					"neither");
+	EXPECT_EQ(0, fsync(bfd));
+	dev_holds(_metadata, self->dfd, self->bounce, PCACHE_BASE,
+		  self->ti.buf, len, "the WRITE, after the buffered fsync");
+	close(bfd);
 	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, b.id));
 }
 

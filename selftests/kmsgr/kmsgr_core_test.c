@@ -1838,17 +1838,22 @@ TEST_F_TIMEOUT(core_tcp, keepalive_change_spares_sessions, 60)
 
 /* ---- loss: CLOSE completes every queued SEND, then CLOSED ------------------ */
 
+#define FAULT_SEND_DEFER	(1U << 9)
+#define FAULT_SEND_WORK		(1U << 10)
+
 /*
  * A lossless session to a peer that completes the handshake and then
- * never acks: 16 SENDs stay queued (written or not).  CLOSE must give
- * exactly 16 SEND completions, each with an error, and then CLOSED
- * (reason NONE) as the session's last CQE; nothing of it after that.
+ * never acks: 16 SENDs stay queued (written or not).  In a test build 4
+ * more wait on the session's send list behind them (the send work held
+ * back).  CLOSE must give exactly one SEND completion each, with an
+ * error, in the order they were submitted, and then CLOSED (reason NONE)
+ * as the session's last CQE; nothing of it after that.
  */
 static void close_fails_queued_sends(struct __test_metadata *_metadata,
 				     FIXTURE_DATA(core) *self)
 {
 	struct kmsgr_slice none = { 0 }, data = { 0, 64 << 10 };
-	unsigned int sends = 0, after = 0, i;
+	unsigned int sends = 0, after = 0, total = 16, i;
 	bool closed = false;
 	struct kmsgr_cqe *cqe;
 	struct kmsgr_addr a;
@@ -1872,7 +1877,21 @@ static void close_fails_queued_sends(struct __test_metadata *_metadata,
 	}
 	ASSERT_EQ(16, kmsgr_submit(self->cli.k, 0, 0));
 	usleep(300000);		/* let them reach the socket */
+	if (!access(KMSGR_FAULT_PARAM, W_OK)) {
+		ASSERT_EQ(0, kmsgr_set_faults(FAULT_SEND_DEFER |
+					      FAULT_SEND_WORK, 3000000));
+		for (i = 16; i < 20; i++) {
+			sqe = kt_sqe(&self->cli);
+			ASSERT_NE(NULL, sqe);
+			kmsgr_prep_send(sqe, id, 0x4321, i, none, none, data,
+					0x5e00 + i);
+		}
+		ASSERT_EQ(4, kmsgr_submit(self->cli.k, 0, 0));
+		total = 20;
+	}
 	ASSERT_EQ(0, kmsgr_close_id(self->cli.k, id));
+	if (total > 16)
+		EXPECT_EQ(0, kmsgr_set_faults(0, 200));
 	for (end = kt_now_ms() + 10000; kt_now_ms() < end;) {
 		if (kmsgr_wait_cqe(self->cli.k, &cqe, 100000000ULL))
 			continue;
@@ -1893,7 +1912,7 @@ static void close_fails_queued_sends(struct __test_metadata *_metadata,
 		kmsgr_cqe_seen(self->cli.k);
 	}
 	pclose(rogue);
-	EXPECT_EQ(16, sends);
+	EXPECT_EQ(total, sends);
 	EXPECT_TRUE(closed);
 	EXPECT_EQ(0, after);
 }

@@ -1004,6 +1004,15 @@ TEST_F(ring, bad_sqes_get_error_cqes)
 	sqe.compat_version = 1;
 	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL,
 		    "BDEV_READ compat_version");
+	/* A FLUSH has no range: not even an empty slice's offset. */
+	sqe.compat_version = 0;
+	sqe.opcode = KMSGR_OP_BDEV_FLUSH;
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -ENODEV,
+		    "FLUSH on no handle");
+	sqe.seg[1].off = 4096;
+	one_bad_sqe(_metadata, r, &sqe, KMSGR_CQE_OP, -EINVAL,
+		    "FLUSH with a slice offset");
+	sqe.seg[1].off = 0;
 
 	/* SEND slices outside the area, including u32 wrap-around. */
 	memset(&sqe, 0, sizeof(sqe));

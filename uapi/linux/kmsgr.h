@@ -570,8 +570,8 @@ struct kmsgr_slice {
  * them already (the token keeps it off any later message).  A received
  * data segment whose length is a multiple of 4096 starts 4096-aligned in
  * the area, so it can go to a device of 4 KiB blocks.  FUA and PREFLUSH
- * go to the device as REQ_FUA and REQ_PREFLUSH.  FLUSH has no slices and
- * @tid 0.  Each completes with one KMSGR_CQE_OP entry: @session the
+ * go to the device as REQ_FUA and REQ_PREFLUSH.  FLUSH has no slices (every
+ * offset and length 0) and @tid 0.  Each completes with one KMSGR_CQE_OP entry: @session the
  * handle, @tid the offset, @res 0 or -errno: EINVAL (misaligned, a slice
  * in the wrong place, a bad token), ENODEV (no such handle, or detached),
  * EROFS (a write to a read-only attachment, or to a device set read-only
@@ -747,6 +747,11 @@ struct kmsgr_cqe {
  * mounted file system), EMFILE (KMSGR_BDEV_MAX attached), EINVAL.
  * A device that goes away (hot unplug) stays attached: the ops under way
  * complete with the block layer's error (EIO), later ones with ENXIO.
+ * The ops go past the device's page cache: ATTACH writes back what is
+ * dirty there (its error, EIO say, fails the ATTACH) and drops the rest.
+ * Unlike O_DIRECT, an op does not do that again: a device shared with
+ * buffered readers or writers while attached is theirs to keep in step
+ * (fsync, BLKFLSBUF), or they see and write stale data.
  *
  * KMSGR_BDEV_F_POLL (KMSGR_FEAT_BDEV_POLL): the device's READs and WRITEs
  * go to its poll queues (REQ_POLLED; NVMe: the nvme.poll_queues module
