@@ -26,7 +26,10 @@
  *    (the session wants it): to an ENTER waiting for one CQE when there
  *    is one (inst->bdev_runners, under bdev_poll_lock: the op goes on
  *    inst->bdev_done and the runner is woken; the last runner to leave
- *    hands what is left on to the work item), else to the instance's one
+ *    hands what is left on to the work item, and so does
+ *    inst->bdev_done_work, KMSGR_BDEV_RUNNER_WAIT after a hand-off, if
+ *    the runner has not taken it by then: one still submitting may sleep
+ *    in submit_bio() for a long time), else to the instance's one
  *    work item (inst->bdev_link, inst->bdev_link_work on kmsgr_wq): one
  *    task at a time makes those SENDs, never several workers that queue
  *    on a session's lock.  Whoever finishes a batch posts each op's CQE
@@ -117,6 +120,7 @@ struct kmsgr_bio_op {
 
 static void kmsgr_bdev_poll_work(struct work_struct *work);
 static void kmsgr_bdev_link_work(struct work_struct *work);
+static void kmsgr_bdev_done_work(struct work_struct *work);
 
 void kmsgr_bdev_inst_init(struct kmsgr_instance *inst)
 {
@@ -124,6 +128,7 @@ void kmsgr_bdev_inst_init(struct kmsgr_instance *inst)
 	spin_lock_init(&inst->bdev_poll_lock);
 	INIT_LIST_HEAD(&inst->bdev_polled);
 	init_llist_head(&inst->bdev_done);
+	INIT_DELAYED_WORK(&inst->bdev_done_work, kmsgr_bdev_done_work);
 	INIT_DELAYED_WORK(&inst->bdev_poll_work, kmsgr_bdev_poll_work);
 	init_llist_head(&inst->bdev_link);
 	INIT_WORK(&inst->bdev_link_work, kmsgr_bdev_link_work);
@@ -367,6 +372,7 @@ void kmsgr_bdev_detach_all(struct kmsgr_instance *inst)
 	 * bdev_link is empty; the link work may still be pushing the last
 	 * batch's SENDs out of the buffer area.
 	 */
+	cancel_delayed_work_sync(&inst->bdev_done_work);
 	cancel_delayed_work_sync(&inst->bdev_poll_work);
 	cancel_work_sync(&inst->bdev_link_work);
 }
@@ -462,6 +468,24 @@ static void kmsgr_bio_op_queue_link(struct kmsgr_bio_op *op)
 		queue_work(kmsgr_wq, &inst->bdev_link_work);
 }
 
+/*
+ * How long an op handed to a runner may wait for it: a runner takes ops
+ * as soon as it waits, but one still submitting may sleep in submit_bio()
+ * (no tag free, a frozen queue, a dm device queueing while it has no
+ * path), and the op's SEND and CQE must not wait for that.
+ */
+#define KMSGR_BDEV_RUNNER_WAIT	(HZ / 5)
+
+/* Give the ops of @list (from bdev_done) to the link work, oldest first. */
+static void kmsgr_bdev_pass_on(struct llist_node *list)
+{
+	struct kmsgr_bio_op *op, *next;
+
+	list = llist_reverse_order(list);	/* oldest first, as they ended */
+	llist_for_each_entry_safe(op, next, list, done_node)
+		kmsgr_bio_op_queue_link(op);
+}
+
 /* Any context: to an ENTER runner if one waits (true), else not taken. */
 static bool kmsgr_bio_op_to_runner(struct kmsgr_bio_op *op)
 {
@@ -480,9 +504,25 @@ static bool kmsgr_bio_op_to_runner(struct kmsgr_bio_op *op)
 		 * waits only for this lock), so @inst is not ours after.
 		 */
 		kmsgr_cq_wake_runners(inst);
+		queue_delayed_work(kmsgr_wq, &inst->bdev_done_work,
+				   KMSGR_BDEV_RUNNER_WAIT);
 	}
 	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
 	return taken;
+}
+
+static void kmsgr_bdev_done_work(struct work_struct *work)
+{
+	struct kmsgr_instance *inst = container_of(to_delayed_work(work),
+						   struct kmsgr_instance,
+						   bdev_done_work);
+	struct llist_node *list;
+	unsigned long flags;
+
+	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
+	list = llist_del_all(&inst->bdev_done);
+	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
+	kmsgr_bdev_pass_on(list);
 }
 
 void kmsgr_bdev_run_begin(struct kmsgr_instance *inst)
@@ -497,7 +537,6 @@ void kmsgr_bdev_run_begin(struct kmsgr_instance *inst)
 void kmsgr_bdev_run_end(struct kmsgr_instance *inst)
 {
 	struct llist_node *list = NULL;
-	struct kmsgr_bio_op *op, *next;
 	unsigned long flags;
 
 	spin_lock_irqsave(&inst->bdev_poll_lock, flags);
@@ -505,9 +544,7 @@ void kmsgr_bdev_run_end(struct kmsgr_instance *inst)
 		list = llist_del_all(&inst->bdev_done);
 	spin_unlock_irqrestore(&inst->bdev_poll_lock, flags);
 	/* none is handed to a runner now: the link work finishes these */
-	list = llist_reverse_order(list);	/* oldest first, as they ended */
-	llist_for_each_entry_safe(op, next, list, done_node)
-		kmsgr_bio_op_queue_link(op);
+	kmsgr_bdev_pass_on(list);
 }
 
 /* @op's polled bio is done: off the polled list, our reference dropped. */
@@ -855,6 +892,7 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 	atomic_set(&op->bios, 1);	/* ours while the bios are built */
 	kmsgr_bio_op_map(op, sqe->tid, opf, pages);
 	kmsgr_bio_op_put(op);
+	kmsgr_fault(KMSGR_FAULT_BDEV_SUBMITTED, false);
 	return 0;
 }
 

@@ -188,6 +188,9 @@ enum kmsgr_fault_point {
 	KMSGR_FAULT_LISTEN,		/* a transport listens (and may
 					 * kick), before LISTEN has it
 					 */
+	KMSGR_FAULT_BDEV_SUBMITTED,	/* ENTER submitted a BDEV op's bios,
+					 * before it goes on
+					 */
 };
 
 #ifdef KMSGR_FAULT
@@ -300,6 +303,8 @@ struct kmsgr_instance {
 	struct llist_head bdev_done;	/* linked ops the poller finishes */
 	struct task_struct *bdev_poller; /* who polls now, or NULL */
 	unsigned int bdev_runners;	/* ENTERs that finish them too */
+	/* what a runner has not taken in time goes to bdev_link_work */
+	struct delayed_work bdev_done_work;
 	struct delayed_work bdev_poll_work; /* polls when no ENTER does */
 	/* linked ops no ENTER finishes: bdev_link_work, one at a time */
 	struct llist_head bdev_link;

@@ -43,16 +43,18 @@
  *
  * Locking (see also kmsgr.h): inst->lock is held by main.c around
  * CONNECT/LISTEN, and by CLOSE while it takes the id out of inst->objs
- * (not across the grace period); submit_lock around
- * kmsgr_sess_send/resume.
+ * (not across the grace period).  kmsgr_sess_send() and
+ * kmsgr_sess_resume() need no instance lock (a lock-free list, an RCU
+ * walk): ENTER calls the first under submit_lock, the block path's link
+ * work and poller without it.
  * sess->lock serialises every engine call of the session; a SEND is put
  * on sess->sendq without it and given to the engine by the next holder
  * (kmsgr_sess_take_sendq(): the push, the work, the send work, teardown).
  * The send work holds its own reference, so teardown need not wait for
- * it.  The only
- * nesting of two session locks is a fresh, never announced server session
- * (its work) taking an established one of the same listener while the
- * client resumes it (attach); the reverse never happens.  Work items never
+ * it.  The only nesting of two session locks is a fresh, never announced
+ * server session (its work, or an ENTER that runs it) taking an
+ * established one of the same listener while the client resumes it
+ * (attach); the reverse never happens.  Work items never
  * take inst->lock.  Objects are found under RCU with a reference
  * (kref_get_unless_zero); teardown removes them from inst->objs, waits for
  * an RCU grace period (socket callbacks and kmsgr_sess_resume() run inside
@@ -132,6 +134,7 @@ static const struct msgr2_ops kmsgr_sess_server_ops;
 static void kmsgr_sess_reap(struct work_struct *work);
 static void kmsgr_sess_service(struct kmsgr_sess *s);
 static void kmsgr_sess_end(struct kmsgr_sess *s, u16 reason, int res);
+static void kmsgr_sess_conn_free(struct kmsgr_conn *kc);
 
 static unsigned long kmsgr_secs(unsigned int secs)
 {
@@ -717,17 +720,29 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 static void kmsgr_conn_tx_done(void *priv, struct msgr2_msg *m, int status)
 {
 	struct kmsgr_conn *kc = priv;
+	struct kmsgr_sess *s = kmsgr_conn_owner(kc);
 	struct kmsgr_xprt *x = kc->xprt;
+	struct kmsgr_conn *old = s->conn;
+
+	/*
+	 * A session being resumed on @kc (kmsgr_conn_attach()) completes
+	 * what the peer says it had: its old connection, which
+	 * kmsgr_conn_settle() would end only later, may still offer pieces
+	 * of it to the peer (RDMA PULLs).  It ends now, before the CQE.
+	 */
+	if (old && old != kc) {
+		s->conn = NULL;
+		kmsgr_sess_conn_free(old);
+	}
 
 	/*
 	 * Lossless, written on this connection: nothing of it stays
 	 * readable by the peer once its CQE is out.  (A lossy message
 	 * completes once written; the transport offers only copies of it.)
 	 */
-	if (x && x->ops->zc_release && m->tx_end &&
-	    !kmsgr_conn_owner(kc)->ms.lossy)
+	if (x && x->ops->zc_release && m->tx_end && !s->ms.lossy)
 		x->ops->zc_release(x, m->tx_end, !status);
-	kmsgr_sess_tx_complete(kmsgr_conn_owner(kc), m, status);
+	kmsgr_sess_tx_complete(s, m, status);
 }
 
 /*
@@ -952,7 +967,9 @@ static struct msgr2_session *kmsgr_conn_attach(void *priv,
 	 * Nothing changes for @x yet: the engine checks the cookies and seqs
 	 * first, and a stale or forged reconnect (RETRY, RESET) leaves its
 	 * live connection alone.  Only when the engine takes the session
-	 * over (READY, kmsgr_conn_settle()) does the old connection end.
+	 * over (READY, kmsgr_conn_settle(); or a message the peer had
+	 * completes first, kmsgr_conn_tx_done()) does the old connection
+	 * end.
 	 */
 	kc->adopt = x;
 	return &x->ms;

@@ -3180,6 +3180,68 @@ static uint64_t l1_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+#define FAULT_BDEV_SUBMITTED	(1U << 17)
+#define STUCK_SUBMIT_US	3000000U	/* the submitter's hold */
+#define STUCK_SEND_MS	1000U		/* the reply, at most */
+
+struct stuck_enter {
+	struct kmsgr *k;
+	int ret;
+};
+
+static void *stuck_enter(void *arg)
+{
+	struct stuck_enter *e = arg;
+
+	e->ret = kmsgr_submit(e->k, 1, OP_MS * 1000000ULL);
+	return NULL;
+}
+
+/*
+ * A linked READ that ends while the ENTER that submitted it, a runner
+ * (it waits for one CQE), is still submitting: the op is handed to that
+ * ENTER, which may then sleep in submit_bio() for a long time (no tag
+ * free, a frozen queue).  Test build: BDEV_SUBMITTED holds the ENTER
+ * STUCK_SUBMIT_US after the READ's bio went out.  The reply must still
+ * come within STUCK_SEND_MS: what a runner has not taken after a short
+ * wait goes to the link work.
+ */
+TEST_F_TIMEOUT(bdev, linked_op_not_held_by_a_stuck_submitter, 120)
+{
+	struct stuck_enter e;
+	uint64_t off, t0, ms;
+	pthread_t thr;
+	uint32_t len;
+	struct lk x;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
+	lk_open(_metadata, self, &x, 64, 256, LK_SLOTS, 512, 4 * MIB, 0, 0);
+	len = lk_range(self, &off);
+	lk_queue(_metadata, &x, x.srv_id, KMSGR_SQE_F_SKIP_SUCCESS, off, len,
+		 0, 1);
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_SUBMITTED, STUCK_SUBMIT_US));
+	e.k = x.srv.k;
+	t0 = l1_now_ms();
+	ASSERT_EQ(0, pthread_create(&thr, NULL, stuck_enter, &e));
+	lk_recv(_metadata, &x, 1, off, len);
+	ms = l1_now_ms() - t0;
+	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
+	ASSERT_EQ(0, pthread_join(thr, NULL));
+	TH_LOG("the reply came after %llu ms, the ENTER held %u ms",
+	       (unsigned long long)ms, STUCK_SUBMIT_US / 1000);
+	EXPECT_GT(STUCK_SEND_MS, ms)
+		TH_LOG("the reply waited for the stuck submitter");
+	EXPECT_EQ(2, e.ret) TH_LOG("ENTER: %d", e.ret);
+	lk_expect(_metadata, &x, KMSGR_CQE_SEND, 0, UD(TAG_LK_SEND, 1),
+		  "SEND of the pair");
+	EXPECT_EQ(0, kmsgr_bdev_detach(x.srv.k, x.id));
+	lk_close(_metadata, &x);
+}
+
+
 /*
  * Linked ops that no ENTER finishes go to the instance's one work item,
  * which makes their SENDs one after the other (in one push per batch),
