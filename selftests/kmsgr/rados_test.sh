@@ -269,15 +269,23 @@ tap "$([ $? -eq 2 ] && echo 0 || echo 1)" "put without OBJECT: usage error, exit
 # the object keeps what it had (not the input read so far)
 echo before >"$tmp/before"
 "$K" rados put kmsgr sigint-obj "$tmp/before"
-{ echo part; sleep 6; echo rest; } 2>/dev/null |
-	"$K" rados put kmsgr sigint-obj - 2>"$tmp/int.err" &
+mkfifo "$tmp/fifo"
+"$K" rados put kmsgr sigint-obj - <"$tmp/fifo" 2>"$tmp/int.err" &
 ipid=$!
+exec 3>"$tmp/fifo"
+echo part >&3
 sleep 3
 t0=$(date +%s)
 kill -INT "$ipid"
+# its end, up to 5 s; then the end of its input (else it reads on)
+for _ in $(seq 50); do
+	kill -0 "$ipid" 2>/dev/null || break
+	sleep 0.1
+done
+dt=$(($(date +%s) - t0))
+exec 3>&-
 wait "$ipid"
 rc=$?
-dt=$(($(date +%s) - t0))
 got=$("$K" rados get kmsgr sigint-obj - 2>&1)
 echo "# exit $rc after $dt s: $(cat "$tmp/int.err"); the object holds: $got"
 [ $rc -eq 1 ] && [ $dt -le 2 ] && [ "$got" = before ] &&

@@ -163,9 +163,13 @@ static int mon_version(struct ctl_conn *c, const char *what)
 	__u32 len;
 	int ret;
 
-	while (!handle)
-		if (getrandom(&handle, sizeof(handle), 0) != sizeof(handle))
-			return -errno;
+	while (!handle) {
+		if (getrandom(&handle, sizeof(handle), 0) == sizeof(handle))
+			continue;
+		ret = -errno;
+		error("%s: no random request handle: %s", what, strerror(-ret));
+		return ret;
+	}
 	put_le64(front, handle);
 	put_le32(front + 8, (__u32)wlen);
 	memcpy(front + 12, what, wlen);
