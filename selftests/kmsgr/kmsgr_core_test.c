@@ -419,22 +419,30 @@ KT_XPRT_VARIANTS(core);
 
 /*
  * A listener of @self->srv presenting user_data @ud and a client session
- * of @self->cli to it (@ud + 1), both with @flags: 0 once both are UP.
+ * of @cli to it (@ud + 1), both with @flags: 0 once both are UP.
  */
-static int core_pair(FIXTURE_DATA(core) *self, uint32_t flags, uint64_t ud,
-		     uint32_t *cli_id, uint32_t *srv_id)
+static int core_pair_of(FIXTURE_DATA(core) *self, struct kt_inst *cli,
+			uint32_t flags, uint64_t ud, uint32_t *cli_id,
+			uint32_t *srv_id)
 {
 	struct kmsgr_listen l;
 	int ret;
 
 	ret = kt_listen(&self->srv, self->x.ip, flags, ud, &l);
 	if (!ret)
-		ret = kt_connect(&self->cli, &l.bound, flags, KT_PEER_ANY,
-				 ud + 1, cli_id);
+		ret = kt_connect(cli, &l.bound, flags, KT_PEER_ANY, ud + 1,
+				 cli_id);
 	if (!ret)
-		ret = kt_wait_pair(&self->lp, &self->cli, *cli_id, &self->srv,
-				   srv_id, SETUP_MS);
+		ret = kt_wait_pair(&self->lp, cli, *cli_id, &self->srv, srv_id,
+				   SETUP_MS);
 	return ret;
+}
+
+/* core_pair_of() from the fixture's client instance. */
+static int core_pair(FIXTURE_DATA(core) *self, uint32_t flags, uint64_t ud,
+		     uint32_t *cli_id, uint32_t *srv_id)
+{
+	return core_pair_of(self, &self->cli, flags, ud, cli_id, srv_id);
 }
 
 /* The set-up of both fixtures: two instances, sessions over @transport. */
@@ -2717,6 +2725,23 @@ TEST_F_TIMEOUT(core, listen_failing_late_accepts_nothing, 60)
 }
 
 /*
+ * A lossless core_pair_of() from a new instance @sm whose SQ and CQ have
+ * @entries (added to the loop last): 0 or -1.
+ */
+static int small_cq_pair(FIXTURE_DATA(core) *self, struct kt_inst *sm,
+			 unsigned int entries, uint64_t ud, uint32_t *id,
+			 uint32_t *srv_id)
+{
+	if (kt_inst_open_cq(sm, "small-cq", entries, entries, TX_AREA,
+			    RX_POOL, 9))
+		return -1;
+	sm->transport = self->x.transport;
+	kt_loop_add(&self->lp, sm);
+	return core_pair_of(self, sm, KMSGR_SESS_F_LOSSLESS, ud, id,
+			    srv_id) ? -1 : 0;
+}
+
+/*
  * An ENTER that stopped for want of CQ room waits for room, and the
  * completions of the SQEs it did consume make it: a CQ of 8 (at most 4
  * completions in flight), 8 lossless SENDs and a wait for 8 CQEs.  Four
@@ -2727,7 +2752,6 @@ TEST_F_TIMEOUT(core, listen_failing_late_accepts_nothing, 60)
 TEST_F_TIMEOUT(core, room_waiter_woken_by_completions, 60)
 {
 	struct kmsgr_slice none = { 0 };
-	struct kmsgr_listen l;
 	uint32_t id, srv_id;
 	struct kmsgr_sqe *sqe;
 	struct kt_inst sm;
@@ -2737,16 +2761,8 @@ TEST_F_TIMEOUT(core, room_waiter_woken_by_completions, 60)
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	ASSERT_EQ(0, kt_inst_open_cq(&sm, "cq8", 8, 8, TX_AREA, RX_POOL, 9));
-	sm.transport = self->x.transport;
-	kt_loop_add(&self->lp, &sm);
 	/* lossless: each SEND completes when acked, after the wait began */
-	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, KMSGR_SESS_F_LOSSLESS,
-			       0x8008, &l));
-	ASSERT_EQ(0, kt_connect(&sm, &l.bound, KMSGR_SESS_F_LOSSLESS,
-				KT_PEER_ANY, 0x8009, &id));
-	ASSERT_EQ(0, kt_wait_pair(&self->lp, &sm, id, &self->srv, &srv_id,
-				  SETUP_MS));
+	ASSERT_EQ(0, small_cq_pair(self, &sm, 8, 0x8008, &id, &srv_id));
 	for (i = 0; i < 8; i++) {
 		sqe = kmsgr_get_sqe(sm.k);
 		ASSERT_NE(NULL, sqe);
@@ -2780,7 +2796,6 @@ TEST_F_TIMEOUT(core, smallest_cq_lossless, 60)
 	struct kmsgr_cqe held[TINY_MSGS], c, *cqe;
 	unsigned int recvs = 0, i;
 	bool sent = false, got = false;
-	struct kmsgr_listen l;
 	uint32_t id, srv_id;
 	struct kmsgr_sqe *sqe;
 	struct kt_inst sm;
@@ -2788,15 +2803,7 @@ TEST_F_TIMEOUT(core, smallest_cq_lossless, 60)
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	ASSERT_EQ(0, kt_inst_open_cq(&sm, "cq1", 1, 1, TX_AREA, RX_POOL, 9));
-	sm.transport = self->x.transport;
-	kt_loop_add(&self->lp, &sm);
-	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, KMSGR_SESS_F_LOSSLESS,
-			       0x7171, &l));
-	ASSERT_EQ(0, kt_connect(&sm, &l.bound, KMSGR_SESS_F_LOSSLESS,
-				KT_PEER_ANY, 0x7172, &id));
-	ASSERT_EQ(0, kt_wait_pair(&self->lp, &sm, id, &self->srv, &srv_id,
-				  SETUP_MS));
+	ASSERT_EQ(0, small_cq_pair(self, &sm, 1, 0x7171, &id, &srv_id));
 
 	/* the server's messages go first; the client reads two at most */
 	for (i = 0; i < TINY_MSGS; i++) {

@@ -591,11 +591,33 @@ static void param_refused(struct __test_metadata *_metadata, const char *name,
 		EXPECT_EQ(0, write_param(name, old));
 }
 
+/* Module parameter values that must be refused (EINVAL), and why. */
+static const struct {
+	const char *name, *val;
+} refused_params[] = {
+	{ "max_sq_entries", "0" },
+	{ "max_sq_entries", "3" },
+	{ "max_sq_entries", "65536" },
+	{ "max_sq_entries", "x" },
+	{ "max_cq_entries", "131072" },
+	{ "max_cq_entries", "1" },
+	{ "max_buf_size", "4097" },
+	{ "max_buf_size", "4096" },
+	{ "max_buf_size", "8589934592" },
+	{ "max_sessions", "0" },
+	/* fewer than 3 keepalives (a second apart) would not fit */
+	{ "keepalive_timeout", "1" },
+	{ "keepalive_timeout", "2" },
+	/* 0 would end every lossless server session at its first fault */
+	{ "resume_timeout", "0" },
+};
+
 TEST(module_params_are_validated)
 {
 	struct kmsgr_setup s;
 	struct kmsgr_info info;
 	const char *why;
+	unsigned int i;
 	char old[32];
 	int fd;
 
@@ -605,21 +627,9 @@ TEST(module_params_are_validated)
 	ASSERT_EQ(0, kmsgr_read_line(KMSGR_SYS_MODULE
 				     "/parameters/max_sq_entries",
 				     old, sizeof(old)));
-	param_refused(_metadata, "max_sq_entries", "0");
-	param_refused(_metadata, "max_sq_entries", "3");
-	param_refused(_metadata, "max_sq_entries", "65536");
-	param_refused(_metadata, "max_sq_entries", "x");
-	param_refused(_metadata, "max_cq_entries", "131072");
-	param_refused(_metadata, "max_cq_entries", "1");
-	param_refused(_metadata, "max_buf_size", "4097");
-	param_refused(_metadata, "max_buf_size", "4096");
-	param_refused(_metadata, "max_buf_size", "8589934592");
-	param_refused(_metadata, "max_sessions", "0");
-	/* fewer than 3 keepalives (a second apart) would not fit */
-	param_refused(_metadata, "keepalive_timeout", "1");
-	param_refused(_metadata, "keepalive_timeout", "2");
-	/* 0 would end every lossless server session at its first fault */
-	param_refused(_metadata, "resume_timeout", "0");
+	for (i = 0; i < ARRAY_SIZE(refused_params); i++)
+		param_refused(_metadata, refused_params[i].name,
+			      refused_params[i].val);
 
 	/* no ASSERT until the old value is back, for the tests after */
 	EXPECT_EQ(0, write_param("max_sq_entries", "16"));
