@@ -170,6 +170,9 @@ tap $? "session show of an unknown id fails with ENOENT"
 out=$("$K" session show 0 2>&1)
 [ $? -eq 2 ]
 tap $? "session show 0: a usage error"
+out=$("$K" session show -- -1 2>&1)
+[ $? -eq 2 ] && echo "$out" | grep -q 'not a valid instance id'
+tap $? "session show -1: a usage error, not instance 2^64-1"
 
 "$K" -j listener show >"$tmp/lsn.json" 2>&1 &&
 	json "$tmp/lsn.json" "len(j) == 1 and j[0]['local'] == '$ADDR' and

@@ -1628,9 +1628,12 @@ static int blk_check(int argc, char **argv)
 		goto out;
 	secs = (double)(ctl_now_ns() - t0) / NSEC_PER_SEC;
 	if (image) {
+		bool bad;
+
 		f = fopen(image, "w");
-		if (!f || fwrite(k.img, 1, c.capacity, f) != c.capacity ||
-		    fclose(f)) {
+		bad = !f || fwrite(k.img, 1, c.capacity, f) != c.capacity;
+		/* fclose() also reports a write buffered until now */
+		if ((f && fclose(f)) || bad) {
 			error("cannot write the image to %s: %s", image,
 			      strerror(errno));
 			goto out;

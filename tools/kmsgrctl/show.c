@@ -426,9 +426,11 @@ static int show(enum show_kind kind, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	for (i = 0; i < argc; i++) {
+		/* digits only: strtoull() takes "-1" as 2^64 - 1 */
 		errno = 0;
 		id = strtoull(argv[i], &end, 10);
-		if (errno || end == argv[i] || *end || !id ||
+		if (argv[i][0] < '0' || argv[i][0] > '9' ||
+		    errno || end == argv[i] || *end || !id ||
 		    (i == 1 && id > 0xffffffffULL)) {
 			error("\"%s\" is not a valid %s id", argv[i],
 			      i == 0 && kind != SHOW_INSTANCE ? "instance" :
