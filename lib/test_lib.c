@@ -168,6 +168,7 @@ static void keyring_case(const char *text, const char *name, int ret,
 	__u8 key[16];
 	int r;
 
+	memset(key, 0, sizeof(key));	/* not the last case's key */
 	r = kmsgr_keyring_load(path, name, key);
 	ok(r == ret && (ret || key[15] == 15), "keyring: %s", what);
 	if (r != ret)
@@ -267,6 +268,7 @@ static struct {
 	unsigned int enters;		/* ENTER calls */
 	unsigned int waits;		/* ... with KMSGR_ENTER_F_GETEVENTS */
 	struct kmsgr_enter last;	/* the last ENTER's argument */
+	int enter_errno;		/* ENTER fails so, consuming nothing */
 } fake = { .fd = -1 };
 
 /* extra KMSGR_FEAT_* bits the fake's INFO reports (outlives fake_open()) */
@@ -307,6 +309,10 @@ static int fake_enter(struct kmsgr_enter *e)
 	if (e->flags & KMSGR_ENTER_F_GETEVENTS)
 		fake.waits++;
 	fake.last = *e;
+	if (fake.enter_errno) {
+		errno = fake.enter_errno;
+		return -1;
+	}
 	while (n < e->to_submit &&
 	       head != __atomic_load_n(fake.sq_tail, __ATOMIC_ACQUIRE)) {
 		sqe = &fake.sqes[head & fake.sq->mask];
@@ -710,6 +716,95 @@ static void test_busy_poll_kernel(void)
 }
 
 /*
+ * The SQ side: a full SQ hands out nothing and says so, a wait submits
+ * what is pending even when a CQE is ready, a wait with nothing coming
+ * times out, and an ENTER the instance cannot take yet (EBUSY) is no error.
+ */
+static void test_sq(void)
+{
+	struct kmsgr *k = fake_open(1);
+	struct kmsgr_cqe *c;
+	unsigned int i, got = 0;
+
+	for (i = 0; i < 8; i++) {
+		struct kmsgr_sqe *sqe = kmsgr_get_sqe(k);
+
+		if (sqe) {
+			kmsgr_prep_nop(sqe, i);
+			got++;
+		}
+	}
+	ok(got == 8 && !kmsgr_get_sqe(k) && !kmsgr_sq_space(k) &&
+	   kmsgr_sq_pending(k) == 8, "sq: %s",
+	   "8 of an 8-entry SQ taken: the 9th get_sqe is NULL, no space");
+	ok(kmsgr_submit(k, 0, 0) == 8 && kmsgr_sq_space(k) == 8 &&
+	   !kmsgr_sq_pending(k) && kmsgr_get_sqe(k), "sq: %s",
+	   "submitted: all 8 entries free again");
+	kmsgr_submit(k, 0, 0);
+	fake_drain(k);
+
+	/* a CQE ready and a NOP pending: the wait returns the CQE, submits */
+	fake_post(KMSGR_CQE_OP, 5);
+	kmsgr_prep_nop(kmsgr_get_sqe(k), 7);
+	i = fake.enters;
+	ok(!kmsgr_wait_cqe(k, &c, 0) && c->user_data == 5 &&
+	   fake.enters == i + 1 && fake.last.to_submit == 1 &&
+	   !kmsgr_sq_pending(k), "sq: %s",
+	   "wait_cqe with a CQE ready still submits the pending NOP");
+	fake_drain(k);
+
+	/* nothing ready, nothing coming: -ETIME (a hang fails by alarm) */
+	alarm(10);
+	ok(kmsgr_wait_cqe(k, &c, 2000000) == -ETIME && fake.last.flags &
+	   KMSGR_ENTER_F_GETEVENTS, "sq: %s",
+	   "wait_cqe with nothing coming times out: -ETIME");
+	alarm(0);
+
+	/* the instance takes no SQE yet: 0 consumed, the NOP stays */
+	kmsgr_prep_nop(kmsgr_get_sqe(k), 8);
+	fake.enter_errno = EBUSY;
+	ok(!kmsgr_submit(k, 0, 0) && kmsgr_sq_pending(k) == 1, "sq: %s",
+	   "ENTER says EBUSY: submit returns 0, the SQE stays pending");
+	fake.enter_errno = 0;
+	ok(kmsgr_submit(k, 0, 0) == 1 && !kmsgr_sq_pending(k), "sq: %s",
+	   "then it is submitted");
+	fake_drain(k);
+	kmsgr_close(k);
+}
+
+/* The SQEs the prep helpers fill, field by field. */
+static void test_prep(void)
+{
+	struct kmsgr_cqe recv = {
+		.kind = KMSGR_CQE_RECV, .session = 3, .res = 7,
+		.user_data = 99,
+		.seg = { { 4096, 100 }, { 0, 0 }, { 8192, 4096 } },
+	};
+	struct kmsgr_sqe sqe;
+
+	memset(&sqe, 0xa5, sizeof(sqe));
+	kmsgr_prep_release(&sqe, &recv);
+	ok(sqe.opcode == KMSGR_OP_RELEASE && sqe.session == 3 &&
+	   sqe.flags == KMSGR_SQE_F_TOKEN && sqe.tid == 7 &&
+	   sqe.user_data == 99 && !memcmp(sqe.seg, recv.seg, sizeof(sqe.seg)) &&
+	   !sqe.token, "prep: %s", "release carries the RECV's token 7");
+	recv.res = 0;
+	kmsgr_prep_release(&sqe, &recv);
+	ok(!sqe.flags && !sqe.tid, "prep: %s",
+	   "release of a RECV without a token: no KMSGR_SQE_F_TOKEN");
+
+	recv.res = 7;
+	memset(&sqe, 0xa5, sizeof(sqe));
+	kmsgr_prep_bdev_write_recv(&sqe, 2, 1 << 20, &recv, 55);
+	ok(sqe.opcode == KMSGR_OP_BDEV_WRITE && sqe.session == 2 &&
+	   sqe.tid == 1 << 20 && sqe.flags == KMSGR_SQE_F_RELEASE &&
+	   sqe.token == 7 && sqe.user_data == 55 &&
+	   sqe.seg[0].off == 8192 && sqe.seg[0].len == 4096 &&
+	   !sqe.seg[1].len && !sqe.seg[2].len, "prep: %s",
+	   "bdev_write_recv: the data segment at the device offset, released with token 7");
+}
+
+/*
  * The shared library still exports the completion helpers that became
  * inline, under their old version nodes, and they work on a handle.
  */
@@ -828,6 +923,8 @@ int main(void)
 	test_cq_helpers();
 	test_cq_paused();
 	test_submit_no_syscall();
+	test_sq();
+	test_prep();
 	test_busy_poll();
 	test_busy_poll_kernel();
 	test_exported();

@@ -59,7 +59,7 @@ port() {
 		echo 0
 	fi
 }
-ENGINE=$TOP/.build/fio/kmsgr-blk.so
+ENGINE=${KMSGR_FIO_ENGINE:-$TOP/.build/fio/kmsgr-blk.so}
 
 # shellcheck source=selftests/kmsgr/tap.sh
 . "$TOP/selftests/kmsgr/tap.sh"
@@ -286,6 +286,28 @@ if serve tcp "$addr" --rdonly; then
 	tap $? "the read-only target gives the refused writes' receive-pool slices back (its pool drains to 0)"
 	"$K" blk bench --rw randread --time 1 "$addr" >"$tmp/ro" 2>&1
 	tap $? "a --rdonly target serves reads"
+	# fio's last reap of a job that ends by size asks once for all that
+	# is out: the engine must wait for it, not return short after 1 s
+	# without a reply and lose the writes' errors (the target stopped for
+	# 3 s between the engine's set-up and the first write)
+	fio --name=kblk --ioengine=external:"$ENGINE" --addr="$addr" \
+		--transport=tcp --rw=write --bs=4k --size=64k --iodepth=32 \
+		--exec_prerun="sh -c 'kill -STOP $srv; (sleep 3; kill -CONT $srv) >/dev/null 2>&1 &'" \
+		>"$tmp/fioro" 2>&1
+	rc=$?
+	kill -CONT "$srv"
+	grep -E 'IOPS=|err=' "$tmp/fioro" | sed 's/^/# /'
+	[ $rc -ne 0 ] && grep -q 'err=30' "$tmp/fioro"
+	st=$?
+	[ $st -eq 0 ] || comment "$tmp/fioro"
+	tap $st "fio (kmsgr-blk engine) writing to a --rdonly target that answers after 3 s: its last reap waits, and the writes fail EROFS (exit $rc)"
+	fio --name=kblk --ioengine=external:"$ENGINE" --addr="$addr" \
+		--transport=tcp --rw=read --bs=4k --size=8k --offset=100 \
+		>"$tmp/fiooff" 2>&1
+	rc=$?
+	comment "$tmp/fiooff"
+	[ $rc -ne 0 ] && grep -q 'offset 100 .* not a multiple' "$tmp/fiooff"
+	tap $? "fio (kmsgr-blk engine) with offset=100: refused at start, not a multiple of the block size (exit $rc)"
 	stop
 	device_is "$tmp/before"
 	tap $? "the namespace is unchanged by the read-only target"

@@ -688,6 +688,13 @@ static int fio_kblk_init(struct thread_data *td)
 		kblk_free(d);
 		return 1;
 	}
+	/* else every request would fail EINVAL at the target */
+	if (td->o.start_offset % d->lbs || td->o.offset_increment % d->lbs) {
+		log_err("kmsgr-blk: offset %llu or offset_increment %llu is not a multiple of the target's block size %u\n",
+			td->o.start_offset, td->o.offset_increment, d->lbs);
+		kblk_free(d);
+		return 1;
+	}
 	td->io_ops_data = d;
 	return 0;
 }
@@ -784,6 +791,13 @@ static unsigned int kblk_busy(const struct kblk *d)
 	return d->depth - d->nfree;
 }
 
+/* As fio's runtime_exceeded(): the job's runtime has run out. */
+static bool kblk_runtime_over(struct thread_data *td)
+{
+	return td->o.timeout && !in_ramp_time(td) &&
+	       utime_since_now(&td->epoch) >= td->o.timeout;
+}
+
 static int fio_kblk_getevents(struct thread_data *td, unsigned int min,
 			      unsigned int max, const struct timespec *t)
 {
@@ -801,9 +815,12 @@ static int fio_kblk_getevents(struct thread_data *td, unsigned int min,
 	kblk_reap(d);
 	while (d->ndone < min && kblk_busy(d)) {
 		/*
-		 * A second at a time, up to fio's bound if it gave one; with
-		 * none, back to fio after a second without a completion:
-		 * fio checks its runtime between calls, and calls again
+		 * A second at a time, up to fio's bound if it gave one.  With
+		 * none, fio wants @min: its last reaps (the end of do_io()
+		 * and do_verify(), fio_io_sync()) call once, and take a
+		 * short count as all done, losing the errors of what was
+		 * still out.  Back to fio short only once its runtime is
+		 * over, which fio notices between calls (runtime_exceeded()).
 		 */
 		now = kblk_now_ns();
 		timeout_ns = NSEC_PER_SEC;
@@ -829,7 +846,7 @@ static int fio_kblk_getevents(struct thread_data *td, unsigned int min,
 		}
 		/* an error but -ETIME or -EINTR failed every request */
 		ret = kblk_wait(d, timeout_ns);
-		if (ret == -ETIME && !t && !grace)
+		if (ret == -ETIME && !t && !grace && kblk_runtime_over(td))
 			break;
 	}
 
