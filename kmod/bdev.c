@@ -578,7 +578,7 @@ static void kmsgr_bio_op_done(struct kmsgr_bio_op *op)
 						     op->seg[i].len);
 		else if (op->release &&
 			 !kmsgr_pool_free(inst, op->seg[i].off,
-					  op->seg[i].len, KMSGR_POOL_KERNEL))
+					  op->seg[i].len))
 			freed = true;
 	}
 	if (freed)

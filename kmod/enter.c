@@ -147,36 +147,27 @@ static int kmsgr_sqe_check(struct kmsgr_instance *inst,
 }
 
 /*
- * RELEASE: free each non-empty slice; -EINVAL if any was not a delivered
- * one (of the message whose token the SQE carries, with
- * KMSGR_SQE_F_TOKEN).
+ * RELEASE: free the non-empty slices, all or none: -EINVAL, nothing
+ * freed, if any is not a delivered one (of the message whose token the
+ * SQE carries, with KMSGR_SQE_F_TOKEN) or two are the same.
  */
 static int kmsgr_sqe_release(struct kmsgr_instance *inst,
 			     const struct kmsgr_sqe *sqe)
 {
-	bool freed = false;
-	unsigned int i;
 	u32 token = 0;
-	int ret = 0;
+	int ret;
 
 	if (sqe->flags & KMSGR_SQE_F_TOKEN) {
 		if (!sqe->tid || sqe->tid > KMSGR_RELEASE_TOKEN_MAX)
 			return -EINVAL;
 		token = (u32)sqe->tid;
 	}
-	for (i = 0; i < ARRAY_SIZE(sqe->seg); i++) {
-		if (!sqe->seg[i].len)
-			continue;
-		if (kmsgr_pool_free(inst, sqe->seg[i].off, sqe->seg[i].len,
-				    token))
-			ret = -EINVAL;
-		else
-			freed = true;
-	}
-
-	if (freed)
+	ret = kmsgr_pool_release(inst, sqe->seg, token);
+	if (ret < 0)
+		return ret;
+	if (ret)
 		kmsgr_sess_pool_freed(inst);
-	return ret;
+	return 0;
 }
 
 /* Execute one consumed SQE (a snapshot); its CQ slot is reserved. */

@@ -396,15 +396,13 @@ u32 kmsgr_cq_room(struct kmsgr_instance *inst);
 
 /* Receive pool (see mem.c for the details). */
 #define KMSGR_NSEG		3
-/* kmsgr_pool_free() token of the kernel's own frees: no check */
-#define KMSGR_POOL_KERNEL	U32_MAX
 bool kmsgr_pool_too_big(struct kmsgr_instance *inst, const u32 *len,
 			unsigned int n);
 int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 			 const u32 *len, u32 *off, unsigned int n);
 void kmsgr_pool_unwait(struct kmsgr_instance *inst, u32 who);
 u32 kmsgr_pool_token(struct kmsgr_instance *inst);
-int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token);
+int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len);
 /* The kernel frees the slices of a message it will not deliver (len 0: none). */
 void kmsgr_pool_free_msg(struct kmsgr_instance *inst,
 			 const struct kmsgr_slice *seg, unsigned int n);
@@ -417,12 +415,20 @@ void *kmsgr_buf_ptr(struct kmsgr_instance *inst, u64 off, u64 len);
 /*
  * Take the delivered slices of one message (len 0: unused) from the
  * application, all or none: they stay allocated, and a RELEASE of them
- * fails, until the kernel frees them (kmsgr_pool_free(), token
- * KMSGR_POOL_KERNEL).  -EINVAL unless each is exactly one delivered
- * allocation with @token.
+ * fails, until the kernel frees them (kmsgr_pool_free()).  -EINVAL
+ * unless each is exactly one delivered allocation with @token.
  */
 int kmsgr_pool_take(struct kmsgr_instance *inst, const struct kmsgr_slice *seg,
 		    u32 token);
+/*
+ * RELEASE: free the delivered slices of one message (len 0: unused), all
+ * or none.  @token 0 (the ABI 1 form) takes any delivered slice.  The
+ * number of slices freed, or -EINVAL (nothing freed) unless each is
+ * exactly one delivered allocation, with @token if non-zero, and no two
+ * are the same.
+ */
+int kmsgr_pool_release(struct kmsgr_instance *inst,
+		       const struct kmsgr_slice *seg, u32 token);
 /* Whether an allocation failed since the last call (then resume). */
 bool kmsgr_pool_take_starved(struct kmsgr_instance *inst);
 

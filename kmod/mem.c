@@ -1220,8 +1220,7 @@ void kmsgr_pool_free_msg(struct kmsgr_instance *inst,
 
 	for (i = 0; i < n; i++)
 		if (seg[i].len)
-			kmsgr_pool_free(inst, seg[i].off, seg[i].len,
-					KMSGR_POOL_KERNEL);
+			kmsgr_pool_free(inst, seg[i].off, seg[i].len);
 }
 
 /**
@@ -1286,22 +1285,30 @@ static bool kmsgr_pool_is_alloc(struct kmsgr_instance *inst, u32 first,
 	       test_bit(end, inst->pool_start);
 }
 
+/* Under cq_lock: free the allocation of @n grains at grain @first. */
+static void kmsgr_pool_clear(struct kmsgr_instance *inst, long first, u32 n)
+{
+	lockdep_assert_held(&inst->cq_lock);
+	bitmap_clear(inst->pool_used, first, n);
+	__clear_bit(first, inst->pool_start);
+	inst->pool_token[first] = 0;
+	inst->stats.pool_bytes -= (u64)n * KMSGR_POOL_GRAIN;
+}
+
 /**
- * kmsgr_pool_free() - give back receive-pool space
+ * kmsgr_pool_free() - the kernel gives back receive-pool space
  * @inst:  the instance
  * @off:   offset in the buffer area, as kmsgr_pool_alloc_msg() gave it
  * @len:   bytes, as allocated (the same number of grains); 0 is a no-op
- * @token: KMSGR_POOL_KERNEL for the kernel's own frees; else the slice must
- *         have been handed out (kmsgr_pool_token()) and, unless @token is
- *         0 (RELEASE without a token, ABI 1), with this token
  *
- * Callable from any context.
+ * Callable from any context.  The application's RELEASE goes through
+ * kmsgr_pool_release(), which checks the slices' tokens.
  *
  * Return: 0, or -EINVAL when [@off, @off + @len) is not exactly one live
  * allocation (outside the pool, misaligned, free already, part of one or
- * spanning several), is still being received into, or has another token.
+ * spanning several).
  */
-int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token)
+int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len)
 {
 	u32 n = kmsgr_grains(len);
 	unsigned long flags;
@@ -1315,32 +1322,24 @@ int kmsgr_pool_free(struct kmsgr_instance *inst, u32 off, u32 len, u32 token)
 		return -EINVAL;
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
-	if (!kmsgr_pool_is_alloc(inst, first, n) ||
-	    (token != KMSGR_POOL_KERNEL &&
-	     (!inst->pool_token[first] ||
-	      (token && inst->pool_token[first] != token)))) {
+	if (kmsgr_pool_is_alloc(inst, first, n))
+		kmsgr_pool_clear(inst, first, n);
+	else
 		ret = -EINVAL;
-		goto out_unlock;
-	}
-	bitmap_clear(inst->pool_used, first, n);
-	__clear_bit(first, inst->pool_start);
-	inst->pool_token[first] = 0;
-	inst->stats.pool_bytes -= (u64)n * KMSGR_POOL_GRAIN;
-out_unlock:
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
 	return ret;
 }
 
-int kmsgr_pool_take(struct kmsgr_instance *inst, const struct kmsgr_slice *seg,
-		    u32 token)
+/*
+ * The first grain of each of an SQE's slices (-1: len 0, unused), into
+ * @first; -EINVAL when one is not a pool range, or two are the same (it
+ * would be freed twice).
+ */
+static int kmsgr_pool_slices(struct kmsgr_instance *inst,
+			     const struct kmsgr_slice *seg, long *first)
 {
-	long first[KMSGR_NSEG];
-	unsigned long flags;
 	unsigned int i, j;
-	int ret = -EINVAL;
 
-	if (!token || token > KMSGR_RELEASE_TOKEN_MAX)
-		return -EINVAL;
 	for (i = 0; i < KMSGR_NSEG; i++) {
 		first[i] = -1;
 		if (!seg[i].len)
@@ -1348,24 +1347,85 @@ int kmsgr_pool_take(struct kmsgr_instance *inst, const struct kmsgr_slice *seg,
 		first[i] = kmsgr_pool_grain(inst, seg[i].off, seg[i].len);
 		if (first[i] < 0)
 			return -EINVAL;
-		/* twice the same: it would be freed twice */
 		for (j = 0; j < i; j++)
 			if (first[j] == first[i])
 				return -EINVAL;
 	}
+	return 0;
+}
+
+/*
+ * Under cq_lock: whether each slice of @first is one delivered allocation,
+ * with @token (0: any token, the ABI 1 RELEASE).
+ */
+static bool kmsgr_pool_delivered(struct kmsgr_instance *inst,
+				 const struct kmsgr_slice *seg,
+				 const long *first, u32 token)
+{
+	unsigned int i;
+	u32 t;
+
+	lockdep_assert_held(&inst->cq_lock);
+	for (i = 0; i < KMSGR_NSEG; i++) {
+		if (first[i] < 0)
+			continue;
+		if (!kmsgr_pool_is_alloc(inst, first[i],
+					 kmsgr_grains(seg[i].len)))
+			return false;
+		t = inst->pool_token[first[i]];
+		if (!t || (token && t != token))
+			return false;
+	}
+	return true;
+}
+
+int kmsgr_pool_take(struct kmsgr_instance *inst, const struct kmsgr_slice *seg,
+		    u32 token)
+{
+	long first[KMSGR_NSEG];
+	unsigned long flags;
+	unsigned int i;
+	int ret = -EINVAL;
+
+	if (!token || token > KMSGR_RELEASE_TOKEN_MAX ||
+	    kmsgr_pool_slices(inst, seg, first))
+		return -EINVAL;
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
-	for (i = 0; i < KMSGR_NSEG; i++)
-		if (first[i] >= 0 &&
-		    (!kmsgr_pool_is_alloc(inst, first[i],
-					  kmsgr_grains(seg[i].len)) ||
-		     inst->pool_token[first[i]] != token))
-			goto out_unlock;
+	if (!kmsgr_pool_delivered(inst, seg, first, token))
+		goto out_unlock;
 	/* token 0: as while being received into, no RELEASE takes it */
 	for (i = 0; i < KMSGR_NSEG; i++)
 		if (first[i] >= 0)
 			inst->pool_token[first[i]] = 0;
 	ret = 0;
+out_unlock:
+	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	return ret;
+}
+
+int kmsgr_pool_release(struct kmsgr_instance *inst,
+		       const struct kmsgr_slice *seg, u32 token)
+{
+	long first[KMSGR_NSEG];
+	unsigned long flags;
+	unsigned int i;
+	int ret = 0;
+
+	if (kmsgr_pool_slices(inst, seg, first))
+		return -EINVAL;
+
+	spin_lock_irqsave(&inst->cq_lock, flags);
+	if (!kmsgr_pool_delivered(inst, seg, first, token)) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	for (i = 0; i < KMSGR_NSEG; i++) {
+		if (first[i] < 0)
+			continue;
+		kmsgr_pool_clear(inst, first[i], kmsgr_grains(seg[i].len));
+		ret++;
+	}
 out_unlock:
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
 	return ret;

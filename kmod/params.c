@@ -227,7 +227,7 @@ module_param_cb(max_half_open, &kmsgr_param_sessions_ops,
 module_param_cb(keepalive_timeout, &kmsgr_param_keepalive_ops,
 		&kmsgr_keepalive_timeout, 0644);
 MODULE_PARM_DESC(keepalive_timeout,
-		 "Seconds a READY connection may stay silent (keepalives go out every 10 s, or every third of this when shorter) before it is closed with reason TIMEOUT; also the TCP_USER_TIMEOUT of each TCP connection made from then on. A session keeps the value it was made with for its silence, a reconnect takes the TCP_USER_TIMEOUT of its time (0: off, else 3-86400; default 30)");
+		 "Seconds a READY connection may stay silent (keepalives go out every 10 s, or every third of this when shorter) before it is closed with reason TIMEOUT. A session keeps the value it was made with (0: off, else 3-86400; default 30)");
 module_param_cb(idle_timeout, &kmsgr_param_secs_ops, &kmsgr_idle_timeout,
 		0644);
 MODULE_PARM_DESC(idle_timeout,

@@ -37,6 +37,7 @@
 #include <linux/uio.h>
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
+#include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/sock.h>
 #include <net/tcp.h>
@@ -198,17 +199,16 @@ static int kmsgr_tcp_create(struct net *net, int family,
 }
 
 /*
- * A connection's options: no Nagle (frames are written whole), and
- * unacknowledged data fails the connection after keepalive_timeout, as
- * silence does (session.c).
+ * A connection's options: no Nagle (frames are written whole).  No
+ * TCP_USER_TIMEOUT: it would also abort a connection whose peer answers
+ * every window probe but keeps its window 0 that long (tcp_probe_timer()),
+ * as a paused kmsgr session or a throttled Ceph daemon does.  A dead peer
+ * is msgr2's silence (keepalive_timeout, session.c); a dial that gets no
+ * answer, the handshake timeout.
  */
 static void kmsgr_tcp_conn_opts(struct sock *sk)
 {
-	unsigned int secs = READ_ONCE(kmsgr_keepalive_timeout);
-
 	tcp_sock_set_nodelay(sk);
-	if (secs)
-		tcp_sock_set_user_timeout(sk, secs * MSEC_PER_SEC);
 }
 
 /* Hook the callbacks; @data_ready is the original one to restore later. */
@@ -359,6 +359,41 @@ static int kmsgr_tcp_actor(read_descriptor_t *desc, struct sk_buff *skb,
 }
 
 /*
+ * The socket's own or its peer's name.  An IPv4 peer of an IPv6 socket
+ * (a listener on "::" without IPV6_V6ONLY) is named as IPv4: an address
+ * as the peer dialled it and sees it (msgr2 compares the addresses a
+ * client dialled and a server names, and Ceph's do too), never as
+ * ::ffff:a.b.c.d.
+ */
+static int kmsgr_tcp_name(struct socket *sock, struct sockaddr_storage *ss,
+			  bool peer)
+{
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	__be32 a;
+	__be16 port;
+	int ret;
+
+	memset(ss, 0, sizeof(*ss));
+	if (peer)
+		ret = kernel_getpeername(sock, (struct sockaddr *)ss);
+	else
+		ret = kernel_getsockname(sock, (struct sockaddr *)ss);
+	if (ret < 0)
+		return ret;
+	if (ss->ss_family == AF_INET6 &&
+	    ipv6_addr_v4mapped(&sin6->sin6_addr)) {
+		a = sin6->sin6_addr.s6_addr32[3];
+		port = sin6->sin6_port;
+		memset(ss, 0, sizeof(*ss));
+		sin->sin_family = AF_INET;
+		sin->sin_port = port;
+		sin->sin_addr.s_addr = a;
+	}
+	return 0;
+}
+
+/*
  * Keep both names: the engine's callbacks run under the socket lock
  * during a read and may ask for them (a session's netlink snapshot when
  * it is announced), while inet_getname() takes that lock.  A connected
@@ -368,9 +403,8 @@ static void kmsgr_tcp_keep_names(struct kmsgr_tcp *t)
 {
 	struct sockaddr_storage n[2];
 
-	memset(n, 0, sizeof(n));
-	if (kernel_getsockname(t->sock, (struct sockaddr *)&n[0]) < 0 ||
-	    kernel_getpeername(t->sock, (struct sockaddr *)&n[1]) < 0)
+	if (kmsgr_tcp_name(t->sock, &n[0], false) ||
+	    kmsgr_tcp_name(t->sock, &n[1], true))
 		return;
 	memcpy(t->names, n, sizeof(n));
 	t->named = true;
@@ -532,7 +566,6 @@ static int kmsgr_tcp_getname(struct kmsgr_xprt *x,
 			     struct sockaddr_storage *ss, bool peer)
 {
 	struct kmsgr_tcp *t = to_tcp(x);
-	int ret;
 
 	if (t->named) {
 		*ss = t->names[peer];
@@ -541,11 +574,29 @@ static int kmsgr_tcp_getname(struct kmsgr_xprt *x,
 	memset(ss, 0, sizeof(*ss));
 	if (t->reading)		/* its lock is ours: never taken twice */
 		return -ENOTCONN;
-	if (peer)
-		ret = kernel_getpeername(t->sock, (struct sockaddr *)ss);
-	else
-		ret = kernel_getsockname(t->sock, (struct sockaddr *)ss);
-	return ret < 0 ? ret : 0;
+	return kmsgr_tcp_name(t->sock, ss, peer);
+}
+
+/* tcp_read_sock() actor of a closing socket: every byte read, dropped. */
+static int kmsgr_tcp_discard(read_descriptor_t *desc, struct sk_buff *skb,
+			     unsigned int off, size_t len)
+{
+	return len;
+}
+
+/*
+ * Read and drop what the peer sent and we never read (a session paused
+ * for pool or CQ room, bytes that came after the last read): tcp_close()
+ * answers unread bytes with a reset, which drops what is still queued for
+ * the peer and tells it ECONNRESET instead of an orderly end.
+ */
+static void kmsgr_tcp_drain(struct sock *sk)
+{
+	read_descriptor_t desc = { .count = 1 };
+
+	lock_sock(sk);
+	tcp_read_sock(sk, &desc, kmsgr_tcp_discard);
+	release_sock(sk);
 }
 
 static void kmsgr_tcp_close_work(struct work_struct *work)
@@ -556,19 +607,21 @@ static void kmsgr_tcp_close_work(struct work_struct *work)
 	llist_for_each_entry_safe(t, next, list, closing) {
 		/*
 		 * An orderly FIN for the peer (sock_release() alone may
-		 * reset), after what is still queued.  Unless pages went by
-		 * reference: their SENDs have completed (or failed at the
-		 * session's end), and the application may be filling those
-		 * slices again.  Reset the connection then, which drops what
+		 * reset: kmsgr_tcp_drain()), after what is still queued.
+		 * Unless pages went by reference: their SENDs have completed
+		 * (or failed at the session's end), and the application may
+		 * be filling those slices again.  Reset the connection then, which drops what
 		 * is queued instead of sending those pages on.  Until this
 		 * runs the socket may still send them: a payload changed
 		 * since it was summed fails the peer's crc check, and the
 		 * peer is trusted (kmsgr_tcp_zerocopy, kmsgr(4)).
 		 */
-		if (t->zc_sent)
+		if (t->zc_sent) {
 			sock_no_linger(t->sock->sk);
-		else
+		} else {
+			kmsgr_tcp_drain(t->sock->sk);
 			kernel_sock_shutdown(t->sock, SHUT_RDWR);
+		}
 		sock_release(t->sock);
 		kfree(t);
 	}

@@ -62,6 +62,8 @@
  *                                 received into, cannot be RELEASEd
  *  stale_release_token            a wrong token and a stale one (space
  *                                 reused by a later message) free nothing
+ *  release_all_or_nothing         a RELEASE naming a slice twice, or a
+ *                                 good slice and a bad one, frees nothing
  *  pool_fragmentation_no_starvation a 32 KiB message gets into a 64 KiB
  *                                 pool kept fragmented by a stream of small
  *                                 ones (first fit alone starved it)
@@ -77,6 +79,14 @@
  *                                 message (it used to be dropped at once)
  *  readonly_fd_refused            only INFO works on a read-only fd
  *
+ *  dual_stack_listener_takes_ipv4 an IPv4 client of a listener on "::"
+ *                                 comes UP (both ends were named
+ *                                 ::ffff:127.0.0.1, failing its address
+ *                                 check)
+ *  close_with_unread_bytes_sends_fin  a session closed with bytes its
+ *                                 connection never read ends with a FIN:
+ *                                 the peer's CLOSED has res 0 (it was
+ *                                 reset: ECONNRESET)
  *  silent_peer_times_out          a peer that goes silent after its
  *                                 handshake (answers no keepalive) is
  *                                 closed with TIMEOUT after
@@ -85,6 +95,10 @@
  *                                 leaves an idle pair made before up (both
  *                                 ends timed out, their keepalives 10 s
  *                                 apart)
+ *  paused_receiver_keeps_connection  a receiver that reaps nothing for
+ *                                 10 s (window 0) with keepalive_timeout 3
+ *                                 keeps its sender's connection (TCP's
+ *                                 user timeout used to abort it)
  *  send_racing_retirement         (KMSGR_FAULT=y) a SEND that found a
  *                                 server session UP but reaches its send
  *                                 list after the session retired still
@@ -1489,6 +1503,95 @@ TEST_F_TIMEOUT(core, stale_release_token, 120)
 	kt_inst_close(&srv);
 }
 
+/* A RELEASE of the three slices @seg, in the token form if @token. */
+static void release3(struct kt_inst *ti, const struct kmsgr_slice *seg,
+		     uint32_t token, uint64_t ud)
+{
+	struct kmsgr_sqe *sqe = kt_sqe(ti);
+
+	if (!sqe)
+		return;
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = KMSGR_OP_RELEASE;
+	memcpy(sqe->seg, seg, sizeof(sqe->seg));
+	sqe->user_data = ud;
+	if (token) {
+		sqe->flags = KMSGR_SQE_F_TOKEN;
+		sqe->tid = token;
+	}
+	kmsgr_submit(ti->k, 0, 0);
+}
+
+/*
+ * A RELEASE frees all its slices or none: one that names a delivered
+ * slice twice, or a delivered slice and a bad one, fails -EINVAL and
+ * leaves the delivered slice held (it used to free it first, and the
+ * second naming could then free a later message's space).
+ */
+TEST_F_TIMEOUT(core, release_all_or_nothing, 120)
+{
+	struct kmsgr_slice none = { 0 }, data = { 0, 64 << 10 };
+	struct kmsgr_slice seg[3];
+	struct kt_inst srv, cli;
+	struct kmsgr_listen l;
+	struct kmsgr_sqe *sqe;
+	struct kmsgr_cqe c, r;
+	uint32_t cli_id, srv_id, token;
+	struct kt_loop lp;
+	unsigned int form;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_inst_open(&srv, "rel-srv", 16, 64 << 10, 128 << 10, 6));
+	ASSERT_EQ(0, kt_inst_open(&cli, "rel-cli", 16, 1 << 20, 64 << 10, 7));
+	srv.transport = self->x.transport;
+	cli.transport = self->x.transport;
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &srv);
+	kt_loop_add(&lp, &cli);
+	ASSERT_EQ(0, kt_listen(&srv, self->x.ip, 0, 0xf, &l));
+	ASSERT_EQ(0, kt_connect(&cli, &l.bound, 0, KT_PEER_ANY, 0xe, &cli_id));
+	ASSERT_EQ(0, kt_wait_pair(&lp, &cli, cli_id, &srv, &srv_id, SETUP_MS));
+	sqe = kt_sqe(&cli);
+	ASSERT_NE(NULL, sqe);
+	kmsgr_prep_send(sqe, cli_id, 0x42, 1, none, none, data, 1);
+	kmsgr_submit(cli.k, 0, 0);
+	ASSERT_EQ(0, next_non_event(&srv, &r));
+	ASSERT_EQ(KMSGR_CQE_RECV, r.kind);
+	ASSERT_LT(0, r.res) TH_LOG("a release token");
+	ASSERT_EQ(64 << 10, kt_pool_bytes(&srv));
+
+	/* the ABI 1 form (no token), then the token form */
+	for (form = 0; form < 2; form++) {
+		token = form ? (uint32_t)r.res : 0;
+		memset(seg, 0, sizeof(seg));
+		seg[0] = r.seg[2];
+		seg[2] = r.seg[2];
+		release3(&srv, seg, token, 0x60 + form);
+		ASSERT_EQ(0, next_non_event(&srv, &c));
+		EXPECT_EQ(KMSGR_CQE_OP, c.kind);
+		EXPECT_EQ(-EINVAL, c.res) TH_LOG("the same slice twice");
+		EXPECT_EQ(0x60 + form, c.user_data);
+		EXPECT_EQ(64 << 10, kt_pool_bytes(&srv))
+			TH_LOG("form %u: a refused RELEASE freed its slice",
+			       form);
+
+		/* a delivered slice, then one never given out */
+		seg[2].off = r.seg[2].off ^ (64 << 10);
+		release3(&srv, seg, token, 0x62 + form);
+		ASSERT_EQ(0, next_non_event(&srv, &c));
+		EXPECT_EQ(-EINVAL, c.res) TH_LOG("a slice never given out");
+		EXPECT_EQ(64 << 10, kt_pool_bytes(&srv))
+			TH_LOG("form %u: a refused RELEASE freed its slice",
+			       form);
+	}
+	release(&srv, r.seg[2], r.res, 0x64);
+	EXPECT_TRUE(quiet_for(&srv, 300)) TH_LOG("the good RELEASE failed");
+	EXPECT_EQ(0, kt_pool_bytes(&srv));
+	kt_inst_close(&cli);
+	kt_inst_close(&srv);
+}
+
 /* Consume every ready CQE of @ti (a sender's SEND completions). */
 static void reap_all(struct kt_inst *ti)
 {
@@ -1776,6 +1879,117 @@ TEST_F_TIMEOUT(core, pool_wait_in_a_large_pool, 180)
 	EXPECT_EQ(0, kt_pool_bytes(&p.srv));
 	pool_bed_close(&p);
 }
+/*
+ * A listener on "::" takes IPv4 clients too (net.ipv6.bindv6only 0): the
+ * accepted socket names both ends ::ffff:a.b.c.d, and a server that
+ * presented those names failed the client's address check (reason PEER).
+ */
+static void dual_stack_listener_takes_ipv4(struct __test_metadata *_metadata,
+					   FIXTURE_DATA(core) *self)
+{
+	struct kmsgr_listen l;
+	struct kmsgr_addr a;
+	uint32_t cli_id, srv_id;
+	char v6only[8] = "";
+	FILE *f;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	f = fopen("/proc/sys/net/ipv6/bindv6only", "r");
+	if (f) {
+		if (!fgets(v6only, sizeof(v6only), f))
+			v6only[0] = 0;
+		fclose(f);
+	}
+	if (v6only[0] != '0')
+		SKIP(return, "net.ipv6.bindv6only is not 0 ('%s')", v6only);
+	ASSERT_EQ(0, kt_listen(&self->srv, "::", 0, 0xc1, &l));
+	ASSERT_EQ(AF_INET6, l.bound.family);
+	ASSERT_EQ(0, kt_addr(&a, "127.0.0.1", ntohs(l.bound.port)));
+	ASSERT_EQ(0, kt_connect(&self->cli, &a, 0, KT_PEER_ANY, 0xc2, &cli_id));
+	EXPECT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
+				  &srv_id, SETUP_MS))
+		TH_LOG("an IPv4 client of a listener on :: is not UP");
+}
+
+TEST_F_TIMEOUT(core_tcp, dual_stack_listener_takes_ipv4, 60)
+{
+	dual_stack_listener_takes_ipv4(_metadata, &self->c);
+}
+
+/*
+ * A session closed with bytes its connection never read (paused: its
+ * pool held by the application) ends with a FIN: the peer sees EOF with
+ * res 0.  tcp_close() answers unread bytes with a reset (ECONNRESET at
+ * the peer, and whatever was still queued for it dropped).
+ */
+static void close_with_unread_bytes_sends_fin(struct __test_metadata *_metadata,
+					      FIXTURE_DATA(core) *self)
+{
+	struct kmsgr_slice none = { 0 }, big = { 0, 32 << 10 },
+			   small = { 0, 8 << 10 };
+	unsigned int i, sends = 0;
+	uint32_t cli_id, srv_id;
+	struct kmsgr_listen l;
+	struct kmsgr_sqe *sqe;
+	struct kmsgr_cqe *c;
+	struct kt_inst cli;
+	struct kt_loop lp;
+	uint64_t end;
+	int e;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_inst_open(&cli, "fin-cli", 16, 64 << 10,
+				  KMSGR_POOL_MIN, 9));
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &self->srv);
+	kt_loop_add(&lp, &cli);
+	ASSERT_EQ(0, kt_listen(&self->srv, self->x.ip, 0, 0xd1, &l));
+	ASSERT_EQ(0, kt_connect(&cli, &l.bound, 0, KT_PEER_ANY, 0xd2,
+				&cli_id));
+	ASSERT_EQ(0, kt_wait_pair(&lp, &cli, cli_id, &self->srv, &srv_id,
+				  SETUP_MS));
+
+	/* two 32 KiB messages fill the client's pool; 8 KiB stay unread */
+	for (i = 0; i < 3; i++) {
+		sqe = kt_sqe(&self->srv);
+		ASSERT_NE(NULL, sqe);
+		kmsgr_prep_send(sqe, srv_id, 0x42, i, none, none,
+				i < 2 ? big : small, i);
+	}
+	kmsgr_submit(self->srv.k, 0, 0);
+	end = kt_now_ms() + 10000;
+	while (sends < 3 && kt_now_ms() < end) {
+		if (kmsgr_wait_cqe(self->srv.k, &c, 100000000ULL))
+			continue;
+		if (c->kind == KMSGR_CQE_SEND) {
+			EXPECT_EQ(0, c->res);
+			sends++;
+		}
+		kmsgr_cqe_seen(self->srv.k);
+	}
+	ASSERT_EQ(3, sends) TH_LOG("the server's SENDs were not written");
+	usleep(500 * 1000);	/* the last one reaches the client's socket */
+
+	/* the client application holds both RECVs; its session closes */
+	EXPECT_EQ(0, kmsgr_close_id(cli.k, cli_id));
+	kt_loop_init(&lp);
+	kt_loop_add(&lp, &self->srv);
+	e = wait_event(&lp, &self->srv, srv_id, KMSGR_EV_CLOSED, 0, 10000);
+	ASSERT_LE(0, e);
+	EXPECT_EQ(KMSGR_REASON_EOF, lp.ev[e].reason);
+	EXPECT_EQ(0, lp.ev[e].res)
+		TH_LOG("the peer's close reached the server as %d, not a FIN",
+		       lp.ev[e].res);
+	kt_inst_close(&cli);
+}
+
+TEST_F_TIMEOUT(core_tcp, close_with_unread_bytes_sends_fin, 60)
+{
+	close_with_unread_bytes_sends_fin(_metadata, &self->c);
+}
+
 /* ---- D11: dead peers are detected ----------------------------------------- */
 
 static void silent_peer_times_out(struct __test_metadata *_metadata,
@@ -1842,6 +2056,92 @@ static void keepalive_change_spares_sessions(struct __test_metadata *_metadata,
 TEST_F_TIMEOUT(core_tcp, keepalive_change_spares_sessions, 60)
 {
 	keepalive_change_spares_sessions(_metadata, &self->c);
+}
+
+/*
+ * A receiver that stops reaping (its pool full, its socket's window 0) for
+ * three keepalive_timeouts does not cost the sender its connection: msgr2
+ * keepalives still flow both ways.  TCP_USER_TIMEOUT, which kmsgr used to
+ * set to keepalive_timeout, aborts a connection whose peer's window stays
+ * 0 that long even though every window probe is answered (tcp_probe_timer).
+ */
+#define PAUSE_MSG	(256U << 10)
+#define PAUSE_MSGS	96U
+
+/* Reap @ti's CQEs: SENDs written counted, a DOWN or CLOSED noted. */
+static void pause_reap(struct kt_inst *ti, unsigned int *done, int *lost)
+{
+	struct kmsgr_cqe *c;
+
+	while ((c = kmsgr_peek_cqe(ti->k))) {
+		if (c->kind == KMSGR_CQE_SEND && !c->res)
+			(*done)++;
+		else if (c->kind == KMSGR_CQE_EVENT &&
+			 (c->event == KMSGR_EV_DOWN ||
+			  c->event == KMSGR_EV_CLOSED) && *lost < 0)
+			*lost = c->reason;
+		kmsgr_cqe_seen(ti->k);
+	}
+}
+
+static void paused_receiver_keeps_connection(struct __test_metadata *_metadata,
+					     FIXTURE_DATA(core) *self)
+{
+	struct kmsgr_slice none = { 0 }, data = { 0, PAUSE_MSG };
+	unsigned int old, sent = 0, done = 0, got = 0;
+	uint32_t cli_id, srv_id;
+	struct kmsgr_sqe *sqe;
+	struct kmsgr_cqe *c;
+	uint64_t end;
+	int lost = -1;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, param_set("keepalive_timeout", 3, &old));
+	ASSERT_EQ(0, core_pair(self, 0, 0xb1, &cli_id, &srv_id));
+
+	/* 24 MiB at a server that reaps nothing for 10 s (4 MiB pool) */
+	end = kt_now_ms() + 10000;
+	while (kt_now_ms() < end && lost < 0) {
+		while (sent < PAUSE_MSGS && (sqe = kt_sqe(&self->cli))) {
+			kmsgr_prep_send(sqe, cli_id, 0x42, sent, none, none,
+					data, sent);
+			sent++;
+		}
+		kmsgr_submit(self->cli.k, 0, 0);
+		if (!kmsgr_wait_cqe(self->cli.k, &c, 100000000ULL))
+			pause_reap(&self->cli, &done, &lost);
+	}
+	TH_LOG("%u sent, %u written while the server did not reap", sent,
+	       done);
+	EXPECT_EQ(-1, lost) TH_LOG("the client's connection ended, reason %d",
+				   lost);
+	EXPECT_GT(PAUSE_MSGS, done) TH_LOG("the server's window never closed");
+
+	/* the server reaps: every message arrives */
+	end = kt_now_ms() + 60000;
+	while (got < sent && kt_now_ms() < end) {
+		pause_reap(&self->cli, &done, &lost);
+		if (kmsgr_wait_cqe(self->srv.k, &c, 100000000ULL))
+			continue;
+		if (c->kind == KMSGR_CQE_RECV && c->session == srv_id) {
+			EXPECT_EQ(got, c->tid);
+			got++;
+			if (kt_release(&self->srv, c)) {
+				kmsgr_submit(self->srv.k, 0, 0);
+				ASSERT_EQ(0, kt_release(&self->srv, c));
+			}
+		}
+		kmsgr_cqe_seen(self->srv.k);
+	}
+	EXPECT_EQ(sent, got);
+	EXPECT_EQ(-1, lost);
+	EXPECT_EQ(0, param_set("keepalive_timeout", old, NULL));
+}
+
+TEST_F_TIMEOUT(core_tcp, paused_receiver_keeps_connection, 120)
+{
+	paused_receiver_keeps_connection(_metadata, &self->c);
 }
 
 /* ---- loss: CLOSE completes every queued SEND, then CLOSED ------------------ */

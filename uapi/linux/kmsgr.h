@@ -534,7 +534,8 @@ struct kmsgr_slice {
  * in-flight bound below until it is done.
  * RELEASE: up to three receive-pool slices exactly as a RECV CQE gave them
  * (len 0: unused).  Completes silently; a bad or double release completes
- * with a KMSGR_CQE_OP entry, res -EINVAL.  With KMSGR_SQE_F_TOKEN in
+ * with a KMSGR_CQE_OP entry, res -EINVAL, and frees none of its slices
+ * (nor does one that names a slice twice).  With KMSGR_SQE_F_TOKEN in
  * @flags, @tid carries the RECV's release token (its res) and every slice
  * must belong to that message: a stale or double RELEASE can then never
  * free space that a later message reuses (tokens are handed out in turn,
