@@ -295,7 +295,11 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 	a.pbs = bdev_physical_block_size(h->bdev);
 	a.max_io = round_down(KMSGR_BDEV_MAX_IO, a.lbs);
 
-	mutex_lock(&inst->submit_lock);
+	/* an ENTER may hold it for long (asleep in submit_bio()) */
+	if (mutex_lock_killable(&inst->submit_lock)) {
+		ret = -EINTR;
+		goto out_put;
+	}
 	if (inst->nr_bdevs >= KMSGR_BDEV_MAX) {
 		ret = -EMFILE;
 	} else {
@@ -315,9 +319,9 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 	}
 	mutex_unlock(&inst->submit_lock);
 	if (ret) {
-		blkdev_put(h->bdev, h->mode);
-		kfree(h);
-		return ret == -EBUSY ? -EMFILE : ret;
+		if (ret == -EBUSY)
+			ret = -EMFILE;
+		goto out_put;
 	}
 	kmsgr_fault(KMSGR_FAULT_BDEV_ATTACHED, false);
 	if (copy_to_user(uarg, &a, sizeof(a))) {
@@ -328,6 +332,11 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 		return -EFAULT;
 	}
 	return 0;
+
+out_put:
+	blkdev_put(h->bdev, h->mode);
+	kfree(h);
+	return ret;
 }
 
 /**

@@ -744,7 +744,16 @@ int kmsgr_inst_enter(struct kmsgr_instance *inst,
 	runner = e.to_submit && e.flags & KMSGR_ENTER_F_GETEVENTS &&
 		 e.min_complete == 1 && READ_ONCE(kmsgr_enter_runs);
 	if (e.to_submit) {
-		mutex_lock(&inst->submit_lock);
+		/*
+		 * Another thread's ENTER may hold it for long (asleep in
+		 * submit_bio() for a tag, a frozen queue): a signal ends the
+		 * wait for it, nothing consumed.
+		 */
+		if (mutex_lock_interruptible(&inst->submit_lock)) {
+			if (put_user(0, &uarg->submitted))
+				return -EFAULT;
+			return -EINTR;
+		}
 		/*
 		 * Not before the lock: a runner waiting for it here would take
 		 * the ends of every linked op while another submitter holds it

@@ -201,6 +201,24 @@ static long kmsgr_ctrl_session(struct kmsgr_instance *inst, unsigned int cmd,
 	}
 }
 
+/* Whether @cmd is one of kmsgr's commands, exactly (size, direction). */
+static bool kmsgr_ioc_known(unsigned int cmd)
+{
+	switch (cmd) {
+	case KMSGR_IOC_INFO:
+	case KMSGR_IOC_SETUP:
+	case KMSGR_IOC_ENTER:
+	case KMSGR_IOC_LISTEN:
+	case KMSGR_IOC_CONNECT:
+	case KMSGR_IOC_CLOSE:
+	case KMSGR_IOC_ATTACH_BDEV:
+	case KMSGR_IOC_DETACH_BDEV:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static long kmsgr_ch_ioctl(struct file *file, unsigned int cmd,
 			   unsigned long arg)
 {
@@ -210,10 +228,13 @@ static long kmsgr_ch_ioctl(struct file *file, unsigned int cmd,
 
 	/*
 	 * Everything but INFO allocates, pins memory or talks to the network:
-	 * only for a file opened for writing.
+	 * only for a file opened for writing.  A command that is not one of
+	 * ours is ENOTTY on any file.
 	 */
+	if (!kmsgr_ioc_known(cmd))
+		return -ENOTTY;
 	if (cmd != KMSGR_IOC_INFO && !(file->f_mode & FMODE_WRITE))
-		return _IOC_TYPE(cmd) == KMSGR_IOC_MAGIC ? -EBADF : -ENOTTY;
+		return -EBADF;
 
 	switch (cmd) {
 	case KMSGR_IOC_INFO:

@@ -153,6 +153,7 @@
 #include <linux/fs.h>
 #include <linux/loop.h>
 #include <sys/ioctl.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -3198,6 +3199,38 @@ static void *stuck_enter(void *arg)
 }
 
 /*
+ * A linked READ queued on @x's target and an ENTER thread (@e, @thr)
+ * submitting it, which BDEV_SUBMITTED holds STUCK_SUBMIT_US after its bio
+ * went out; the READ's range in *@off, *@len.
+ */
+static void stuck_begin(struct __test_metadata *_metadata,
+			FIXTURE_DATA(bdev) *self, struct lk *x,
+			struct stuck_enter *e, pthread_t *thr, uint64_t *off,
+			uint32_t *len)
+{
+	lk_open(_metadata, self, x, 64, 256, LK_SLOTS, 512, 4 * MIB, 0, 0);
+	*len = lk_range(self, off);
+	lk_queue(_metadata, x, x->srv_id, KMSGR_SQE_F_SKIP_SUCCESS, *off, *len,
+		 0, 1);
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_SUBMITTED, STUCK_SUBMIT_US));
+	e->k = x->srv.k;
+	ASSERT_EQ(0, pthread_create(thr, NULL, stuck_enter, e));
+}
+
+/* stuck_begin()'s end: the ENTER let go, the pair's SEND done, all closed. */
+static void stuck_end(struct __test_metadata *_metadata, struct lk *x,
+		      struct stuck_enter *e, pthread_t thr)
+{
+	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
+	ASSERT_EQ(0, pthread_join(thr, NULL));
+	EXPECT_EQ(2, e->ret) TH_LOG("the stuck ENTER: %d", e->ret);
+	lk_expect(_metadata, x, KMSGR_CQE_SEND, 0, UD(TAG_LK_SEND, 1),
+		  "SEND of the pair");
+	EXPECT_EQ(0, kmsgr_bdev_detach(x->srv.k, x->id));
+	lk_close(_metadata, x);
+}
+
+/*
  * A linked READ that ends while the ENTER that submitted it, a runner
  * (it waits for one CQE), is still submitting: the op is handed to that
  * ENTER, which may then sleep in submit_bio() for a long time (no tag
@@ -3218,29 +3251,70 @@ TEST_F_TIMEOUT(bdev, linked_op_not_held_by_a_stuck_submitter, 120)
 		SKIP(return, "%s", self->why);
 	if (access(KMSGR_FAULT_PARAM, W_OK))
 		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
-	lk_open(_metadata, self, &x, 64, 256, LK_SLOTS, 512, 4 * MIB, 0, 0);
-	len = lk_range(self, &off);
-	lk_queue(_metadata, &x, x.srv_id, KMSGR_SQE_F_SKIP_SUCCESS, off, len,
-		 0, 1);
-	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_SUBMITTED, STUCK_SUBMIT_US));
-	e.k = x.srv.k;
 	t0 = l1_now_ms();
-	ASSERT_EQ(0, pthread_create(&thr, NULL, stuck_enter, &e));
+	stuck_begin(_metadata, self, &x, &e, &thr, &off, &len);
 	lk_recv(_metadata, &x, 1, off, len);
 	ms = l1_now_ms() - t0;
-	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
-	ASSERT_EQ(0, pthread_join(thr, NULL));
 	TH_LOG("the reply came after %llu ms, the ENTER held %u ms",
 	       (unsigned long long)ms, STUCK_SUBMIT_US / 1000);
 	EXPECT_GT(STUCK_SEND_MS, ms)
 		TH_LOG("the reply waited for the stuck submitter");
-	EXPECT_EQ(2, e.ret) TH_LOG("ENTER: %d", e.ret);
-	lk_expect(_metadata, &x, KMSGR_CQE_SEND, 0, UD(TAG_LK_SEND, 1),
-		  "SEND of the pair");
-	EXPECT_EQ(0, kmsgr_bdev_detach(x.srv.k, x.id));
-	lk_close(_metadata, &x);
+	stuck_end(_metadata, &x, &e, thr);
 }
 
+
+static void on_stuck_alarm(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * An ENTER with SQEs to submit waits while another thread's ENTER is
+ * submitting; that one may sleep in submit_bio() for long (test build:
+ * BDEV_SUBMITTED holds it STUCK_SUBMIT_US).  A signal ends the wait:
+ * EINTR, nothing consumed, well before the other ENTER lets go (the wait
+ * used to be uninterruptible).
+ */
+TEST_F_TIMEOUT(bdev, enter_interruptible_behind_a_stuck_submitter, 120)
+{
+	struct sigaction sa = { .sa_handler = on_stuck_alarm }, old_sa;
+	struct itimerval it = { .it_value = { .tv_usec = 300000 } };
+	struct kmsgr_enter enter;
+	struct stuck_enter e;
+	uint64_t off, t0, ms;
+	pthread_t thr;
+	uint32_t len;
+	struct lk x;
+	int ret, err;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
+	stuck_begin(_metadata, self, &x, &e, &thr, &off, &len);
+	usleep(500000);		/* it holds the submission lock by now */
+
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, &old_sa));	/* no SA_RESTART */
+	memset(&enter, 0, sizeof(enter));
+	enter.to_submit = 1;
+	enter.submitted = 99;
+	t0 = l1_now_ms();
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+	ret = ioctl(kmsgr_fd(x.srv.k), KMSGR_IOC_ENTER, &enter);
+	err = errno;
+	ms = l1_now_ms() - t0;
+	sigaction(SIGALRM, &old_sa, NULL);
+	TH_LOG("the second ENTER returned %d (%s) after %llu ms", ret,
+	       strerror(err), (unsigned long long)ms);
+	EXPECT_EQ(-1, ret);
+	EXPECT_EQ(EINTR, err);
+	EXPECT_EQ(0, enter.submitted);
+	EXPECT_GT(STUCK_SUBMIT_US / 1000 / 2, ms)
+		TH_LOG("the signal did not end the wait for the lock");
+
+	lk_recv(_metadata, &x, 1, off, len);
+	stuck_end(_metadata, &x, &e, thr);
+}
 
 /*
  * Linked ops that no ENTER finishes go to the instance's one work item,

@@ -77,7 +77,8 @@
  *                                 and a wrong server cookie is reset; the
  *                                 live connection stays up and carries a
  *                                 message (it used to be dropped at once)
- *  readonly_fd_refused            only INFO works on a read-only fd
+ *  readonly_fd_refused            only INFO works on a read-only fd (EBADF);
+ *                                 an unknown command is ENOTTY there too
  *
  *  dual_stack_listener_takes_ipv4 an IPv4 client of a listener on "::"
  *                                 comes UP (both ends were named
@@ -1442,6 +1443,40 @@ TEST_F_TIMEOUT(core_tcp, thousand_half_open, 300)
 }
 
 /*
+ * Two instances of their own over the variant's transport, "NAME-srv"
+ * with a 128 KiB pool and "NAME-cli", in a loop of their own, and a pair
+ * of sessions between them: 0 once both are UP.
+ */
+static int pool128_pair(FIXTURE_DATA(core) *self, const char *name,
+			struct kt_inst *srv, struct kt_inst *cli,
+			struct kt_loop *lp, uint32_t *cli_id, uint32_t *srv_id)
+{
+	struct kmsgr_listen l;
+	char n[32];
+	int ret;
+
+	snprintf(n, sizeof(n), "%s-srv", name);
+	ret = kt_inst_open(srv, n, 16, 64 << 10, 128 << 10, 6);
+	if (ret)
+		return ret;
+	snprintf(n, sizeof(n), "%s-cli", name);
+	ret = kt_inst_open(cli, n, 16, 1 << 20, 64 << 10, 7);
+	if (ret)
+		return ret;
+	srv->transport = self->x.transport;
+	cli->transport = self->x.transport;
+	kt_loop_init(lp);
+	kt_loop_add(lp, srv);
+	kt_loop_add(lp, cli);
+	ret = kt_listen(srv, self->x.ip, 0, 0xf, &l);
+	if (!ret)
+		ret = kt_connect(cli, &l.bound, 0, KT_PEER_ANY, 0xe, cli_id);
+	if (!ret)
+		ret = kt_wait_pair(lp, cli, *cli_id, srv, srv_id, SETUP_MS);
+	return ret;
+}
+
+/*
  * Release tokens: in a 128 KiB pool, 64 KiB messages land at offsets 0,
  * 64 KiB, 0 (first fit from a rotating hint), so the third reuses the
  * first one's space.  A wrong token frees nothing; a stale RELEASE of the
@@ -1452,7 +1487,6 @@ TEST_F_TIMEOUT(core, stale_release_token, 120)
 	struct kmsgr_slice none = { 0 }, data = { 0, 64 << 10 };
 	struct kmsgr_cqe c, r[3];
 	struct kt_inst srv, cli;
-	struct kmsgr_listen l;
 	struct kmsgr_sqe *sqe;
 	uint32_t cli_id, srv_id;
 	struct kt_loop lp;
@@ -1460,16 +1494,8 @@ TEST_F_TIMEOUT(core, stale_release_token, 120)
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	ASSERT_EQ(0, kt_inst_open(&srv, "tok-srv", 16, 64 << 10, 128 << 10, 6));
-	ASSERT_EQ(0, kt_inst_open(&cli, "tok-cli", 16, 1 << 20, 64 << 10, 7));
-	srv.transport = self->x.transport;
-	cli.transport = self->x.transport;
-	kt_loop_init(&lp);
-	kt_loop_add(&lp, &srv);
-	kt_loop_add(&lp, &cli);
-	ASSERT_EQ(0, kt_listen(&srv, self->x.ip, 0, 0xf, &l));
-	ASSERT_EQ(0, kt_connect(&cli, &l.bound, 0, KT_PEER_ANY, 0xe, &cli_id));
-	ASSERT_EQ(0, kt_wait_pair(&lp, &cli, cli_id, &srv, &srv_id, SETUP_MS));
+	ASSERT_EQ(0, pool128_pair(self, "tok", &srv, &cli, &lp, &cli_id,
+				  &srv_id));
 	for (i = 0; i < 3; i++) {
 		sqe = kt_sqe(&cli);
 		ASSERT_NE(NULL, sqe);
@@ -1533,7 +1559,6 @@ TEST_F_TIMEOUT(core, release_all_or_nothing, 120)
 	struct kmsgr_slice none = { 0 }, data = { 0, 64 << 10 };
 	struct kmsgr_slice seg[3];
 	struct kt_inst srv, cli;
-	struct kmsgr_listen l;
 	struct kmsgr_sqe *sqe;
 	struct kmsgr_cqe c, r;
 	uint32_t cli_id, srv_id, token;
@@ -1542,16 +1567,8 @@ TEST_F_TIMEOUT(core, release_all_or_nothing, 120)
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
-	ASSERT_EQ(0, kt_inst_open(&srv, "rel-srv", 16, 64 << 10, 128 << 10, 6));
-	ASSERT_EQ(0, kt_inst_open(&cli, "rel-cli", 16, 1 << 20, 64 << 10, 7));
-	srv.transport = self->x.transport;
-	cli.transport = self->x.transport;
-	kt_loop_init(&lp);
-	kt_loop_add(&lp, &srv);
-	kt_loop_add(&lp, &cli);
-	ASSERT_EQ(0, kt_listen(&srv, self->x.ip, 0, 0xf, &l));
-	ASSERT_EQ(0, kt_connect(&cli, &l.bound, 0, KT_PEER_ANY, 0xe, &cli_id));
-	ASSERT_EQ(0, kt_wait_pair(&lp, &cli, cli_id, &srv, &srv_id, SETUP_MS));
+	ASSERT_EQ(0, pool128_pair(self, "rel", &srv, &cli, &lp, &cli_id,
+				  &srv_id));
 	sqe = kt_sqe(&cli);
 	ASSERT_NE(NULL, sqe);
 	kmsgr_prep_send(sqe, cli_id, 0x42, 1, none, none, data, 1);
@@ -3686,6 +3703,14 @@ TEST(readonly_fd_refused)
 	EXPECT_EQ(EBADF, errno);
 	EXPECT_EQ(-1, ioctl(fd, KMSGR_IOC_CLOSE, &cl));
 	EXPECT_EQ(EBADF, errno);
+	/* not a command at all: ENOTTY, as on a writable fd */
+	EXPECT_EQ(-1, ioctl(fd, _IO(KMSGR_IOC_MAGIC, 0x40)));
+	EXPECT_EQ(ENOTTY, errno);
+	EXPECT_EQ(-1, ioctl(fd, _IO(KMSGR_IOC_MAGIC, 0x08)));
+	EXPECT_EQ(ENOTTY, errno);
+	EXPECT_EQ(-1, ioctl(fd, _IOR(KMSGR_IOC_MAGIC, 0x00, struct kmsgr_info),
+			    &info));
+	EXPECT_EQ(ENOTTY, errno);
 	close(fd);
 }
 

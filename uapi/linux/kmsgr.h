@@ -436,7 +436,9 @@ struct kmsgr_close {
  * a kernel worker polls every tick); with min_complete 0 it polls once.
  * Returns the number of SQEs consumed, or -1 with errno; a signal during
  * the wait gives EINTR even when SQEs were consumed (@submitted tells how
- * many, as does the SQ head).
+ * many, as does the SQ head).  A signal also ends an ENTER with
+ * @to_submit that waits for another thread's ENTER to finish submitting
+ * (which may sleep in the block layer): EINTR, @submitted 0.
  *
  * With @busy_poll_us (KMSGR_FEAT_BUSY_POLL) the wait spins for up to that
  * long before it sleeps: it watches the CQ and, waiting for one CQE, runs
