@@ -114,6 +114,11 @@ static void kmsgr_listener_accept(struct work_struct *work)
 			ret = lx->ops->accept(lx, &x);
 		if (ret == -EAGAIN)
 			goto out;
+		/* its device went away: nothing to try again (kmsgr(4)) */
+		if (ret == -ENODEV) {
+			kmsgr_listener_stopped(l, ret);
+			goto out;
+		}
 		if (ret) {
 			kmsgr_inst_warn_ratelimited(l->obj.inst, "listener %u: accept failed: %d; trying again\n",
 						    l->obj.id, ret);

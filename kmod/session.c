@@ -765,6 +765,20 @@ static void kmsgr_listener_refused(struct kmsgr_listener *l,
 }
 
 /*
+ * A listener's transport will accept nothing more (its RDMA device went
+ * away, @err -ENODEV): tell its owner once, an event that is never left
+ * out, so that it knows to CLOSE it.
+ */
+void kmsgr_listener_stopped(struct kmsgr_listener *l, int err)
+{
+	kmsgr_inst_warn(l->obj.inst, "listener %u: its device went away: accepting nothing more (%d)\n",
+			l->obj.id, err);
+	kmsgr_obj_post(&l->obj, KMSGR_EV_REFUSED, KMSGR_REASON_DEVICE, err, 0,
+		       false);
+	kmsgr_obj_notify(&l->obj, KMSGR_EV_REFUSED, KMSGR_REASON_DEVICE, err);
+}
+
+/*
  * Take an embryo off its listener's list.  Returns true when it was there:
  * the caller owns it from now on (teardown or announce).
  */

@@ -257,6 +257,8 @@ int kmsgr_sess_charge(struct kmsgr_instance *inst);
  * refusal was reported).
  */
 int kmsgr_sess_accept(struct kmsgr_listener *l, struct kmsgr_xprt *x);
+/* Listener: its transport accepts nothing more (@err): KMSGR_EV_REFUSED. */
+void kmsgr_listener_stopped(struct kmsgr_listener *l, int err);
 /*
  * Tear a session down (out of inst->objs, past a grace period; or an
  * embryo its listener unlinked): with @post its last CQE is CLOSED.

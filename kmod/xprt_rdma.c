@@ -347,6 +347,7 @@ struct kmsgr_rdma_mr {
 	void *stage;			/* staging buffer (mrs[i < nr_stages]) */
 	u64 end;			/* stream bytes up to its piece's end */
 	bool busy;			/* being offered; until invalidated */
+	bool staged;			/* while @busy: offers a staged copy */
 	bool offered;			/* its PULL was posted */
 	u32 len;			/* bytes it covers, once offered */
 	bool inv;			/* LOCAL_INV posted */
@@ -444,6 +445,8 @@ struct kmsgr_rdma_conn {
 	u32 pull_off;			/* bytes of the head PULL read */
 	bool rd_posted;			/* a READ is on the send queue */
 	struct timer_list rd_timer;	/* for a late READ */
+	/* a QP in error with no disconnect (kmsgr_rdma_flushed()) */
+	struct timer_list err_timer;
 	bool rd_done;
 	enum ib_wc_status rd_status;
 	u32 dones[KMSGR_RDMA_DONES];	/* rkeys to send DONE for */
@@ -982,6 +985,41 @@ static void kmsgr_rdma_read_timeout(struct timer_list *t)
 	spin_unlock_bh(&c->lock);
 }
 
+/*
+ * The QP went to error while the CM told of no disconnect: a peer's access
+ * violation (an RDMA READ or WRITE under a key it was not given: rxe moves
+ * the responder's QP to error with neither an event nor an error
+ * completion; other devices raise IB_EVENT_QP_ACCESS_ERR), or a fatal QP
+ * event.  Only flushed completions come then, and the stream would just
+ * stop.  A peer's close brings DISCONNECTED at once (iWARP devices may
+ * flush first): if none has come KMSGR_RDMA_ERR_GRACE later, the
+ * connection fails.
+ */
+#define KMSGR_RDMA_ERR_GRACE	HZ
+
+static void kmsgr_rdma_err_timeout(struct timer_list *t)
+{
+	struct kmsgr_rdma_conn *c = from_timer(c, t, err_timer);
+
+	spin_lock_bh(&c->lock);
+	if (c->state == KMSGR_RDMA_CONNECTED && !c->closing && !c->detached &&
+	    !c->err) {
+		pr_warn_ratelimited("connection %pISpc: queue pair in error without a disconnect\n",
+				    &c->peer);
+		kmsgr_rdma_fail(c, -ECONNRESET);
+	}
+	spin_unlock_bh(&c->lock);
+}
+
+/* A flushed completion: the QP is in error (kmsgr_rdma_err_timeout()). */
+static void kmsgr_rdma_flushed(struct kmsgr_rdma_conn *c)
+	__must_hold(&c->lock)
+{
+	if (c->state == KMSGR_RDMA_CONNECTED && !c->closing && !c->detached &&
+	    !c->err && !timer_pending(&c->err_timer))
+		mod_timer(&c->err_timer, jiffies + KMSGR_RDMA_ERR_GRACE);
+}
+
 /* The peer read a PULL: invalidate its registration (@rkey). */
 static int kmsgr_rdma_pulled(struct kmsgr_rdma_conn *c, u32 rkey)
 	__must_hold(&c->lock)
@@ -1048,7 +1086,9 @@ static void kmsgr_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		/* the last flushed receive: end of stream may be told now */
 		if (!c->rx_out && c->state == KMSGR_RDMA_EOF)
 			kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_RX);
-		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+		if (wc->status == IB_WC_WR_FLUSH_ERR) {
+			kmsgr_rdma_flushed(c);
+		} else {
 			pr_warn_ratelimited("connection %pISpc: receive failed: %s\n",
 					    &c->peer,
 					    ib_wc_status_msg(wc->status));
@@ -1157,6 +1197,7 @@ static struct kmsgr_rdma_conn *kmsgr_rdma_conn_alloc(void)
 	spin_lock_init(&c->est_lock);
 	spin_lock_init(&c->lock);
 	timer_setup(&c->rd_timer, kmsgr_rdma_read_timeout, 0);
+	timer_setup(&c->err_timer, kmsgr_rdma_err_timeout, 0);
 	init_waitqueue_head(&c->wq);
 	INIT_LIST_HEAD(&c->dev_node);
 	INIT_LIST_HEAD(&c->lsn_node);
@@ -1180,6 +1221,7 @@ static void kmsgr_rdma_conn_release(struct kref *ref)
 						 ref);
 
 	del_timer_sync(&c->rd_timer);
+	del_timer_sync(&c->err_timer);
 	kmsgr_rdma_bufs_free(c->rx, c->nr_rx);
 	kmsgr_rdma_bufs_free(c->tx, c->nr_tx);
 	kfree(c->ready);
@@ -1198,6 +1240,8 @@ static void kmsgr_rdma_conn_put(struct kmsgr_rdma_conn *c)
  * its CM saw the RTU (lost, or still on its way); the CM must hear of it,
  * or it waits for an RTU that may never come and drops the connection
  * when its REP's retries run out.  rdma_notify() takes spinlocks only.
+ * A fatal or access error: the connection fails unless the CM tells of a
+ * disconnect first (kmsgr_rdma_err_timeout()).
  */
 static void kmsgr_rdma_qp_event(struct ib_event *ev, void *ctx)
 {
@@ -1205,11 +1249,21 @@ static void kmsgr_rdma_qp_event(struct ib_event *ev, void *ctx)
 	unsigned long flags;
 	int ret = 0;
 
-	if (ev->event == IB_EVENT_COMM_EST) {
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
 		spin_lock_irqsave(&c->est_lock, flags);
 		if (c->est_id)
 			ret = rdma_notify(c->est_id, IB_EVENT_COMM_EST);
 		spin_unlock_irqrestore(&c->est_lock, flags);
+		break;
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_QP_ACCESS_ERR:
+		/* any context: the timer looks at the state */
+		mod_timer(&c->err_timer, jiffies + KMSGR_RDMA_ERR_GRACE);
+		break;
+	default:
+		break;
 	}
 	pr_debug("connection %pISpc: QP event %s (%d)\n", &c->peer,
 		 ib_event_msg(ev->event), ret);
@@ -2326,6 +2380,7 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
 	if (!m)
 		goto busy;
 	m->busy = true;
+	m->staged = stage;
 	spin_unlock_bh(&c->lock);
 
 	if (stage) {
@@ -2530,8 +2585,8 @@ static int kmsgr_rdma_getname(struct kmsgr_xprt *x,
 }
 
 /*
- * Nothing posted is in flight and the peer read every PULL (a staged copy
- * is all that is left of a lossy payload), or it never will.
+ * Nothing posted is in flight and the peer read every PULL of a staged
+ * copy (all that is left of a lossy payload), or it never will.
  */
 static bool kmsgr_rdma_tx_idle(struct kmsgr_rdma_conn *c)
 {
@@ -2540,8 +2595,13 @@ static bool kmsgr_rdma_tx_idle(struct kmsgr_rdma_conn *c)
 
 	spin_lock_bh(&c->lock);
 	idle = c->tx_done == c->tx_posted;
+	/*
+	 * And staged copies not read yet: a lossy message counts as sent.
+	 * Not in-place PULLs: their (lossless) messages are resent after a
+	 * reconnect, or failed with the session, whatever close() waits for.
+	 */
 	for (i = 0; i < c->nr_mrs && idle; i++)
-		idle = !c->mrs[i].busy;
+		idle = !(c->mrs[i].busy && c->mrs[i].staged);
 	idle = idle || c->err || c->detached ||
 	       c->state != KMSGR_RDMA_CONNECTED;
 	spin_unlock_bh(&c->lock);

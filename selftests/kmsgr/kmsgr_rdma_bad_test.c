@@ -40,6 +40,10 @@
  *                       SEND fails with RNR retry exceeded (kmsgr accepts
  *                       with rnr_retry 0) or kmsgr hangs up; the
  *                       connection ends, kmsgr frees it
+ *  read_bad_rkey        an RDMA READ of kmsgr's memory under a made-up
+ *                       key: kmsgr's QP goes to error with no disconnect
+ *                       and no event (rxe); within 5 s kmsgr logs "queue
+ *                       pair in error without a disconnect" and hangs up
  *
  * The PULL cases grant kmsgr RDMA READs, and their first message is a PULL
  * (the stream's first bytes, the banner, in the rogue's memory).  Besides
@@ -530,6 +534,18 @@ TEST_F_TIMEOUT(rdma_bad, recv_overrun, 60)
 /* an R_Key violation at the responder (IBA: a remote access error NAK) */
 #define READ_REFUSED	"RDMA READ failed: remote access error"
 #define PULL_REFUSED	"bad PULL descriptor"
+
+/*
+ * A READ of kmsgr's memory under a made-up key: kmsgr's QP goes to error
+ * and the CM tells of no disconnect (rxe raises no event either); kmsgr
+ * ends the connection a second later, not when msgr2's keepalive timeout
+ * (30 s) notices the silence.
+ */
+TEST_F_TIMEOUT(rdma_bad, read_bad_rkey, 60)
+{
+	rogue_case(_metadata, &self->bed, "read-bad-rkey",
+		   "queue pair in error without a disconnect", false);
+}
 
 TEST_F_TIMEOUT(rdma_bad, pull_legal, 60)
 {

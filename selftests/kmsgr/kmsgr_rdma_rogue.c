@@ -80,6 +80,13 @@
  *                   before the PULL was posted: a key taken back
  *     each of these must make kmsgr's RDMA READ fail, and kmsgr hang up.
  *
+ *   read-bad-rkey   (asks an initiator depth) an RDMA READ of kmsgr's
+ *                   memory at address 0 under a made-up key, and nothing
+ *                   else: kmsgr's QP goes to error with no disconnect
+ *                   (rxe raises no event), and kmsgr must hang up within
+ *                   5 s all the same, not wait for msgr2's keepalive
+ *                   timeout
+ *
  *   pull-len-0      a PULL of 0 bytes
  *   pull-len-huge   a PULL of 16 MiB + 1 bytes (KMSGR_RDMA_PULL_MAX + 1)
  *   pull-short      a 19-byte PULL message (its descriptor cut short)
@@ -191,6 +198,7 @@ enum rogue_case {
 	C_BAD_FLAGS, C_SHORT, C_EMPTY, C_RECV_OVERRUN, C_PULL_LEGAL,
 	C_PULL_BAD_RKEY, C_PULL_BEYOND_MR, C_PULL_OUTSIDE_MR,
 	C_PULL_INVALIDATED, C_PULL_LEN_0, C_PULL_LEN_HUGE, C_PULL_SHORT,
+	C_READ_BAD_RKEY,
 };
 
 static const struct {
@@ -218,6 +226,7 @@ static const struct {
 	{ "pull-len-0", C_PULL_LEN_0 },
 	{ "pull-len-huge", C_PULL_LEN_HUGE },
 	{ "pull-short", C_PULL_SHORT },
+	{ "read-bad-rkey", C_READ_BAD_RKEY },
 };
 
 struct rogue {
@@ -1060,6 +1069,42 @@ static int case_pull(struct rogue *r)
 	return expect_hangup(r, why, t0);
 }
 
+/*
+ * An RDMA READ kmsgr never offered: address 0, a made-up key.  kmsgr's
+ * QP goes to error (rxe: with no event); kmsgr must end the connection
+ * soon all the same.
+ */
+static int case_read_bad_rkey(struct rogue *r)
+{
+	struct ibv_send_wr wr = { }, *bad;
+	struct ibv_sge sge;
+	long long t0;
+
+	r->area = calloc(1, ROGUE_PAGE);
+	if (!r->area)
+		die(r, "calloc", ENOMEM);
+	r->area_mr = ibv_reg_mr(r->pd, r->area, ROGUE_PAGE,
+				IBV_ACCESS_LOCAL_WRITE);
+	if (!r->area_mr)
+		die(r, "ibv_reg_mr", errno);
+	sge.addr = (uintptr_t)r->area;
+	sge.length = ROGUE_PAGE;
+	sge.lkey = r->area_mr->lkey;
+	wr.wr_id = WR_SEND | 0xffff;	/* its error counted as a SEND's */
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = 0;
+	wr.wr.rdma.rkey = 0xdeadbeef;
+	t0 = now_ms();
+	if (ibv_post_send(r->id->qp, &wr, &bad))
+		die(r, "ibv_post_send", errno);
+	if (r->deadline > t0 + 5000)
+		r->deadline = t0 + 5000;
+	return expect_hangup(r, "an RDMA READ under a made-up key", t0);
+}
+
 static int rogue_run(struct rogue *r)
 {
 	struct kmsgr_rdma_cm_priv priv;
@@ -1085,6 +1130,10 @@ static int rogue_run(struct rogue *r)
 		p.responder_resources = r->rd_res;
 		if (r->c != C_PULL_LEGAL)
 			r->depth = r->rd_res;
+		p.initiator_depth = r->depth;
+	}
+	if (r->c == C_READ_BAD_RKEY) {
+		r->depth = rd_resources(r);
 		p.initiator_depth = r->depth;
 	}
 	if (rdma_connect(r->id, &p))
@@ -1124,6 +1173,8 @@ static int rogue_run(struct rogue *r)
 		return case_credit_overrun(r);
 	case C_RECV_OVERRUN:
 		return case_recv_overrun(r);
+	case C_READ_BAD_RKEY:
+		return case_read_bad_rkey(r);
 	default:
 		if (pull_case(r->c))
 			return case_pull(r);

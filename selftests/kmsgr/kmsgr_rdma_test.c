@@ -49,7 +49,9 @@
  *                  of two; pinned_bytes shows it); a stream crosses it.
  *  device_removal  `rdma link delete` of the device under the live
  *                  session: both ends see it go with reason DEVICE (lossy:
- *                  CLOSED; lossless: DOWN).  Lossless: after `rdma link
+ *                  CLOSED; lossless: DOWN), and a listener bound to the
+ *                  device's address says it stopped (REFUSED, reason
+ *                  DEVICE, -ENODEV).  Lossless: after `rdma link
  *                  add` the client reconnects by itself, the session comes
  *                  UP again and a stream crosses it, nothing lost.
  *  client_killed   a second client process with a stream in flight is
@@ -442,7 +444,8 @@ TEST_F_TIMEOUT(rdma, device_removal, 300)
 	const char *dev = getenv("KMSGR_RXE") ? getenv("KMSGR_RXE") : "rxe0";
 	const uint8_t gone = variant->flags & KMSGR_SESS_F_LOSSLESS ?
 			     KMSGR_EV_DOWN : KMSGR_EV_CLOSED;
-	const struct kt_event *ec, *es;
+	const struct kt_event *ec, *es, *el;
+	struct kmsgr_listen bound;
 	unsigned int mark;
 	char netdev[64], cmd[256];
 	int ret;
@@ -450,6 +453,9 @@ TEST_F_TIMEOUT(rdma, device_removal, 300)
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, rxe_netdev(dev, netdev, sizeof(netdev)));
+	/* a listener on the device's address stops with it, and says so */
+	ASSERT_EQ(0, kt_listen(&self->srv, self->ip, variant->flags, 0x77,
+			       &bound));
 	streams(_metadata, self, 200, 18, 120 * 1000);
 
 	mark = self->lp.nr_ev;
@@ -458,6 +464,8 @@ TEST_F_TIMEOUT(rdma, device_removal, 300)
 	ASSERT_EQ(0, ret) TH_LOG("%s failed", cmd);
 	ec = wait_for(&self->lp, &self->cli, self->cli_id, gone, mark, 20000);
 	es = wait_for(&self->lp, &self->srv, self->srv_id, gone, mark, 20000);
+	el = wait_for(&self->lp, &self->srv, bound.id, KMSGR_EV_REFUSED, mark,
+		      20000);
 	/* put the device back whatever happened: later tests need it */
 	snprintf(cmd, sizeof(cmd), "rdma link add %s type rxe netdev %s", dev,
 		 netdev);
@@ -472,6 +480,11 @@ TEST_F_TIMEOUT(rdma, device_removal, 300)
 	EXPECT_EQ(KMSGR_REASON_DEVICE, es->reason)
 		TH_LOG("server: reason %u res %d", es->reason, es->res);
 	EXPECT_EQ(-ENODEV, ec->res);
+	ASSERT_NE(NULL, el)
+		TH_LOG("the listener on %s did not say it stopped", self->ip);
+	EXPECT_EQ(KMSGR_REASON_DEVICE, el->reason);
+	EXPECT_EQ(-ENODEV, el->res);
+	EXPECT_EQ(0, kmsgr_close_id(self->srv.k, bound.id));
 	if (!(variant->flags & KMSGR_SESS_F_LOSSLESS))
 		return;
 

@@ -654,7 +654,10 @@ struct kmsgr_sqe {
  * KMSGR_REASON_SESSIONS (max_sessions reached when the handshake ended),
  * KMSGR_REASON_BUSY (@res -EBUSY: over 2048 events wait for CQ room, the
  * application has not read its CQ for long) or KMSGR_REASON_NOMEM; @res
- * the errno.  The peer's address is logged.
+ * the errno.  The peer's address is logged.  Reason KMSGR_REASON_DEVICE,
+ * @res -ENODEV: the RDMA device of the address the listener is bound to
+ * went away; it accepts nothing more (CLOSE it), and this one is never
+ * left out.
  * Remote peers can cause these as fast as they connect: while the CQ is
  * full, only the first 1024 wait for room (behind the sessions' events,
  * which are kept up to 4096), the rest post nothing; the listener's
