@@ -1040,6 +1040,31 @@ ceph_client_test() {
 		grep -q 'peer type does not match' "$tmp/cc-client.log"
 }
 
+# Ceph's own client over IPv4 against a kmsgr mon listener on "::" (which
+# takes IPv4 too): READY, the listener gets its first message.  The
+# accepted socket names both ends ::ffff:127.0.0.1; a listener that
+# presented that form (instead of the 127.0.0.1 the client dialled) never
+# got the client past its address check.
+ceph_dual_stack_test() {
+	command -v ceph >/dev/null 2>&1 || { echo "no ceph (make deps)"; return 1; }
+	"$KMSGRCTL" session listen --as mon --count 1 --time 40 '[::]:3317' \
+		>"$tmp/cc-v6-l" 2>&1 &
+	lpid=$!
+	listening "$tmp/cc-v6-l" "$lpid" || return 1
+	rm -f "$tmp/cc-v6.log"
+	ceph_cli 1 "$lpid" timeout 30 ceph --conf /dev/null \
+		-m v2:127.0.0.1:3317 --auth-client-required none --debug-ms 20 \
+		--log-file "$tmp/cc-v6.log" --connect-timeout 8 -s
+	kill -TERM "$lpid" 2>/dev/null
+	stopped "$lpid" 30
+	wait "$lpid"
+	cat "$tmp/cc-v6-l"
+	grep -E 'handle_hello received hello|\.ready entity=' "$tmp/cc-v6.log" |
+		sed 's/^.*conn([^)]*)//' | head -n 4
+	grep -q 'ready entity=mon\.' "$tmp/cc-v6.log" &&
+		grep -Eq '^received [1-9][0-9]* messages' "$tmp/cc-v6-l"
+}
+
 # Ceph's own client with a keyring against a kmsgr listener that presents
 # a mon and authenticates with server-side cephx: READY (entity mon.*) and
 # the listener gets its first message, in crc and in secure mode; with
@@ -1526,6 +1551,7 @@ if in_part 1; then
 	kernel_quiet_since "echo-listener"
 	if [ "${KMSGR_NO_CEPH_PEERS:-0}" != 1 ]; then
 		check "ceph -s reaches READY against a kmsgr listener presenting a mon (and not against one presenting a client)" ceph_client_test
+		check "ceph -s over IPv4 reaches READY against a kmsgr mon listener on [::] (dual stack)" ceph_dual_stack_test
 		check "ceph -s with a keyring completes cephx against a kmsgr listener (crc and secure; another key is refused)" ceph_cephx_client_test
 	fi
 fi
