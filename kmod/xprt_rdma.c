@@ -231,8 +231,14 @@ static void kmsgr_rdma_fault_sleep(const unsigned int *ms_param)
 		msleep(ms);
 }
 
+static unsigned int fault_est_ms;
+module_param(fault_est_ms, uint, 0644);
+MODULE_PARM_DESC(fault_est_ms,
+		 "Test builds only: a listener's connection sleeps this many ms (at most 5000) on RDMA_CM_EVENT_ESTABLISHED before it counts as connected: what the peer sends first meets it still connecting");
+
 #define kmsgr_rdma_fault_bind()		kmsgr_rdma_fault_sleep(&fault_bind_ms)
 #define kmsgr_rdma_fault_listen()	kmsgr_rdma_fault_sleep(&fault_listen_ms)
+#define kmsgr_rdma_fault_est()		kmsgr_rdma_fault_sleep(&fault_est_ms)
 
 static bool fault_comm_est;
 module_param(fault_comm_est, bool, 0644);
@@ -259,6 +265,10 @@ static void kmsgr_rdma_fault_bind(void)
 }
 
 static void kmsgr_rdma_fault_listen(void)
+{
+}
+
+static void kmsgr_rdma_fault_est(void)
 {
 }
 #endif
@@ -997,13 +1007,24 @@ static void kmsgr_rdma_read_timeout(struct timer_list *t)
  */
 #define KMSGR_RDMA_ERR_GRACE	HZ
 
+/*
+ * Nothing has ended @c yet.  It may still be connecting: a passive side's
+ * QP takes the peer's first packets before its CM has the RTU, so the QP
+ * can go to error (and flush) before RDMA_CM_EVENT_ESTABLISHED.
+ */
+static bool kmsgr_rdma_live(const struct kmsgr_rdma_conn *c)
+	__must_hold(&c->lock)
+{
+	return c->state != KMSGR_RDMA_EOF && !c->closing && !c->detached &&
+	       !c->err;
+}
+
 static void kmsgr_rdma_err_timeout(struct timer_list *t)
 {
 	struct kmsgr_rdma_conn *c = from_timer(c, t, err_timer);
 
 	spin_lock_bh(&c->lock);
-	if (c->state == KMSGR_RDMA_CONNECTED && !c->closing && !c->detached &&
-	    !c->err) {
+	if (kmsgr_rdma_live(c)) {
 		pr_warn_ratelimited("connection %pISpc: queue pair in error without a disconnect\n",
 				    &c->peer);
 		kmsgr_rdma_fail(c, -ECONNRESET);
@@ -1015,8 +1036,7 @@ static void kmsgr_rdma_err_timeout(struct timer_list *t)
 static void kmsgr_rdma_flushed(struct kmsgr_rdma_conn *c)
 	__must_hold(&c->lock)
 {
-	if (c->state == KMSGR_RDMA_CONNECTED && !c->closing && !c->detached &&
-	    !c->err && !timer_pending(&c->err_timer))
+	if (kmsgr_rdma_live(c) && !timer_pending(&c->err_timer))
 		mod_timer(&c->err_timer, jiffies + KMSGR_RDMA_ERR_GRACE);
 }
 
@@ -1841,6 +1861,8 @@ static int kmsgr_rdma_conn_event(struct kmsgr_rdma_conn *c,
 		ret = kmsgr_rdma_client_connect(c, id);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
+		if (c->server)
+			kmsgr_rdma_fault_est();
 		spin_lock_bh(&c->lock);
 		if (!c->server && c->state == KMSGR_RDMA_CONNECTING) {
 			/* client: the accept's private data */

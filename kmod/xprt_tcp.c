@@ -571,9 +571,10 @@ static int kmsgr_tcp_getname(struct kmsgr_xprt *x,
 		*ss = t->names[peer];
 		return 0;
 	}
-	memset(ss, 0, sizeof(*ss));
-	if (t->reading)		/* its lock is ours: never taken twice */
+	if (t->reading) {	/* its lock is ours: never taken twice */
+		memset(ss, 0, sizeof(*ss));
 		return -ENOTCONN;
+	}
 	return kmsgr_tcp_name(t->sock, ss, peer);
 }
 

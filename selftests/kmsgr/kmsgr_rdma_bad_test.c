@@ -44,6 +44,11 @@
  *                       key: kmsgr's QP goes to error with no disconnect
  *                       and no event (rxe); within 5 s kmsgr logs "queue
  *                       pair in error without a disconnect" and hangs up
+ *  read_bad_rkey_before_established
+ *                       the same while kmsgr's CM handler still holds the
+ *                       RTU (fault_est_ms, test builds): the QP goes to
+ *                       error and flushes before the connection counts as
+ *                       connected; kmsgr hangs up all the same
  *
  * The PULL cases grant kmsgr RDMA READs, and their first message is a PULL
  * (the stream's first bytes, the banner, in the rogue's memory).  Besides
@@ -141,6 +146,9 @@ static long long pinned_wait(long long want, int ms)
 	}
 }
 
+/* test builds: a listener's connection sleeps on ESTABLISHED (ms) */
+#define EST_DELAY	"/sys/module/kmsgr_rdma/parameters/fault_est_ms"
+
 FIXTURE_SETUP(rdma_bad)
 {
 	struct bed *bed = &self->bed;
@@ -177,6 +185,8 @@ FIXTURE_TEARDOWN(rdma_bad)
 	char line[512];
 	long long pinned;
 
+	if (!access(EST_DELAY, W_OK))
+		kmsgr_write_line(EST_DELAY, "0");
 	if (bed->cli.k)
 		kt_inst_close(&bed->cli);
 	if (bed->srv.k)
@@ -543,6 +553,24 @@ TEST_F_TIMEOUT(rdma_bad, recv_overrun, 60)
  */
 TEST_F_TIMEOUT(rdma_bad, read_bad_rkey, 60)
 {
+	rogue_case(_metadata, &self->bed, "read-bad-rkey",
+		   "queue pair in error without a disconnect", false);
+}
+
+/*
+ * The same READ while kmsgr's side is still connecting: its CM handler
+ * sleeps 500 ms on ESTABLISHED (the RTU came; the rogue's READ, sent as
+ * soon as its own side was established, gets there first).  The QP goes
+ * to error and flushes before the connection counts as connected, as it
+ * may when a peer's first packet overtakes the RTU.
+ */
+TEST_F_TIMEOUT(rdma_bad, read_bad_rkey_before_established, 60)
+{
+	if (self->bed.why)
+		SKIP(return, "%s", self->bed.why);
+	if (access(EST_DELAY, W_OK))
+		SKIP(return, "kmsgr_rdma.ko built without KMSGR_FAULT=y");
+	ASSERT_EQ(0, kmsgr_write_line(EST_DELAY, "500"));
 	rogue_case(_metadata, &self->bed, "read-bad-rkey",
 		   "queue pair in error without a disconnect", false);
 }
