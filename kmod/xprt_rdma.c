@@ -1372,6 +1372,18 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 	}
 	send_wr = c->nr_tx + 2 * c->nr_mrs + rd_wrs + 1;
 	c->cq_size = send_wr + c->nr_rx + 1;
+	/*
+	 * ib_cq_pool_get() makes CQs of at most max_cqe entries and, for a
+	 * request that none of them can take, makes more for ever.
+	 */
+	if (c->cq_size > (u32)ibdev->attrs.max_cqe ||
+	    max(send_wr, c->nr_rx + 1) > (u32)ibdev->attrs.max_qp_wr) {
+		pr_warn_ratelimited("device %s: a connection needs %u CQ entries and %u send work requests, the device has %d and %d (lower credits or mrs)\n",
+				    dev_name(&ibdev->dev), c->cq_size, send_wr,
+				    ibdev->attrs.max_cqe,
+				    ibdev->attrs.max_qp_wr);
+		return -EINVAL;
+	}
 	c->cq = ib_cq_pool_get(ibdev, c->cq_size, -1, IB_POLL_SOFTIRQ);
 	if (IS_ERR(c->cq)) {
 		ret = PTR_ERR(c->cq);
