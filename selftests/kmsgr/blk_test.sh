@@ -108,18 +108,23 @@ stop() {
 	return $rc
 }
 
-# kill_target SIGNAL PID: SIGNAL (KILL or STOP) to the target once its
-# device has done an op for the client (its session and first requests
-# can take seconds to start under emulation; at most 30 s) and 1 s more,
-# then up to 30 s for its client PID to end; its exit status in $rc (99:
-# it did not end, and was killed)
-kill_target() {
+# target_busy: wait until the target's device has done an op for a client
+# (its session and first requests can take seconds to start under
+# emulation; at most 30 s)
+target_busy() {
 	i=0
 	while ! "$K" bdev show 2>/dev/null | grep -A1 " pid $srv " |
 		grep -q ' ops [1-9]' && [ $i -lt 300 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
+}
+
+# kill_target SIGNAL PID: SIGNAL (KILL or STOP) to the target once it is
+# busy (target_busy) and 1 s more, then up to 30 s for its client PID to
+# end; its exit status in $rc (99: it did not end, and was killed)
+kill_target() {
+	target_busy
 	sleep 1
 	kill -"$1" "$srv"
 	if [ "$1" = KILL ]; then
@@ -142,16 +147,22 @@ kill_target() {
 	fi
 }
 
-# pool_drains PID: the receive pool of PID's instance is empty within 5 s
-pool_drains() {
-	for _ in $(seq 50); do
-		"$K" -j instance show >"$tmp/inst" 2>&1 &&
-			python3 -S - "$tmp/inst" "$1" <<'EOF' && return 0
+# pool_used PID MIN MAX: whether the receive pool of PID's instance has
+# MIN to MAX bytes in use
+pool_used() {
+	"$K" -j instance show >"$tmp/inst" 2>&1 &&
+		python3 -S - "$tmp/inst" "$@" <<'EOF'
 import json, sys
 used = [i["pool_used"] for i in json.load(open(sys.argv[1]))
         if i["pid"] == int(sys.argv[2])]
-sys.exit(not (used and used[0] == 0))
+sys.exit(not (used and int(sys.argv[3]) <= used[0] <= int(sys.argv[4])))
 EOF
+}
+
+# pool_drains PID: the receive pool of PID's instance is empty within 5 s
+pool_drains() {
+	for _ in $(seq 50); do
+		pool_used "$1" 0 0 && return 0
 		sleep 0.1
 	done
 	comment "$tmp/inst"
@@ -385,10 +396,13 @@ if serve tcp "$addr" --depth 1; then
 	"$K" blk bench --rw randread --bs 1M --depth 32 --time 20 "$addr" \
 		>"$tmp/b" 2>&1 &
 	bpid=$!
-	sleep 2
+	# its first read done, and 1 s more for the other 31 to queue up
+	target_busy
+	sleep 1
 	kill -KILL "$bpid" 2>/dev/null
 	wait "$bpid" 2>/dev/null
-	sleep 1
+	# the target sees the session CLOSED between two reads
+	sleep 3
 	stop
 	src=$?
 	comment "$tmp/srv"
@@ -496,7 +510,13 @@ if serve tcp "$addr" --depth 1 --pool-size 16M; then
 	kill -STOP "$srv"
 	"$STALL" "$addr" 24 1048576 write >"$tmp/flood" 2>&1 &
 	fpid=$!
-	sleep 4
+	# over half the pool taken in (at most 60 s), then 1 s more
+	i=0
+	until pool_used "$srv" 9437184 99999999999 || [ $i -ge 300 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	sleep 1
 	kill -CONT "$srv"
 	wait "$fpid"
 	frc=$?

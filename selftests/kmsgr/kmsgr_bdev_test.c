@@ -156,6 +156,7 @@
 #include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -458,19 +459,26 @@ struct held_attach {
 	const char *path;
 	struct kmsgr_bdev b;
 	int ret;
+	int tid;		/* the thread's, once it runs (atomic) */
 };
 
 static void *held_attach(void *arg)
 {
 	struct held_attach *a = arg;
 
+	__atomic_store_n(&a->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	a->ret = attach_path(a->k, a->path, O_RDWR, 0, &a->b);
 	return NULL;
 }
 
+static bool held_attach_in_d(const struct held_attach *a)
+{
+	return kmsgr_task_in_d(__atomic_load_n(&a->tid, __ATOMIC_ACQUIRE));
+}
+
 /*
  * (KMSGR_FAULT=y) A DETACH of the id an ATTACH has linked but not yet
- * returned (fault point BDEV_ATTACHED holds the ATTACH 300 ms there):
+ * returned (fault point BDEV_ATTACHED holds the ATTACH 2 s there):
  * the handle is detached and freed, and the ATTACH still reports the
  * device as it is.  It used to read the handle after linking it, freed
  * by then (under slub_debug: poison for capacity and sizes).
@@ -478,6 +486,7 @@ static void *held_attach(void *arg)
 TEST_F(bdev, detach_during_attach)
 {
 	struct held_attach a = { 0 };
+	unsigned int i;
 	pthread_t t;
 
 	if (self->why)
@@ -486,9 +495,20 @@ TEST_F(bdev, detach_during_attach)
 		SKIP(return, "module built without KMSGR_FAULT=y");
 	a.k = self->ti.k;
 	a.path = self->path;
-	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_ATTACHED, 300000));
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_ATTACHED, 2000000));
 	ASSERT_EQ(0, pthread_create(&t, NULL, held_attach, &a));
-	usleep(100000);
+	/*
+	 * in the hold (usleep_range(): state D), at most 5 s; still D 100 ms
+	 * later, so not in the brief sync_blockdev() before it
+	 */
+	for (i = 0; i < 500; i++) {
+		if (held_attach_in_d(&a)) {
+			usleep(100000);
+			if (held_attach_in_d(&a))
+				break;
+		}
+		usleep(10000);
+	}
 	/* this instance's first handle */
 	EXPECT_EQ(0, kmsgr_bdev_detach(self->ti.k, 1));
 	pthread_join(t, NULL);
@@ -3132,9 +3152,13 @@ TEST_F_TIMEOUT(bdev, linked_send_by_waiter, 120)
 			 * The ENTER takes what ends from before it submits:
 			 * a READ that ends before it reaches its wait is
 			 * still its own (1 to 11 of 24 were not, on a cold
-			 * guest, while it registered only in the wait).
+			 * guest, while it registered only in the wait).  A
+			 * runner that the emulated CPU does not run for
+			 * KMSGR_BDEV_RUNNER_WAIT (200 ms) after its READ
+			 * ended loses it to the link work, as designed: two
+			 * such stalls are allowed in 24.
 			 */
-			EXPECT_EQ(LW_PAIRS, own);
+			EXPECT_LE(LW_PAIRS - 2, own);
 		}
 		done += all;
 		own0 += own;
@@ -3183,18 +3207,22 @@ static uint64_t l1_now_ms(void)
 
 #define FAULT_BDEV_SUBMITTED	(1U << 17)
 #define STUCK_SUBMIT_US	3000000U	/* the submitter's hold */
-#define STUCK_SEND_MS	1000U		/* the reply, at most */
+#define STUCK_SEND_MS	2000U		/* the reply, at most */
 
 struct stuck_enter {
 	struct kmsgr *k;
 	int ret;
+	int done;		/* the ENTER returned (atomic) */
+	int tid;		/* the thread's, once it runs (atomic) */
 };
 
 static void *stuck_enter(void *arg)
 {
 	struct stuck_enter *e = arg;
 
+	__atomic_store_n(&e->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	e->ret = kmsgr_submit(e->k, 1, OP_MS * 1000000ULL);
+	__atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -3213,7 +3241,7 @@ static void stuck_begin(struct __test_metadata *_metadata,
 	lk_queue(_metadata, x, x->srv_id, KMSGR_SQE_F_SKIP_SUCCESS, *off, *len,
 		 0, 1);
 	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_SUBMITTED, STUCK_SUBMIT_US));
-	e->k = x->srv.k;
+	*e = (struct stuck_enter){ .k = x->srv.k };
 	ASSERT_EQ(0, pthread_create(thr, NULL, stuck_enter, e));
 }
 
@@ -3251,14 +3279,15 @@ TEST_F_TIMEOUT(bdev, linked_op_not_held_by_a_stuck_submitter, 120)
 		SKIP(return, "%s", self->why);
 	if (access(KMSGR_FAULT_PARAM, W_OK))
 		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
-	t0 = l1_now_ms();
 	stuck_begin(_metadata, self, &x, &e, &thr, &off, &len);
+	t0 = l1_now_ms();
 	lk_recv(_metadata, &x, 1, off, len);
 	ms = l1_now_ms() - t0;
-	TH_LOG("the reply came after %llu ms, the ENTER held %u ms",
+	TH_LOG("the reply came %llu ms after the ENTER began, which is held %u ms",
 	       (unsigned long long)ms, STUCK_SUBMIT_US / 1000);
-	EXPECT_GT(STUCK_SEND_MS, ms)
+	EXPECT_EQ(0, __atomic_load_n(&e.done, __ATOMIC_ACQUIRE))
 		TH_LOG("the reply waited for the stuck submitter");
+	EXPECT_GT(STUCK_SEND_MS, ms);
 	stuck_end(_metadata, &x, &e, thr);
 }
 
@@ -3266,6 +3295,15 @@ TEST_F_TIMEOUT(bdev, linked_op_not_held_by_a_stuck_submitter, 120)
 static void on_stuck_alarm(int sig)
 {
 	(void)sig;
+}
+
+/*
+ * Whether @e's ENTER sleeps uninterruptibly: only the fault's hold
+ * (usleep_range()) and the submission it holds the lock for do that.
+ */
+static bool stuck_in_hold(const struct stuck_enter *e)
+{
+	return kmsgr_task_in_d(__atomic_load_n(&e->tid, __ATOMIC_ACQUIRE));
 }
 
 /*
@@ -3292,7 +3330,10 @@ TEST_F_TIMEOUT(bdev, enter_interruptible_behind_a_stuck_submitter, 120)
 	if (access(KMSGR_FAULT_PARAM, W_OK))
 		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
 	stuck_begin(_metadata, self, &x, &e, &thr, &off, &len);
-	usleep(500000);		/* it holds the submission lock by now */
+	/* it holds the submission lock once it sleeps in the hold */
+	for (t0 = l1_now_ms(); !stuck_in_hold(&e) && l1_now_ms() - t0 < 5000;)
+		usleep(10000);
+	ASSERT_TRUE(stuck_in_hold(&e)) TH_LOG("the first ENTER never got to its hold");
 
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, &old_sa));	/* no SA_RESTART */
 	memset(&enter, 0, sizeof(enter));
@@ -3503,8 +3544,11 @@ static void lk_never_reads(struct __test_metadata *_metadata,
 	       (unsigned long long)ok, (unsigned long long)failed);
 	EXPECT_EQ(LK_STUCK, ok + failed);
 
-	/* the client reads at last: what came is the device's bytes */
-	while (!next_cqe(&x.cli, &c, 500)) {
+	/*
+	 * the client reads at last: what came is the device's bytes (the
+	 * spilled ones come as RELEASEs make room: a gap of 3 s ends it)
+	 */
+	while (!next_cqe(&x.cli, &c, 3000)) {
 		if (c.kind != KMSGR_CQE_RECV)
 			continue;
 		for (k = 0; k < LK_STUCK && tid + k != c.tid; k++)

@@ -1170,13 +1170,15 @@ static void removal_meets_listen(struct __test_metadata *_metadata,
 	if (access(param, W_OK))
 		SKIP(return, "kmsgr_rdma.ko built without KMSGR_FAULT=y");
 	ASSERT_EQ(0, rxe_netdev(dev, netdev, sizeof(netdev)));
-	ASSERT_EQ(0, kmsgr_write_line(param, "2000"));
+	ASSERT_EQ(0, kmsgr_write_line(param, "5000"));
 	fflush(stdout);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid)
 		_exit(listen_child(ip));
-	usleep(700 * 1000);	/* it sleeps in its LISTEN by now */
+	/* it sleeps in its LISTEN (msleep(): state D), at most 10 s */
+	for (ret = 0; ret < 1000 && !kmsgr_task_in_d(pid); ret++)
+		usleep(10000);
 	snprintf(cmd, sizeof(cmd), "rdma link delete %s", dev);
 	ret = system(cmd);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));

@@ -1911,8 +1911,11 @@ TEST_F_TIMEOUT(pair, pool_and_cq_backpressure, 300)
 		}
 		ASSERT_EQ(1, ret);
 	}
+	/* full, and the next message found no room (it pauses then) */
 	usleep(500 * 1000);
-	for (k = 0; k < 40 && cq_ready(&a) < a.s.cq_entries; k++)
+	for (k = 0; k < 40 && (cq_ready(&a) < a.s.cq_entries ||
+			       load_acquire(&a.cq->flags) !=
+			       KMSGR_RING_F_CQ_PAUSED); k++)
 		usleep(100 * 1000);
 	EXPECT_EQ(a.s.cq_entries, cq_ready(&a));
 	EXPECT_EQ(KMSGR_RING_F_CQ_PAUSED, load_acquire(&a.cq->flags));
@@ -1930,8 +1933,10 @@ TEST_F_TIMEOUT(pair, pool_and_cq_backpressure, 300)
 			got++;
 		}
 		EXPECT_EQ(i, small[i].tid);
-		if (!i)		/* the session's 20 ms re-check takes the slot */
-			usleep(200 * 1000);
+		/* the session's 20 ms re-check takes the slot: full again */
+		for (k = 0; !i && k < 100 && cq_ready(&a) < a.s.cq_entries;
+		     k++)
+			usleep(50 * 1000);
 		memset(&sqe, 0, sizeof(sqe));
 		sqe.opcode = KMSGR_OP_RELEASE;
 		sqe.seg[0] = small[i].seg[0];

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,24 @@ static inline int kmsgr_read_line(const char *path, char *buf, size_t size)
 	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
+}
+
+/*
+ * Whether task @tid (a thread id, or a process id) sleeps uninterruptibly
+ * (state D in /proc/TID/stat): in the kernel's fault holds
+ * (usleep_range(), msleep()), for one.
+ */
+static inline bool kmsgr_task_in_d(int tid)
+{
+	char path[64], line[512], *p;
+
+	if (tid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", tid);
+	if (kmsgr_read_line(path, line, sizeof(line)))
+		return false;
+	p = strrchr(line, ')');		/* after the command name */
+	return p && p[1] == ' ' && p[2] == 'D';
 }
 
 /* Write @val to a sysfs/procfs/cgroup file; 0 or -errno. */

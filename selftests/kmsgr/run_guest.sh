@@ -824,7 +824,9 @@ j = json.load(open(sys.argv[1]))
 c = j["cpu_us_per_msg"]
 print("own CPU per round trip: user %.1f us, sys %.1f us, mean latency %.1f us" %
       (c["self_user"], c["self_sys"], j["latency_us"]["mean"]))
-sys.exit(0 if c["self_sys"] >= 0.3 * j["latency_us"]["mean"] and
+# it spins up to 1000 us per wait (then sleeps): a slow round trip
+# is not all system time
+sys.exit(0 if c["self_sys"] >= 0.3 * min(j["latency_us"]["mean"], 1000) and
          c["self_sys"] > c["self_user"] else 1)' "$tmp/bench-sc" &&
 		[ "$cxrc" -eq 0 ] && [ "$csrc" -eq 0 ] && [ "$ccrc" -eq 0 ] &&
 		[ "$cbrc" -eq 1 ] && [ "$u1rc" -eq 2 ] && [ "$u2rc" -eq 2 ] &&
@@ -857,7 +859,7 @@ sys.exit(0 if c["self_sys"] >= 0.3 * j["latency_us"]["mean"] and
 }
 
 # kmsgrctl bench, 2 sessions on 1 thread: session 1's connection is
-# killed (ss -K) while session 2 connects, its CONNECT held 3 s by the
+# killed (ss -K) while session 2 connects, its CONNECT held 10 s by the
 # fault point KMSGR_FAULT_CONNECT_ID (bit 12; before the dial: a process
 # start takes a few 100 ms in the emulated guest).  Session
 # 1's loss, which ctl_conn_open() set aside meanwhile, reaches the worker
@@ -872,10 +874,10 @@ bench_early_close_test() {
 	listening "$tmp/bec-l" "$lpid" || return 1
 	addr=$(listen_addr "$tmp/bec-l")
 	port=${addr##*:}
-	# every CONNECT waits 6 s once it has its id: session 2's must
+	# every CONNECT waits 10 s once it has its id: session 2's must
 	# still wait when session 1 is killed, a few processes (about a
 	# second each with two guests on the host) after session 1 is up
-	echo 6000000 >"$SYSMOD/parameters/fault_delay_us"
+	echo 10000000 >"$SYSMOD/parameters/fault_delay_us"
 	echo $((1 << 12)) >"$fp"
 	timeout 120 "$KMSGRCTL" bench --sessions 2 --threads 1 --count 100 \
 		"$addr" >"$tmp/bec-b" 2>&1 &
