@@ -64,6 +64,7 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
+#include <linux/netdevice.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
@@ -239,6 +240,12 @@ MODULE_PARM_DESC(fault_est_ms,
 #define kmsgr_rdma_fault_bind()		kmsgr_rdma_fault_sleep(&fault_bind_ms)
 #define kmsgr_rdma_fault_listen()	kmsgr_rdma_fault_sleep(&fault_listen_ms)
 #define kmsgr_rdma_fault_est()		kmsgr_rdma_fault_sleep(&fault_est_ms)
+#define kmsgr_rdma_fault_port_event()	kmsgr_rdma_fault_sleep(&fault_port_event_ms)
+
+static unsigned int fault_port_event_ms;
+module_param(fault_port_event_ms, uint, 0644);
+MODULE_PARM_DESC(fault_port_event_ms,
+		 "Test builds only: a port event waits this many ms (at most 5000) before kmsgr_rdma takes note of it, as a busy ib_wq makes it");
 
 static bool fault_comm_est;
 module_param(fault_comm_est, bool, 0644);
@@ -269,6 +276,10 @@ static void kmsgr_rdma_fault_listen(void)
 }
 
 static void kmsgr_rdma_fault_est(void)
+{
+}
+
+static void kmsgr_rdma_fault_port_event(void)
 {
 }
 #endif
@@ -2969,6 +2980,7 @@ static void kmsgr_rdma_port_event(struct ib_event_handler *eh,
 
 	if (port >= BITS_PER_LONG)
 		return;
+	kmsgr_rdma_fault_port_event();
 	switch (ev->event) {
 	case IB_EVENT_PORT_ERR:
 		if (!test_and_set_bit(port, &d->ports_down))
@@ -2985,6 +2997,46 @@ static void kmsgr_rdma_port_event(struct ib_event_handler *eh,
 		break;
 	}
 }
+
+/*
+ * A netdev goes down.  rxe marks its port down at NETDEV_DOWN, once the
+ * netdev has stopped, and fails work requests from then on; its port
+ * event comes to kmsgr_rdma_port_event() later, from a work item, and a
+ * work request failed in between would be taken for the peer's doing
+ * (EPROTO, ECONNRESET) rather than the port's.  GOING_DOWN comes before
+ * the netdev stops: a device with one port whose netdev this is has that
+ * port down from now on (with more ports, which one is not known here:
+ * the port event tells).
+ */
+static int kmsgr_rdma_netdev_event(struct notifier_block *nb,
+				   unsigned long event, void *ptr)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
+	struct kmsgr_rdma_dev *d;
+	struct ib_device *ibdev;
+	u32 port;
+
+	if (event != NETDEV_GOING_DOWN)
+		return NOTIFY_DONE;
+	ibdev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
+	if (!ibdev)
+		return NOTIFY_DONE;
+	port = rdma_start_port(ibdev);
+	/* under rtnl: nothing takes rtnl under kmsgr_rdma_lock */
+	mutex_lock(&kmsgr_rdma_lock);
+	d = kmsgr_rdma_dev_live(ibdev);
+	if (d && port == rdma_end_port(ibdev) && port < BITS_PER_LONG &&
+	    !test_and_set_bit(port, &d->ports_down))
+		pr_info("device %s port %u down (%s going down)\n",
+			dev_name(&ibdev->dev), port, netdev_name(ndev));
+	mutex_unlock(&kmsgr_rdma_lock);
+	ib_device_put(ibdev);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block kmsgr_rdma_netdev_nb = {
+	.notifier_call = kmsgr_rdma_netdev_event,
+};
 
 static int kmsgr_rdma_add_one(struct ib_device *ibdev)
 {
@@ -3158,12 +3210,26 @@ static int __init kmsgr_rdma_init(void)
 	BUILD_BUG_ON(sizeof(struct kmsgr_rdma_pull) != 16);
 	BUILD_BUG_ON(sizeof(struct kmsgr_rdma_done) != 8);
 
-	ret = ib_register_client(&kmsgr_rdma_client);
+	/*
+	 * The notifier before the client, and gone after it: its
+	 * unregistration tells it of every netdev that is up as going down,
+	 * and it must find no device of ours then.
+	 */
+	ret = register_netdevice_notifier(&kmsgr_rdma_netdev_nb);
 	if (ret)
 		return ret;
+	ret = ib_register_client(&kmsgr_rdma_client);
+	if (ret)
+		goto out_notifier;
 	ret = kmsgr_xprt_register(&kmsgr_xprt_rdma);
 	if (ret)
-		ib_unregister_client(&kmsgr_rdma_client);
+		goto out_client;
+	return 0;
+
+out_client:
+	ib_unregister_client(&kmsgr_rdma_client);
+out_notifier:
+	unregister_netdevice_notifier(&kmsgr_rdma_netdev_nb);
 	return ret;
 }
 
@@ -3172,6 +3238,7 @@ static void __exit kmsgr_rdma_exit(void)
 	/* our module reference count is 0: no session or listener is left */
 	kmsgr_xprt_unregister(&kmsgr_xprt_rdma);
 	ib_unregister_client(&kmsgr_rdma_client);
+	unregister_netdevice_notifier(&kmsgr_rdma_netdev_nb);
 }
 
 module_init(kmsgr_rdma_init);

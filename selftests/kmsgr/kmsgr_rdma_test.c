@@ -26,7 +26,9 @@
  *                  port that is down).  Lossless: a stream sent while it
  *                  is down arrives whole once the client has redialled.
  *                  Lossy: the session ends; a new one works (the device
- *                  still takes connections).
+ *                  still takes connections).  Test builds hold kmsgr's
+ *                  port events 1 s (fault_port_event_ms): the netdev's
+ *                  GOING_DOWN, not the late port event, must tell kmsgr.
  *  comm_est_before_rtu  the listener's QP reports COMM_EST before the
  *                  RTU came (fault_comm_est, test builds; rxe never
  *                  does): the CM hears of it and establishes the
@@ -107,6 +109,9 @@ static const char *const res_kinds[] = { "qp", "mr", "cm_id", "pd" };
 #define NR_RES	ARRAY_SIZE(res_kinds)
 #define RES_QP	0
 #define RES_PD	3
+
+/* test builds: kmsgr_rdma takes note of a port event this late (ms) */
+#define PORT_EVENT_MS	"/sys/module/kmsgr_rdma/parameters/fault_port_event_ms"
 
 FIXTURE(rdma) {
 	const char *why;	/* set: SKIP with this reason */
@@ -237,6 +242,8 @@ FIXTURE_TEARDOWN(rdma)
 	long got[NR_RES];
 	int i;
 
+	if (!access(PORT_EVENT_MS, W_OK))
+		kmsgr_write_line(PORT_EVENT_MS, "0");
 	if (self->cli.k)
 		kt_inst_close(&self->cli);
 	if (self->srv.k)
@@ -537,6 +544,12 @@ TEST_F_TIMEOUT(rdma, netdev_flap, 300)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, rxe_netdev(self->dev, self->netdev,
 				sizeof(self->netdev)));
+	/*
+	 * test builds: the port event comes 1 s late (a busy ib_wq), and
+	 * the first SEND fails well before it
+	 */
+	if (!access(PORT_EVENT_MS, W_OK))
+		ASSERT_EQ(0, kmsgr_write_line(PORT_EVENT_MS, "1000"));
 	mark = self->lp.nr_ev;
 	ASSERT_EQ(0, link_set(self->netdev, "down"));
 	if (port_state(self->dev, "DOWN", 10000)) {
