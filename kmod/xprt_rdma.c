@@ -2971,6 +2971,25 @@ out_free:
 
 /* ---- RDMA devices (ib_client) ---- */
 
+/*
+ * Port @port of @d is down or up, as @why says.  Up, the connections
+ * parked while it was down are torn down now (kmsgr_rdma_unpark()).
+ */
+static void kmsgr_rdma_port_set(struct kmsgr_rdma_dev *d, u32 port,
+				bool down, const char *why)
+{
+	if (down) {
+		if (!test_and_set_bit(port, &d->ports_down))
+			pr_info("device %s port %u down (%s)\n",
+				dev_name(&d->ibdev->dev), port, why);
+		return;
+	}
+	if (test_and_clear_bit(port, &d->ports_down))
+		pr_info("device %s port %u up (%s)\n",
+			dev_name(&d->ibdev->dev), port, why);
+	schedule_work(&d->unpark);
+}
+
 /* Port events (process context): which ports are down. */
 static void kmsgr_rdma_port_event(struct ib_event_handler *eh,
 				  struct ib_event *ev)
@@ -2981,32 +3000,24 @@ static void kmsgr_rdma_port_event(struct ib_event_handler *eh,
 	if (port >= BITS_PER_LONG)
 		return;
 	kmsgr_rdma_fault_port_event();
-	switch (ev->event) {
-	case IB_EVENT_PORT_ERR:
-		if (!test_and_set_bit(port, &d->ports_down))
-			pr_info("device %s port %u down\n",
-				dev_name(&d->ibdev->dev), port);
-		break;
-	case IB_EVENT_PORT_ACTIVE:
-		if (test_and_clear_bit(port, &d->ports_down))
-			pr_info("device %s port %u up\n",
-				dev_name(&d->ibdev->dev), port);
-		schedule_work(&d->unpark);
-		break;
-	default:
-		break;
-	}
+	if (ev->event == IB_EVENT_PORT_ERR ||
+	    ev->event == IB_EVENT_PORT_ACTIVE)
+		kmsgr_rdma_port_set(d, port, ev->event == IB_EVENT_PORT_ERR,
+				    ib_event_msg(ev->event));
 }
 
 /*
- * A netdev goes down.  rxe marks its port down at NETDEV_DOWN, once the
- * netdev has stopped, and fails work requests from then on; its port
- * event comes to kmsgr_rdma_port_event() later, from a work item, and a
- * work request failed in between would be taken for the peer's doing
- * (EPROTO, ECONNRESET) rather than the port's.  GOING_DOWN comes before
- * the netdev stops: a device with one port whose netdev this is has that
- * port down from now on (with more ports, which one is not known here:
- * the port event tells).
+ * The netdev of a device's port goes down or up.  rxe marks its port down
+ * at NETDEV_DOWN, once the netdev has stopped, and fails work requests
+ * from then on; its port event comes to kmsgr_rdma_port_event() later,
+ * from a work item, and a work request failed in between would be taken
+ * for the peer's doing (EPROTO, ECONNRESET) rather than the port's: a
+ * lossless session would end for good.  GOING_DOWN comes before the
+ * netdev stops.  So a device with one port whose netdev this is has that
+ * port down from GOING_DOWN (or a carrier lost) and up from UP (or a
+ * carrier found), as rxe itself decides; its port events say the same
+ * again later.  With more ports, which one is not known here: the port
+ * events tell.
  */
 static int kmsgr_rdma_netdev_event(struct notifier_block *nb,
 				   unsigned long event, void *ptr)
@@ -3014,10 +3025,22 @@ static int kmsgr_rdma_netdev_event(struct notifier_block *nb,
 	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
 	struct kmsgr_rdma_dev *d;
 	struct ib_device *ibdev;
+	bool down;
 	u32 port;
 
-	if (event != NETDEV_GOING_DOWN)
+	switch (event) {
+	case NETDEV_GOING_DOWN:
+		down = true;
+		break;
+	case NETDEV_UP:
+		down = false;
+		break;
+	case NETDEV_CHANGE:
+		down = !netif_running(ndev) || !netif_carrier_ok(ndev);
+		break;
+	default:
 		return NOTIFY_DONE;
+	}
 	ibdev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
 	if (!ibdev)
 		return NOTIFY_DONE;
@@ -3025,10 +3048,8 @@ static int kmsgr_rdma_netdev_event(struct notifier_block *nb,
 	/* under rtnl: nothing takes rtnl under kmsgr_rdma_lock */
 	mutex_lock(&kmsgr_rdma_lock);
 	d = kmsgr_rdma_dev_live(ibdev);
-	if (d && port == rdma_end_port(ibdev) && port < BITS_PER_LONG &&
-	    !test_and_set_bit(port, &d->ports_down))
-		pr_info("device %s port %u down (%s going down)\n",
-			dev_name(&ibdev->dev), port, netdev_name(ndev));
+	if (d && port == rdma_end_port(ibdev) && port < BITS_PER_LONG)
+		kmsgr_rdma_port_set(d, port, down, netdev_name(ndev));
 	mutex_unlock(&kmsgr_rdma_lock);
 	ib_device_put(ibdev);
 	return NOTIFY_DONE;
@@ -3082,7 +3103,6 @@ static void kmsgr_rdma_remove_one(struct ib_device *ibdev, void *data)
 	unsigned int n = 0;
 
 	ib_unregister_event_handler(&d->eh);
-	cancel_work_sync(&d->unpark);
 	/*
 	 * Fail them all before tearing any down: over loopback both ends
 	 * are here, and each must say why, not hear the other hang up.
@@ -3095,6 +3115,8 @@ static void kmsgr_rdma_remove_one(struct ib_device *ibdev, void *data)
 		spin_unlock_bh(&c->lock);
 	}
 	mutex_unlock(&kmsgr_rdma_lock);
+	/* dying, no event handler: nothing queues it again */
+	cancel_work_sync(&d->unpark);
 
 	for (;;) {
 		mutex_lock(&kmsgr_rdma_lock);
