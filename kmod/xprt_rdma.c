@@ -240,12 +240,12 @@ MODULE_PARM_DESC(fault_est_ms,
 #define kmsgr_rdma_fault_bind()		kmsgr_rdma_fault_sleep(&fault_bind_ms)
 #define kmsgr_rdma_fault_listen()	kmsgr_rdma_fault_sleep(&fault_listen_ms)
 #define kmsgr_rdma_fault_est()		kmsgr_rdma_fault_sleep(&fault_est_ms)
-#define kmsgr_rdma_fault_port_event()	kmsgr_rdma_fault_sleep(&fault_port_event_ms)
+#define kmsgr_rdma_fault_port_err()	kmsgr_rdma_fault_sleep(&fault_port_err_ms)
 
-static unsigned int fault_port_event_ms;
-module_param(fault_port_event_ms, uint, 0644);
-MODULE_PARM_DESC(fault_port_event_ms,
-		 "Test builds only: a port event waits this many ms (at most 5000) before kmsgr_rdma takes note of it, as a busy ib_wq makes it");
+static unsigned int fault_port_err_ms;
+module_param(fault_port_err_ms, uint, 0644);
+MODULE_PARM_DESC(fault_port_err_ms,
+		 "Test builds only: an IB_EVENT_PORT_ERR waits this many ms (at most 5000) before kmsgr_rdma takes note of it, as a busy ib_wq makes it (a later IB_EVENT_PORT_ACTIVE may overtake it)");
 
 static bool fault_comm_est;
 module_param(fault_comm_est, bool, 0644);
@@ -279,7 +279,7 @@ static void kmsgr_rdma_fault_est(void)
 {
 }
 
-static void kmsgr_rdma_fault_port_event(void)
+static void kmsgr_rdma_fault_port_err(void)
 {
 }
 #endif
@@ -2990,20 +2990,42 @@ static void kmsgr_rdma_port_set(struct kmsgr_rdma_dev *d, u32 port,
 	schedule_work(&d->unpark);
 }
 
-/* Port events (process context): which ports are down. */
+/*
+ * Whether port @port of @ibdev is down now (@fallback when it cannot be
+ * asked).  Process context: the driver may sleep (rxe takes rtnl).
+ */
+static bool kmsgr_rdma_port_is_down(struct ib_device *ibdev, u32 port,
+				    bool fallback)
+{
+	struct ib_port_attr pa;
+
+	if (ib_query_port(ibdev, port, &pa))
+		return fallback;
+	return pa.state != IB_PORT_ACTIVE && pa.state != IB_PORT_ACTIVE_DEFER;
+}
+
+/*
+ * Port events (process context): which ports are down.  They come from
+ * ib_wq, which may run two of them at once, and late: an IB_EVENT_PORT_ERR
+ * handled after the port (and its netdev) came back up again must not mark
+ * it down.  The port's state now decides; the event only says to look.
+ */
 static void kmsgr_rdma_port_event(struct ib_event_handler *eh,
 				  struct ib_event *ev)
 {
 	struct kmsgr_rdma_dev *d = container_of(eh, struct kmsgr_rdma_dev, eh);
 	u32 port = ev->element.port_num;
 
-	if (port >= BITS_PER_LONG)
+	if (port >= BITS_PER_LONG ||
+	    (ev->event != IB_EVENT_PORT_ERR &&
+	     ev->event != IB_EVENT_PORT_ACTIVE))
 		return;
-	kmsgr_rdma_fault_port_event();
-	if (ev->event == IB_EVENT_PORT_ERR ||
-	    ev->event == IB_EVENT_PORT_ACTIVE)
-		kmsgr_rdma_port_set(d, port, ev->event == IB_EVENT_PORT_ERR,
-				    ib_event_msg(ev->event));
+	if (ev->event == IB_EVENT_PORT_ERR)
+		kmsgr_rdma_fault_port_err();
+	kmsgr_rdma_port_set(d, port,
+			    kmsgr_rdma_port_is_down(d->ibdev, port,
+						    ev->event == IB_EVENT_PORT_ERR),
+			    ib_event_msg(ev->event));
 }
 
 /*
@@ -3062,7 +3084,6 @@ static struct notifier_block kmsgr_rdma_netdev_nb = {
 static int kmsgr_rdma_add_one(struct ib_device *ibdev)
 {
 	struct kmsgr_rdma_dev *d;
-	struct ib_port_attr pa;
 	u32 port;
 
 	d = kzalloc(sizeof(*d), GFP_KERNEL);
@@ -3076,8 +3097,8 @@ static int kmsgr_rdma_add_one(struct ib_device *ibdev)
 	INIT_IB_EVENT_HANDLER(&d->eh, ibdev, kmsgr_rdma_port_event);
 	ib_register_event_handler(&d->eh);
 	rdma_for_each_port(ibdev, port) {
-		if (port < BITS_PER_LONG && !ib_query_port(ibdev, port, &pa) &&
-		    pa.state == IB_PORT_DOWN)
+		if (port < BITS_PER_LONG &&
+		    kmsgr_rdma_port_is_down(ibdev, port, false))
 			set_bit(port, &d->ports_down);
 	}
 	mutex_lock(&kmsgr_rdma_lock);
