@@ -734,7 +734,7 @@ TEST_F_TIMEOUT(rdma, comm_est_before_rtu, 180)
 	struct kmsgr_addr dial;
 	uint32_t srv_id, cli_id;
 	long long d0, d1, d2;
-	int i, ret;
+	int i, ret, try;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
@@ -750,16 +750,32 @@ TEST_F_TIMEOUT(rdma, comm_est_before_rtu, 180)
 		TH_LOG("RTU duplicates %lld -> %lld for a pair without COMM_EST",
 		       d0, d1);
 
-	ASSERT_EQ(0, kmsgr_write_line(COMM_EST, "1"));
-	ret = kt_rdma_pair(&self->lp, &self->srv, &self->cli, self->ip,
-			   variant->flags, &self->l, &self->dial,
-			   &self->srv_id, &self->cli_id);
-	ASSERT_EQ(0, kmsgr_write_line(COMM_EST, "0"));
-	ASSERT_EQ(0, ret);
-	d2 = rtu_duplicates(self->dev);
-	for (i = 0; i < 100 && d2 == d1; i++) {
-		kt_loop_run_once(&self->lp, 50);
+	for (try = 0;; try++) {
+		ASSERT_EQ(0, kmsgr_write_line(COMM_EST, "1"));
+		ret = kt_rdma_pair(&self->lp, &self->srv, &self->cli, self->ip,
+				   variant->flags, &self->l, &self->dial,
+				   &self->srv_id, &self->cli_id);
+		ASSERT_EQ(0, kmsgr_write_line(COMM_EST, "0"));
+		ASSERT_EQ(0, ret);
 		d2 = rtu_duplicates(self->dev);
+		for (i = 0; i < 100 && d2 == d1; i++) {
+			kt_loop_run_once(&self->lp, 50);
+			d2 = rtu_duplicates(self->dev);
+		}
+		if (d2 > d1 || try == 2)
+			break;
+		/*
+		 * The REP, the client's RTU and the CM's handling of it all
+		 * came before the listener's notify (another vCPU ran them
+		 * meanwhile): the CM was established already and the round
+		 * proves nothing.  Again, with a new pair.
+		 */
+		TH_LOG("round %d: the RTU came before the COMM_EST", try);
+		ASSERT_EQ(0, kmsgr_close_id(self->cli.k, self->cli_id));
+		/* a lossy server session may have ended with its peer */
+		ret = kmsgr_close_id(self->srv.k, self->srv_id);
+		ASSERT_TRUE(!ret || ret == -ENOENT) TH_LOG("close: %d", ret);
+		ASSERT_EQ(0, kmsgr_close_id(self->srv.k, self->l.id));
 	}
 	EXPECT_LT(d1, d2) TH_LOG("RTU duplicates %lld -> %lld: the CM did not take the COMM_EST",
 				 d1, d2);
