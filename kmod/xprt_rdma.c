@@ -237,15 +237,15 @@ module_param(fault_est_ms, uint, 0644);
 MODULE_PARM_DESC(fault_est_ms,
 		 "Test builds only: a listener's connection sleeps this many ms (at most 5000) on RDMA_CM_EVENT_ESTABLISHED before it counts as connected: what the peer sends first meets it still connecting");
 
-#define kmsgr_rdma_fault_bind()		kmsgr_rdma_fault_sleep(&fault_bind_ms)
-#define kmsgr_rdma_fault_listen()	kmsgr_rdma_fault_sleep(&fault_listen_ms)
-#define kmsgr_rdma_fault_est()		kmsgr_rdma_fault_sleep(&fault_est_ms)
-#define kmsgr_rdma_fault_port_err()	kmsgr_rdma_fault_sleep(&fault_port_err_ms)
-
 static unsigned int fault_port_err_ms;
 module_param(fault_port_err_ms, uint, 0644);
 MODULE_PARM_DESC(fault_port_err_ms,
 		 "Test builds only: an IB_EVENT_PORT_ERR waits this many ms (at most 5000) before kmsgr_rdma takes note of it, as a busy ib_wq makes it (a later IB_EVENT_PORT_ACTIVE may overtake it)");
+
+#define kmsgr_rdma_fault_bind()		kmsgr_rdma_fault_sleep(&fault_bind_ms)
+#define kmsgr_rdma_fault_listen()	kmsgr_rdma_fault_sleep(&fault_listen_ms)
+#define kmsgr_rdma_fault_est()		kmsgr_rdma_fault_sleep(&fault_est_ms)
+#define kmsgr_rdma_fault_port_err()	kmsgr_rdma_fault_sleep(&fault_port_err_ms)
 
 static bool fault_comm_est;
 module_param(fault_comm_est, bool, 0644);

@@ -156,7 +156,6 @@
 #include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -466,14 +465,9 @@ static void *held_attach(void *arg)
 {
 	struct held_attach *a = arg;
 
-	__atomic_store_n(&a->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	kmsgr_thread_publish(&a->tid);
 	a->ret = attach_path(a->k, a->path, O_RDWR, 0, &a->b);
 	return NULL;
-}
-
-static bool held_attach_in_d(const struct held_attach *a)
-{
-	return kmsgr_task_in_d(__atomic_load_n(&a->tid, __ATOMIC_ACQUIRE));
 }
 
 /*
@@ -502,9 +496,9 @@ TEST_F(bdev, detach_during_attach)
 	 * later, so not in the brief sync_blockdev() before it
 	 */
 	for (i = 0; i < 500; i++) {
-		if (held_attach_in_d(&a)) {
+		if (kmsgr_thread_in_d(&a.tid)) {
 			usleep(100000);
-			if (held_attach_in_d(&a))
+			if (kmsgr_thread_in_d(&a.tid))
 				break;
 		}
 		usleep(10000);
@@ -3220,7 +3214,7 @@ static void *stuck_enter(void *arg)
 {
 	struct stuck_enter *e = arg;
 
-	__atomic_store_n(&e->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	kmsgr_thread_publish(&e->tid);
 	e->ret = kmsgr_submit(e->k, 1, OP_MS * 1000000ULL);
 	__atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -3298,15 +3292,6 @@ static void on_stuck_alarm(int sig)
 }
 
 /*
- * Whether @e's ENTER sleeps uninterruptibly: only the fault's hold
- * (usleep_range()) and the submission it holds the lock for do that.
- */
-static bool stuck_in_hold(const struct stuck_enter *e)
-{
-	return kmsgr_task_in_d(__atomic_load_n(&e->tid, __ATOMIC_ACQUIRE));
-}
-
-/*
  * An ENTER with SQEs to submit waits while another thread's ENTER is
  * submitting; that one may sleep in submit_bio() for long (test build:
  * BDEV_SUBMITTED holds it STUCK_SUBMIT_US).  A signal ends the wait:
@@ -3330,10 +3315,15 @@ TEST_F_TIMEOUT(bdev, enter_interruptible_behind_a_stuck_submitter, 120)
 	if (access(KMSGR_FAULT_PARAM, W_OK))
 		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
 	stuck_begin(_metadata, self, &x, &e, &thr, &off, &len);
-	/* it holds the submission lock once it sleeps in the hold */
-	for (t0 = l1_now_ms(); !stuck_in_hold(&e) && l1_now_ms() - t0 < 5000;)
+	/*
+	 * it holds the submission lock once it sleeps in the hold: only that
+	 * (usleep_range()) and the submission under the lock are state D
+	 */
+	for (t0 = l1_now_ms();
+	     !kmsgr_thread_in_d(&e.tid) && l1_now_ms() - t0 < 5000;)
 		usleep(10000);
-	ASSERT_TRUE(stuck_in_hold(&e)) TH_LOG("the first ENTER never got to its hold");
+	ASSERT_TRUE(kmsgr_thread_in_d(&e.tid))
+		TH_LOG("the first ENTER never got to its hold");
 
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, &old_sa));	/* no SA_RESTART */
 	memset(&enter, 0, sizeof(enter));

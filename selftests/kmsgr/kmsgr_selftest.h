@@ -71,6 +71,18 @@ static inline bool kmsgr_task_in_d(int tid)
 	return p && p[1] == ' ' && p[2] == 'D';
 }
 
+/* Publish the calling thread's id in *@tid for kmsgr_thread_in_d(). */
+static inline void kmsgr_thread_publish(int *tid)
+{
+	__atomic_store_n(tid, (int)gettid(), __ATOMIC_RELEASE);
+}
+
+/* kmsgr_task_in_d() of the thread that kmsgr_thread_publish()ed @tid. */
+static inline bool kmsgr_thread_in_d(const int *tid)
+{
+	return kmsgr_task_in_d(__atomic_load_n(tid, __ATOMIC_ACQUIRE));
+}
+
 /* Write @val to a sysfs/procfs/cgroup file; 0 or -errno. */
 static inline int kmsgr_write_line(const char *path, const char *val)
 {
