@@ -292,6 +292,8 @@ struct kmsgr_instance {
 	spinlock_t timer_lock;		/* the two below; any context */
 	struct list_head timed;		/* sessions with a wake-up time */
 	struct timer_list timer;	/* at the earliest of them */
+	/* kmsgr_sess_resume() from an interrupt: the walk, on kmsgr_wq */
+	struct work_struct resume_work;
 
 	/* ---- bdev.c: attached block devices (submit_lock) ---- */
 	struct xarray bdevs;		/* handle -> struct kmsgr_bdev_h */
@@ -493,7 +495,10 @@ void kmsgr_sess_rx_wait_begin(struct kmsgr_instance *inst);
 bool kmsgr_sess_rx_pending(struct kmsgr_instance *inst);
 bool kmsgr_sess_rx_run(struct kmsgr_instance *inst);
 void kmsgr_sess_rx_wait_end(struct kmsgr_instance *inst);
-/* CQ or pool room appeared: restart sessions paused by backpressure. */
+/*
+ * CQ or pool room appeared: restart sessions paused by backpressure.  Any
+ * context; from an interrupt it queues inst->resume_work.
+ */
 void kmsgr_sess_resume(struct kmsgr_instance *inst);
 /* Receive-pool slices were freed: restart the sessions starved of them. */
 void kmsgr_sess_pool_freed(struct kmsgr_instance *inst);
@@ -507,6 +512,8 @@ void kmsgr_sess_unreserve(struct kmsgr_instance *inst);
 void kmsgr_sess_inst_init(struct kmsgr_instance *inst);
 /* release(): out of the registry, before its sessions are torn down */
 void kmsgr_sess_inst_exit(struct kmsgr_instance *inst);
+/* release(): after the block ops, nothing resumes sessions any more */
+void kmsgr_sess_inst_drain(struct kmsgr_instance *inst);
 
 /*
  * What netlink reports of a session or a listener (kmsgr_obj_info_next(),

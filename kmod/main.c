@@ -164,6 +164,7 @@ static int kmsgr_ch_release(struct inode *inode, struct file *file)
 	kmsgr_sess_inst_exit(inst);	/* netlink no longer sees it */
 	kmsgr_close_all(inst);
 	kmsgr_bdev_detach_all(inst);	/* waits for their ops' CQEs */
+	kmsgr_sess_inst_drain(inst);	/* their last resume_work */
 	kmsgr_inst_teardown(inst);
 	kmsgr_instance_free(inst);
 	return 0;

@@ -2507,7 +2507,7 @@ out_put:
 	return ret;
 }
 
-void kmsgr_sess_resume(struct kmsgr_instance *inst)
+static void kmsgr_sess_resume_walk(struct kmsgr_instance *inst)
 {
 	struct kmsgr_obj *obj;
 	struct kmsgr_sess *s;
@@ -2524,6 +2524,27 @@ void kmsgr_sess_resume(struct kmsgr_instance *inst)
 			queue_work(kmsgr_wq, &s->work);
 	}
 	rcu_read_unlock();
+}
+
+static void kmsgr_sess_resume_work(struct work_struct *work)
+{
+	kmsgr_sess_resume_walk(container_of(work, struct kmsgr_instance,
+					    resume_work));
+}
+
+/*
+ * Kick every paused session of @inst.  The walk visits every object
+ * (up to max_sessions plus the listeners), too long for a block
+ * device's completion interrupt (kmsgr_bio_op_end() releasing slices or
+ * a CQ reservation): there it is left to a work item, which
+ * kmsgr_sess_inst_drain() cancels once no op can queue it.
+ */
+void kmsgr_sess_resume(struct kmsgr_instance *inst)
+{
+	if (in_hardirq() || irqs_disabled())
+		queue_work(kmsgr_wq, &inst->resume_work);
+	else
+		kmsgr_sess_resume_walk(inst);
 }
 
 void kmsgr_sess_pool_freed(struct kmsgr_instance *inst)
@@ -2761,6 +2782,15 @@ void kmsgr_sess_inst_exit(struct kmsgr_instance *inst)
 	wait_var_event(&inst->walkers, !atomic_read(&inst->walkers));
 }
 
+/*
+ * The instance's file is released and its block ops are done
+ * (kmsgr_bdev_detach_all()): nothing can queue resume_work any more.
+ */
+void kmsgr_sess_inst_drain(struct kmsgr_instance *inst)
+{
+	cancel_work_sync(&inst->resume_work);
+}
+
 void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
 {
 	xa_init_flags(&inst->objs, XA_FLAGS_ALLOC1);
@@ -2769,6 +2799,7 @@ void kmsgr_sess_inst_init(struct kmsgr_instance *inst)
 	spin_lock_init(&inst->timer_lock);
 	INIT_LIST_HEAD(&inst->timed);
 	timer_setup(&inst->timer, kmsgr_sess_timer, 0);
+	INIT_WORK(&inst->resume_work, kmsgr_sess_resume_work);
 	atomic_set(&inst->nr_sessions, 0);
 	atomic_set(&inst->nr_live, 0);
 	init_waitqueue_head(&inst->objs_wait);
