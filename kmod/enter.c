@@ -425,13 +425,17 @@ static int kmsgr_cq_wake_fn(struct wait_queue_entry *wqe, unsigned int mode,
 }
 
 /*
- * Sleep (the task state is set) until woken or @timeout_ns after the first
- * call; false once that time has passed.  The end is fixed at the first
- * sleep, not before: a wait that finds its CQEs reads no clock.  Timeouts
- * of KMSGR_WAIT_COARSE_MS and more sleep on the timer wheel in jiffies
- * (never early, at most two ticks late): no clock read and no hrtimer to
- * program, which an emulated guest pays for in exits to its HPET and
- * local APIC.  Shorter ones keep an hrtimer.
+ * When a wait with a timeout ends.  It is fixed when the wait first
+ * cannot end at once (a wait that finds its CQEs reads no clock), in
+ * ticks: the sleeps of KMSGR_WAIT_COARSE_MS and more sleep on the timer
+ * wheel (never early, at most two ticks late), with no clock read and no
+ * hrtimer to program, which an emulated guest pays for in exits to its
+ * HPET and local APIC.  The clock's end is worked out only when something
+ * needs it (a shorter sleep on an hrtimer, a spin, the confirmation that
+ * a run of sessions has used the time up), from the ticks gone by since
+ * the start.  Sleeps, spins and runs of one wait all end at the same
+ * time, whatever their order: a wait never outlasts its timeout because
+ * it ran sessions before it slept, or slept before it ran them.
  */
 #define KMSGR_WAIT_COARSE_MS	20
 
@@ -442,33 +446,75 @@ static int kmsgr_cq_wake_fn(struct wait_queue_entry *wqe, unsigned int mode,
  */
 #define KMSGR_WAIT_MAX_NS	(100ULL * 365 * 24 * 3600 * NSEC_PER_SEC)
 
-static bool kmsgr_cq_sleep(u64 timeout_ns, ktime_t *end,
-			   unsigned long *end_j)
-{
-	u32 rem;
-	u64 ms = div_u64_rem(timeout_ns, NSEC_PER_MSEC, &rem) + !!rem;
-	long left;
+struct kmsgr_cq_deadline {
+	u64 ns;			/* the whole timeout; 0: none */
+	unsigned long start_j;	/* when it was fixed */
+	unsigned long end_j;	/* start_j + 1 + the timeout in ticks */
+	ktime_t end;		/* on the clock, once asked for; 0: not yet */
+	bool fixed;
+};
 
-	if (ms < KMSGR_WAIT_COARSE_MS) {
-		if (!*end)
-			*end = ktime_add_ns(ktime_get(), timeout_ns);
-		return schedule_hrtimeout(end, HRTIMER_MODE_ABS);
-	}
-	/* spun first (polled block I/O): what is left of the time */
-	if (*end && !*end_j)
-		ms = div_u64(max_t(s64, ktime_to_ns(ktime_sub(*end, ktime_get())),
-				   0), NSEC_PER_MSEC);
+static void kmsgr_cq_deadline_fix(struct kmsgr_cq_deadline *dl)
+{
+	if (!dl->ns || dl->fixed)
+		return;
+	dl->fixed = true;
+	dl->start_j = jiffies;
 	/*
 	 * +1: the tick under way may be nearly over.  Not msecs_to_jiffies():
-	 * it takes 2^31 ms (24.9 days) and more for "for ever".  @ms is at
-	 * most 100 years (KMSGR_WAIT_MAX_NS): its nanoseconds fit in 64 bits.
+	 * it takes 2^31 ms (24.9 days) and more for "for ever".  The timeout
+	 * is at most 100 years (KMSGR_WAIT_MAX_NS).
 	 */
-	if (!*end_j)
-		*end_j = jiffies + 1 +
-			 min_t(u64, nsecs_to_jiffies64(ms * NSEC_PER_MSEC +
-						       TICK_NSEC - 1),
-			       MAX_JIFFY_OFFSET);
-	left = (long)(*end_j - jiffies);
+	dl->end_j = dl->start_j + 1 +
+		    min_t(u64, nsecs_to_jiffies64(dl->ns + TICK_NSEC - 1),
+			  MAX_JIFFY_OFFSET);
+}
+
+/*
+ * The end on the clock.  The ticks since the start, less one (the start
+ * may have been late by up to a tick, as the +1 of end_j allows), have
+ * surely passed: never early.  Ticks that come late (a busy or emulated
+ * CPU) only make it later.
+ */
+static ktime_t kmsgr_cq_deadline_end(struct kmsgr_cq_deadline *dl)
+{
+	unsigned long gone;
+
+	kmsgr_cq_deadline_fix(dl);
+	if (!dl->end) {
+		gone = jiffies - dl->start_j;
+		gone = gone ? gone - 1 : 0;
+		dl->end = ktime_add_ns(ktime_get(), dl->ns -
+				       min_t(u64, jiffies_to_nsecs(gone),
+					     dl->ns));
+	}
+	return dl->end;
+}
+
+/* Whether the time is up: the ticks first, then the clock confirms. */
+static bool kmsgr_cq_deadline_passed(struct kmsgr_cq_deadline *dl)
+{
+	kmsgr_cq_deadline_fix(dl);
+	return time_after(jiffies, dl->end_j - 1) &&
+	       !ktime_before(ktime_get(), kmsgr_cq_deadline_end(dl));
+}
+
+/*
+ * Sleep (the task state is set) until woken or the end of @dl; false once
+ * that has passed.  @short_wait: what is left of the timeout after a
+ * busy-poll is under KMSGR_WAIT_COARSE_MS, so an hrtimer ends it.
+ */
+static bool kmsgr_cq_sleep(struct kmsgr_cq_deadline *dl, bool short_wait)
+{
+	long left;
+
+	if (short_wait) {
+		ktime_t end = kmsgr_cq_deadline_end(dl);
+
+		return schedule_hrtimeout(&end, HRTIMER_MODE_ABS);
+	}
+	kmsgr_cq_deadline_fix(dl);
+	left = (long)(dl->end_j - jiffies);
 	if (left <= 0)
 		return false;
 	return schedule_timeout(left) > 0;
@@ -498,17 +544,13 @@ static bool kmsgr_cq_spin_on(struct kmsgr_instance *inst, u32 *tail,
 }
 
 /*
- * Spin instead of sleeping (polled block I/O is out): false once
- * @timeout_ns after the first call have passed.
+ * Spin instead of sleeping (polled block I/O is out): false once the end
+ * of @dl has passed.
  */
-static bool kmsgr_cq_spin(u64 timeout_ns, ktime_t *end)
+static bool kmsgr_cq_spin(struct kmsgr_cq_deadline *dl)
 {
-	if (timeout_ns) {
-		if (!*end)
-			*end = ktime_add_ns(ktime_get(), timeout_ns);
-		else if (ktime_after(ktime_get(), *end))
-			return false;
-	}
+	if (dl->ns && !ktime_before(ktime_get(), kmsgr_cq_deadline_end(dl)))
+		return false;
 	cond_resched();
 	return true;
 }
@@ -533,30 +575,6 @@ static bool kmsgr_cq_busy(u64 ns, u64 *end)
 }
 
 /*
- * A waiter that runs sessions instead of sleeping: true once @timeout_ns
- * have passed since its first call.  Ticks (*@run_j) keep the clock out
- * of the common case; but a tick can come late (a busy or emulated CPU),
- * and jiffies that catch up at once would end the wait early, so the end
- * is confirmed by the clock against a start taken at the second call
- * (late, hence never early).
- */
-static bool kmsgr_cq_run_expired(u64 timeout_ns, unsigned long *run_j,
-				 u64 *run_t0)
-{
-	if (!*run_j) {
-		*run_j = jiffies + 1 +
-			 min_t(u64, nsecs_to_jiffies64(timeout_ns),
-			       MAX_JIFFY_OFFSET);
-		return false;
-	}
-	if (!*run_t0)
-		*run_t0 = ktime_get_ns();
-	if (!time_after(jiffies, *run_j))
-		return false;
-	return ktime_get_ns() - *run_t0 >= timeout_ns;
-}
-
-/*
  * Wait until @want CQEs are ready, or with @room until that many slots
  * can be reserved (SQEs were left for want of them: 2 for a linked
  * pair); 0, -ETIME or -EINTR.
@@ -577,24 +595,23 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		.want = min(want, inst->cq_entries),
 		.room = room,
 	};
+	struct kmsgr_cq_deadline dl = { .ns = timeout_ns };
 	bool expired = false, busy_all = false, runner, spin;
-	unsigned long end_j = 0, run_j = 0, spin_j = 0;
+	unsigned long spin_j = 0;
 	u32 spin_tail = 0;
-	u64 run_t0 = 0;
-	/* a runner's bound: the whole timeout, from its first run */
-	u64 busy_end = 0, run_ns = timeout_ns;
-	ktime_t end = 0;
+	u64 busy_end = 0;
 	int ret = 0;
 
 	/*
 	 * The spin counts on local_clock(), which can run at another rate
 	 * than the clock the caller times the wait by (an emulated TSC
-	 * against the HPET: a 2 ms spin took 1.1 ms of CLOCK_MONOTONIC once):
-	 * the wait's end is fixed on that clock, and the sleep after the spin,
-	 * or the rest of a spin that was the whole wait, runs up to it.
+	 * against the HPET: a 2 ms spin took 1.1 ms of CLOCK_MONOTONIC once),
+	 * and ticks may come late while it spins: the wait's end is fixed on
+	 * that clock now, and the sleep after the spin, or the rest of a spin
+	 * that was the whole wait, runs up to it.
 	 */
 	if (timeout_ns && busy_ns)
-		end = ktime_add_ns(ktime_get(), timeout_ns);
+		kmsgr_cq_deadline_end(&dl);
 	if (timeout_ns && busy_ns >= timeout_ns) {
 		busy_ns = timeout_ns;
 		busy_all = true;	/* the spin is the whole wait */
@@ -626,6 +643,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 		    READ_ONCE(w.woken_for_room) ||
 		    (w.room && kmsgr_cq_can_reserve(inst, w.room)))
 			break;
+		kmsgr_cq_deadline_fix(&dl);
 		if (runner && !expired && !signal_pending(current) &&
 		    (kmsgr_sess_rx_pending(inst) ||
 		     kmsgr_bdev_done_pending(inst) ||
@@ -640,8 +658,7 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 			/* sessions kicked again and again must not hog the CPU */
 			cond_resched();
 			/* ... nor outlast the timeout (ticks, then the clock) */
-			if (run_ns &&
-			    kmsgr_cq_run_expired(run_ns, &run_j, &run_t0))
+			if (dl.ns && kmsgr_cq_deadline_passed(&dl))
 				expired = true;	/* one last look */
 			continue;
 		}
@@ -660,17 +677,19 @@ static int kmsgr_cq_wait(struct kmsgr_instance *inst, u32 want,
 				continue;
 			/* spun out: one more look, on the queue, then sleep */
 			busy_ns = 0;
-			if (busy_all && !ktime_before(ktime_get(), end))
+			if (busy_all &&
+			    !ktime_before(ktime_get(), kmsgr_cq_deadline_end(&dl)))
 				expired = true;
 			continue;
 		}
 		if (spin && kmsgr_cq_spin_on(inst, &spin_tail, &spin_j)) {
 			__set_current_state(TASK_RUNNING);
-			if (!kmsgr_cq_spin(timeout_ns, &end))
+			if (!kmsgr_cq_spin(&dl))
 				expired = true;
-		} else if (!timeout_ns) {
+		} else if (!dl.ns) {
 			schedule();
-		} else if (!kmsgr_cq_sleep(timeout_ns, &end, &end_j)) {
+		} else if (!kmsgr_cq_sleep(&dl, timeout_ns <
+				KMSGR_WAIT_COARSE_MS * NSEC_PER_MSEC)) {
 			/*
 			 * its time was up before it slept: the state is still
 			 * the one prepare_to_wait() set, and the last look

@@ -68,6 +68,9 @@
  *  runner_times_out      (KMSGR_FAULT=y) an ENTER waiter that finds a
  *                        session always kicked still returns -ETIME when
  *                        its 50 ms are over
+ *  runner_then_sleep_in_time  (KMSGR_FAULT=y) an ENTER waiter that runs
+ *                        sessions for 700 ms of its 1000 ms, then sleeps,
+ *                        returns -ETIME at 1000 ms, not 700 + 1000
  *  tcp_read_sock_pass    (TCP) a ping-pong's messages are read with one
  *                        tcp_read_sock() pass each, no tcp_recvmsg()
  *                        (kprobes in the test's own tracefs instance)
@@ -82,7 +85,7 @@
  * inline_cq_helpers, runner_faults, reap_faults, tx_more_push,
  * sends_deferred, send_close_race.  TCP
  * only: small_sends_coalesce, tcp_read_sock_pass; submit_no_enter and
- * runner_times_out open no session.
+ * runner_times_out and runner_then_sleep_in_time open no session.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -1601,6 +1604,51 @@ TEST(runner_times_out)
 	EXPECT_GT(2000, ms);
 	TH_LOG("a 50 ms wait that found a session always kicked: %d after %llu ms",
 	       ret, (unsigned long long)ms);
+	kt_inst_close(&a);
+}
+
+static void *clear_faults_later(void *arg)
+{
+	usleep(*(unsigned int *)arg * 1000);
+	kmsgr_set_faults(0, 200);
+	return NULL;
+}
+
+/*
+ * (KMSGR_FAULT=y) The runs of sessions and the sleep of one wait share its
+ * timeout: an ENTER that runs always-kicked sessions for its first 700 ms
+ * (fault point RUN_SPIN, cleared by a thread) and sleeps after that must
+ * end 1000 ms after it began.  It used to start the timeout anew at its
+ * first sleep: 1700 ms.
+ */
+TEST(runner_then_sleep_in_time)
+{
+	unsigned int hold_ms = 700;
+	struct kt_inst a;
+	const char *why;
+	uint64_t t0, ms;
+	pthread_t t;
+	int ret;
+
+	why = kmsgr_missing(1);
+	if (why)
+		SKIP(return, "%s", why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	ASSERT_EQ(0, kt_inst_open(&a, "a", 64, TX_AREA, RX_POOL, 1));
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_RUN_SPIN, 200));
+	t0 = kt_now_ms();
+	ASSERT_EQ(0, pthread_create(&t, NULL, clear_faults_later, &hold_ms));
+	ret = kmsgr_submit(a.k, 1, 1000000000ULL);
+	ms = kt_now_ms() - t0;
+	pthread_join(t, NULL);
+	kmsgr_faults_off();
+	TH_LOG("a 1000 ms wait that ran sessions for its first %u ms: %d after %llu ms",
+	       hold_ms, ret, (unsigned long long)ms);
+	EXPECT_EQ(-ETIME, ret);
+	EXPECT_LE(1000, ms);
+	/* a late wake-up on a loaded TCG guest, not another timeout */
+	EXPECT_GT(1450, ms);
 	kt_inst_close(&a);
 }
 

@@ -434,6 +434,10 @@ struct kmsgr_close {
  * block device (KMSGR_BDEV_F_POLL) are out, it polls the device and spins
  * instead of sleeping, until 20 ms pass without a CQE (then it sleeps, and
  * a kernel worker polls every tick); with min_complete 0 it polls once.
+ * @timeout_ns bounds the whole wait (spins, sleeps, and the sessions it
+ * runs meanwhile), counted from when it first finds too few CQEs: it
+ * never ends earlier, and later only by a tick or two of the kernel's
+ * clock (and by the scheduler).
  * Returns the number of SQEs consumed, or -1 with errno; a signal during
  * the wait gives EINTR even when SQEs were consumed (@submitted tells how
  * many, as does the SQ head).  A signal also ends an ENTER with
