@@ -372,17 +372,19 @@ struct kmsgr_cq_waiter {
 };
 
 /*
- * Delivery is paused for want of CQ room, and CQEs are there: a waiter for
- * more must return, since what it waits for may be behind the paused
- * delivery (a lossless SEND's CQE comes with the peer's ack, which the
- * session reads only after the message it could not deliver).  @locked:
+ * Delivery is paused for want of CQ room or of receive-pool room, and
+ * CQEs are there: a waiter for more must return, since what it waits for
+ * may be behind the paused delivery (a lossless SEND's CQE comes with the
+ * peer's ack, which the session reads only after the message it could not
+ * deliver), and the room may come only with the RELEASE of slices that
+ * those CQEs hand over.  @locked:
  * under the wait queue's lock (a wake function), where cq_lock, which a
  * waker may hold, cannot be taken: the head last synced is never ahead of
  * the application's, so at worst it wakes the waiter once too often.
  */
 static bool kmsgr_cq_reap_first(struct kmsgr_instance *inst, bool locked)
 {
-	if (!READ_ONCE(inst->cq_paused))
+	if (!READ_ONCE(inst->cq_paused) && !READ_ONCE(inst->pool_starved))
 		return false;
 	if (locked)
 		return READ_ONCE(inst->cq_tail) != READ_ONCE(inst->cq_head);

@@ -1108,6 +1108,7 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 {
 	struct kmsgr_pool_align a;
 	unsigned long flags, first, pos;
+	bool wake = false;
 	u64 total = 0;
 	unsigned int i;
 	int ret = 0;
@@ -1144,7 +1145,9 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 			inst->pool_wait_grains = total;
 			inst->pool_wait_at = jiffies;
 		}
-		inst->pool_starved = true;
+		/* a waiter for more CQEs than are there reaps first now */
+		wake = !inst->pool_starved;
+		WRITE_ONCE(inst->pool_starved, true);
 		inst->stats.pool_full++;
 		ret = -ENOSPC;
 		goto out_unlock;
@@ -1165,6 +1168,8 @@ int kmsgr_pool_alloc_msg(struct kmsgr_instance *inst, u32 who,
 	inst->stats.pool_bytes += total * KMSGR_POOL_GRAIN;
 out_unlock:
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
+	if (wake)
+		kmsgr_cq_wake(inst);
 	return ret;
 }
 
@@ -1438,7 +1443,7 @@ bool kmsgr_pool_take_starved(struct kmsgr_instance *inst)
 
 	spin_lock_irqsave(&inst->cq_lock, flags);
 	starved = inst->pool_starved;
-	inst->pool_starved = false;
+	WRITE_ONCE(inst->pool_starved, false);
 	spin_unlock_irqrestore(&inst->cq_lock, flags);
 	return starved;
 }

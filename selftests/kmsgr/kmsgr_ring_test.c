@@ -10,7 +10,9 @@
  *
  * Over both transports (fixture pair, variants tcp on 127.0.0.1 and rdma
  * on KMSGR_VM_IP with kmsgr_rdma.ko loaded, SKIP without them):
- * pool_and_cq_backpressure (libkmsgr only asks INFO whether rdma can run).
+ * pool_and_cq_backpressure (libkmsgr only asks INFO whether rdma can run)
+ * and pool_full_ends_batch_wait (a wait for 3 CQEs, asleep when the third
+ * message finds the pool full, returns with 2 instead of timing out).
  * TCP only: none.  Every other test opens no session.
  *
  * busy_poll_within_timeout: ENTER's busy_poll_us spins inside the wait's
@@ -1982,6 +1984,94 @@ TEST_F_TIMEOUT(pair, pool_and_cq_backpressure, 300)
 	EXPECT_EQ(KMSGR_EV_DOWN, cqe.event);
 	EXPECT_EQ(sa, cqe.session);
 	EXPECT_EQ(0, load_acquire(&a.cq->flags));
+	ring_close(&b);
+	ring_close(&a);
+}
+
+#define PF_LEN		30000	/* 59 grains: 2 fit in a 64 KiB pool, 3 do not */
+
+/*
+ * A wait for more CQEs than the pool lets in: the third message waits for
+ * the RELEASE of a slice the first two CQEs hand over, so ENTER must
+ * return with those two (as when delivery waits for CQ room), not sleep
+ * until its timeout (before: -ETIME after 5 s; with no timeout, until a
+ * signal).
+ */
+TEST_F_TIMEOUT(pair, pool_full_ends_batch_wait, 120)
+{
+	struct kmsgr_cqe got[3], cqe;
+	struct kmsgr_sqe sqe;
+	struct ring a, b;
+	uint32_t sa = 0, sb = 0;
+	unsigned int i, n = 0, k;
+	uint64_t t0, ms;
+	int ret, status;
+	pid_t child;
+	uint8_t *p;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, ring_open(&a, 64, 64, 1 << 20, KMSGR_POOL_MIN));
+	ASSERT_EQ(0, ring_open(&b, 64, 64, 1 << 20, KMSGR_POOL_MIN));
+	ASSERT_EQ(0, session_pair(_metadata, &self->x, &a, &b, &sa, &sb));
+	/* sent once A waits: the pool fills under a sleeping waiter */
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		usleep(300 * 1000);
+		for (i = 0; i < 3; i++) {
+			memset((uint8_t *)b.buf + i * 32768, i + 1, PF_LEN);
+			memset(&sqe, 0, sizeof(sqe));
+			sqe.opcode = KMSGR_OP_SEND;
+			sqe.session = sb;
+			sqe.type = 0x79;
+			sqe.tid = i;
+			sqe.user_data = i;
+			sqe.seg[0].off = i * 32768;
+			sqe.seg[0].len = PF_LEN;
+			if (submit_one(&b, &sqe) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+
+	t0 = now_ms();
+	ret = enter_ioctl(a.fd, 0, 3, KMSGR_ENTER_F_GETEVENTS, 5000000000ULL);
+	ms = now_ms() - t0;
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("the SENDs were not all consumed");
+	TH_LOG("a wait for 3 CQEs, 2 messages in the pool (sent 300 ms in): %d after %llu ms, %u ready",
+	       ret, (unsigned long long)ms, cq_ready(&a));
+	EXPECT_EQ(0, ret);
+	EXPECT_GT(4000, ms);
+	EXPECT_LE(300, ms) TH_LOG("returned before the messages were sent");
+	ASSERT_EQ(2, cq_ready(&a));
+	/* a RELEASE lets the third in; all three arrive whole, in order */
+	for (i = 0; i < 3; i++) {
+		if (i < 2) {
+			ASSERT_TRUE(cqe_pop(&a, &got[i]));
+		} else {
+			memset(&sqe, 0, sizeof(sqe));
+			sqe.opcode = KMSGR_OP_RELEASE;
+			sqe.seg[0] = got[0].seg[0];
+			ASSERT_EQ(1, submit_one(&a, &sqe));
+			ASSERT_EQ(0, wait_cqe(&a, &got[2], 30000));
+		}
+		ASSERT_EQ(KMSGR_CQE_RECV, got[i].kind);
+		EXPECT_EQ(i, got[i].tid);
+		ASSERT_EQ(PF_LEN, got[i].seg[0].len);
+		p = (uint8_t *)a.buf + got[i].seg[0].off;
+		for (k = 0; k < PF_LEN && p[k] == (uint8_t)(i + 1); k++)
+			;
+		EXPECT_EQ(PF_LEN, k) TH_LOG("message %u content", i);
+	}
+	while (n < 3) {
+		ASSERT_EQ(0, wait_cqe(&b, &cqe, 30000));
+		ASSERT_EQ(KMSGR_CQE_SEND, cqe.kind);
+		EXPECT_EQ(0, cqe.res);
+		n++;
+	}
 	ring_close(&b);
 	ring_close(&a);
 }

@@ -428,9 +428,10 @@ struct kmsgr_close {
  * were left unconsumed for want of a CQ slot, a slot is given back
  * without a CQE (KMSGR_SQE_F_SKIP_SUCCESS): it returns then, and the
  * caller submits again.  It also returns with fewer CQEs ready when
- * delivery is paused for want of CQ room (KMSGR_RING_F_CQ_PAUSED): what
- * waits behind the paused delivery (a peer's ack of a lossless SEND) can
- * only come once the caller reaps what is there.  While ops on a polled
+ * delivery is paused for want of CQ room (KMSGR_RING_F_CQ_PAUSED) or of
+ * receive-pool room (a message waits for slices to be RELEASEd): what
+ * waits behind the paused delivery (a peer's ack of a lossless SEND, the
+ * next message) can only come once the caller reaps what is there.  While ops on a polled
  * block device (KMSGR_BDEV_F_POLL) are out, it polls the device and spins
  * instead of sleeping, until 20 ms pass without a CQE (then it sleeps, and
  * a kernel worker polls every tick); with min_complete 0 it polls once.
