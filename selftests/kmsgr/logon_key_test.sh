@@ -132,6 +132,14 @@ run alienadd "$K" key add --keyring "$tmp/admin.keyring" --desc cifs:x
 	! grep -q 'cifs:x' /proc/keys
 tap $? "key add --desc outside kmsgr: is a usage error; no key is added"
 
+# 2^32 - 4 would reach the kernel as -4, KEY_SPEC_USER_KEYRING (@u)
+before=$(grep -c 'kmsgr:big' /proc/keys)
+run bigto "$K" key add --keyring "$tmp/admin.keyring" --desc kmsgr:big \
+	--to 4294967292
+[ "$rc" -eq 2 ] && grep -q 'bad --to' "$tmp/bigto" &&
+	[ "$(grep -c 'kmsgr:big' /proc/keys)" -eq "$before" ]
+tap $? "key add --to beyond a 32-bit serial is a usage error; no key is added"
+
 run both "$K" session connect --key-desc kmsgr:client.admin \
 	--keyring "$tmp/admin.keyring" "$ADDR"
 [ "$rc" -eq 2 ]

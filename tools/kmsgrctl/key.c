@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,8 @@ static int parse_keyring_id(const char *s, long *id)
 	else {
 		errno = 0;
 		*id = strtol(s, &end, 0);
-		if (errno || end == s || *end || *id <= 0)
+		/* a key_serial_t is 32 bits: the kernel would cut it down */
+		if (errno || end == s || *end || *id <= 0 || *id > INT32_MAX)
 			return -EINVAL;
 	}
 	return 0;
