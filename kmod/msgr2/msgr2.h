@@ -209,12 +209,6 @@ struct msgr2_session {
 	u64 connect_seq;
 	u64 out_seq;		/* last seq assigned to an outgoing message */
 	u64 in_seq;		/* last seq received and delivered */
-	/*
-	 * Aborted MESSAGEs received since the last one delivered, on any of
-	 * the session's connections: each may have used a seq that its
-	 * sender (the Linux client's revoke) never sends again.
-	 */
-	u32 rx_aborted;
 	u64 acked_seq;		/* highest of our seqs the peer acknowledged */
 	u64 wire_seq;		/* highest of our seqs that went onto a
 				 * connection: no peer can have more
@@ -320,8 +314,8 @@ struct msgr2_ops {
 	 * delivered.  status < 0: discarded; the buffers are the caller's
 	 * again: -EALREADY duplicate (seq <= in_seq), -ECANCELED aborted
 	 * frame (no reason's errno: see m2_errno()), -ECONNRESET connection
-	 * released, or the connection's errno when it failed (bad crc/tag,
-	 * sequence gap...).  rx_alloc() is called for every MESSAGE frame,
+	 * released, or the connection's errno when it failed (bad crc or
+	 * tag...).  rx_alloc() is called for every MESSAGE frame,
 	 * duplicates included.
 	 */
 	void (*rx_msg)(void *priv, struct msgr2_rx_msg *m, int status);
@@ -425,7 +419,9 @@ enum msgr2_reason {
 	MSGR2_R_AUTH,			/* auth refused or failed */
 	MSGR2_R_MISSING_FEATURES,	/* IDENT_MISSING_FEATURES / required */
 	MSGR2_R_PEER,			/* wrong peer type or address */
-	MSGR2_R_SEQ,			/* sequence gap on a lossless session */
+	MSGR2_R_SEQ,			/* unused (gaps are taken), kept for
+					 * the numbering of KMSGR_REASON_*
+					 */
 	MSGR2_R_WAIT,			/* server said WAIT: retry later */
 	MSGR2_R_TIMEOUT,		/* handshake deadline, or the caller's */
 	MSGR2_R_EOF,			/* transport closed (mid-frame: truncated) */

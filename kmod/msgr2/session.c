@@ -189,7 +189,6 @@ void m2_sess_reset(struct msgr2_session *s)
 	s->peer_global_seq = 0;
 	s->out_seq = 0;
 	s->in_seq = 0;
-	s->rx_aborted = 0;
 	s->acked_seq = 0;
 	s->wire_seq = 0;
 }

@@ -717,7 +717,10 @@ struct kmsgr_cqe {
 #define KMSGR_REASON_AUTH		12	/* authentication refused */
 #define KMSGR_REASON_MISSING_FEATURES	13	/* required features missing */
 #define KMSGR_REASON_PEER		14	/* wrong peer type or address */
-#define KMSGR_REASON_SEQ		15	/* sequence gap, lossless */
+#define KMSGR_REASON_SEQ		15	/* no longer given: a gap in a
+						 * peer's message seqs is taken,
+						 * as Ceph takes it
+						 */
 #define KMSGR_REASON_WAIT		16	/* peer said WAIT */
 #define KMSGR_REASON_TIMEOUT		17	/* handshake, keepalive, msg,
 						 * idle or resume timeout
