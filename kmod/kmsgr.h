@@ -191,6 +191,10 @@ enum kmsgr_fault_point {
 	KMSGR_FAULT_BDEV_SUBMITTED,	/* ENTER submitted a BDEV op's bios,
 					 * before it goes on
 					 */
+	KMSGR_FAULT_BACKLOG,		/* not a delay: kmsgr_cq_backlogged()
+					 * says yes, as with 2048 events
+					 * waiting on the overflow list
+					 */
 };
 
 #ifdef KMSGR_FAULT

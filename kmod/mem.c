@@ -91,8 +91,8 @@
  */
 #define KMSGR_CQ_OVERFLOW_NOTES	(KMSGR_CQ_OVERFLOW_MAX / 4)
 /*
- * Listeners refuse new sessions while the overflow list holds this many
- * entries (kmsgr_cq_backlogged()).  A session's events are bounded by
+ * Listeners refuse new sessions, and resumes of old ones, while the
+ * overflow list holds this many entries (kmsgr_cq_backlogged()).  A session's events are bounded by
  * max_sessions only while it lives: a remote peer that connects, is
  * announced and hangs up, again and again, leaves ACCEPTED, UP and CLOSED
  * of sessions already gone each time, and would fill the list until the
@@ -607,7 +607,8 @@ u32 kmsgr_cq_refresh(struct kmsgr_instance *inst, bool *resume)
 /* Whether new sessions are refused for the overflow list's length. */
 bool kmsgr_cq_backlogged(struct kmsgr_instance *inst)
 {
-	return READ_ONCE(inst->cq_overflow_nr) >= KMSGR_CQ_OVERFLOW_ACCEPT;
+	return READ_ONCE(inst->cq_overflow_nr) >= KMSGR_CQ_OVERFLOW_ACCEPT ||
+	       kmsgr_fault_set(KMSGR_FAULT_BACKLOG);
 }
 
 /* CQEs ready, for the ENTER wait condition (no side effects but the head). */

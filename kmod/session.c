@@ -717,6 +717,19 @@ static void kmsgr_conn_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 	kmsgr_sess_deliver(s, &m->hdr, kc->rx_off, m->len);
 }
 
+/*
+ * A client resumed @s on a new connection while the old one was still up:
+ * the old one ends (DOWN, once, before the UP that READY posts).
+ */
+static void kmsgr_sess_down_replaced(struct kmsgr_sess *s)
+	__must_hold(&s->lock)
+{
+	if (s->down_posted)
+		return;
+	s->down_posted = true;
+	kmsgr_sess_event(s, KMSGR_EV_DOWN, KMSGR_REASON_LOCAL, -ECONNRESET);
+}
+
 static void kmsgr_conn_tx_done(void *priv, struct msgr2_msg *m, int status)
 {
 	struct kmsgr_conn *kc = priv;
@@ -728,11 +741,13 @@ static void kmsgr_conn_tx_done(void *priv, struct msgr2_msg *m, int status)
 	 * A session being resumed on @kc (kmsgr_conn_attach()) completes
 	 * what the peer says it had: its old connection, which
 	 * kmsgr_conn_settle() would end only later, may still offer pieces
-	 * of it to the peer (RDMA PULLs).  It ends now, before the CQE.
+	 * of it to the peer (RDMA PULLs).  It ends now, before the CQE, and
+	 * says so as READY would have (DOWN before the UP).
 	 */
 	if (old && old != kc) {
 		s->conn = NULL;
 		kmsgr_sess_conn_free(old);
+		kmsgr_sess_down_replaced(s);
 	}
 
 	/*
@@ -883,9 +898,8 @@ static void kmsgr_conn_event(void *priv, enum msgr2_event ev, u64 arg)
 		 * A resumed session whose old connection was still up: the
 		 * engine ended it just now; DOWN before this UP.
 		 */
-		if (s->conn && s->conn != kc && !s->down_posted)
-			kmsgr_sess_event(s, KMSGR_EV_DOWN, KMSGR_REASON_LOCAL,
-					 -ECONNRESET);
+		if (s->conn && s->conn != kc)
+			kmsgr_sess_down_replaced(s);
 		kc->rx_at = jiffies;
 		s->active_at = jiffies;
 		WRITE_ONCE(s->state, KMSGR_SESS_UP);
@@ -934,6 +948,7 @@ static struct msgr2_session *kmsgr_conn_attach(void *priv,
 	struct kmsgr_conn *kc = priv;
 	struct kmsgr_sess *self = kc->sess, *x = NULL, *cand;
 	struct kmsgr_instance *inst = self->obj.inst;
+	struct sockaddr_storage peer;
 	struct kmsgr_obj *obj;
 	unsigned long idx;
 
@@ -941,6 +956,19 @@ static struct msgr2_session *kmsgr_conn_attach(void *priv,
 		return NULL;
 	if (kc->adopt)		/* a retry on this connection */
 		return &kc->adopt->ms;
+	/*
+	 * The application reads no events (KMSGR_CQ_OVERFLOW_ACCEPT): a
+	 * resume would add DOWN and UP to the list, again and again.  The
+	 * connection fails, with no RESET: the client keeps its session
+	 * and tries again later.
+	 */
+	if (kmsgr_cq_backlogged(inst)) {
+		msgr2_conn_fail(c, MSGR2_R_BUSY);
+		if (kc->xprt && !kc->xprt->ops->getname(kc->xprt, &peer, true))
+			kmsgr_listener_refused(self->listener, &peer,
+					       KMSGR_REASON_BUSY, -EBUSY);
+		return NULL;
+	}
 
 	rcu_read_lock();
 	xa_for_each(&inst->objs, idx, obj) {

@@ -77,6 +77,18 @@
  *                                 and a wrong server cookie is reset; the
  *                                 live connection stays up and carries a
  *                                 message (it used to be dropped at once)
+ *  resume_over_live_connection_posts_down  a client resumes its lossless
+ *                                 session while the server still holds
+ *                                 the old connection, and its msg_seq
+ *                                 completes the SEND read there: the
+ *                                 SEND completes (0) and the session
+ *                                 says DOWN before its second UP
+ *  resume_refused_while_backlogged  (KMSGR_FAULT=y) the same resume
+ *                                 while the overflow list is at its
+ *                                 admission mark (fault point BACKLOG):
+ *                                 refused like a new session (REFUSED,
+ *                                 BUSY), no second UP, the old
+ *                                 connection kept
  *  readonly_fd_refused            only INFO works on a read-only fd (EBADF);
  *                                 an unknown command is ENOTTY there too
  *
@@ -172,7 +184,9 @@
  *  thousand_half_open             raw TCP sockets; counts the TCP sockets
  *  sockets_in_openers_netns       127.0.0.1 of a new network namespace
  *  pool_withholders, silent_peer_times_out, close_fails_queued_sends,
- *  forged_reconnect_leaves_session_alone  the rogue peer (kmsgr_rogue)
+ *  forged_reconnect_leaves_session_alone,
+ *  resume_over_live_connection_posts_down,
+ *  resume_refused_while_backlogged  the rogue peer (kmsgr_rogue)
  *                                 speaks msgr2 over TCP only
  *  dump_past_a_closed_instance    800 TCP listeners
  *  refusal_flood_keeps_session_events  raw TCP connections
@@ -2610,6 +2624,207 @@ forged_reconnect_leaves_session_alone(struct __test_metadata *_metadata,
 TEST_F_TIMEOUT(core_tcp, forged_reconnect_leaves_session_alone, 120)
 {
 	forged_reconnect_leaves_session_alone(_metadata, &self->c);
+}
+
+/*
+ * A resume that completes a SEND the old connection carried ends that
+ * connection early (before the SEND's CQE): the DOWN of the old one must
+ * still come before the UP of the new one.  It used to be left out: the
+ * session went ACCEPTED, UP, UP.
+ */
+static void
+resume_over_live_connection_posts_down(struct __test_metadata *_metadata,
+				       FIXTURE_DATA(core) *self)
+{
+	char out[] = "/tmp/kmsgr-resume.XXXXXX", line[128] = "";
+	char seq[16] = "";
+	unsigned int nseq = 0, ups = 0;
+	struct kmsgr_listen l;
+	struct kmsgr_cqe *cqe;
+	struct kmsgr_sqe *sqe;
+	uint32_t victim = 0;
+	int send_res = 1;
+	uint64_t end;
+	pid_t rogue;
+	int status, fd;
+	FILE *f;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS,
+			       0x11, &l));
+	fd = mkstemp(out);
+	ASSERT_LE(0, fd);
+	close(fd);
+	rogue = rogue_start_out(l.bound.port, "resume-live", NULL, 15000, out);
+	ASSERT_LT(0, rogue);
+	/* the victim's events and its SEND's CQE (S), in order */
+	for (end = kt_now_ms() + 12000; kt_now_ms() < end && ups < 2;) {
+		if (kmsgr_wait_cqe(self->srv.k, &cqe, 100000000ULL))
+			continue;
+		if (cqe->kind == KMSGR_CQE_EVENT && cqe->session) {
+			if (cqe->event == KMSGR_EV_ACCEPTED && !victim)
+				victim = cqe->session;
+			if (cqe->session == victim && nseq < sizeof(seq) - 1)
+				seq[nseq++] = cqe->event == KMSGR_EV_ACCEPTED ?
+					      'A' : cqe->event == KMSGR_EV_UP ?
+					      'U' : cqe->event == KMSGR_EV_DOWN ?
+					      'D' : '?';
+			if (cqe->session == victim &&
+			    cqe->event == KMSGR_EV_DOWN)
+				TH_LOG("DOWN: reason %u, %d", cqe->reason,
+				       cqe->res);
+			if (cqe->session == victim &&
+			    cqe->event == KMSGR_EV_UP && !ups++) {
+				sqe = kt_sqe(&self->srv);
+				ASSERT_NE(NULL, sqe);
+				kmsgr_prep_send(sqe, victim, 0x43, 1,
+						(struct kmsgr_slice){ 0, 64 },
+						(struct kmsgr_slice){ 0 },
+						(struct kmsgr_slice){ 0 }, 0x5e);
+				kmsgr_submit(self->srv.k, 0, 0);
+			}
+		} else if (cqe->kind == KMSGR_CQE_SEND && cqe->user_data == 0x5e) {
+			send_res = cqe->res;
+			if (nseq < sizeof(seq) - 1)
+				seq[nseq++] = 'S';
+		} else if (cqe->kind == KMSGR_CQE_RECV) {
+			kt_release(&self->srv, cqe);
+		}
+		kmsgr_cqe_seen(self->srv.k);
+	}
+	/* the rogue's line comes once it has the RECONNECT_OK: wait for it */
+	for (end = kt_now_ms() + 5000; kt_now_ms() < end && !line[0];) {
+		f = fopen(out, "r");
+		if (f) {
+			if (!fgets(line, sizeof(line), f))
+				line[0] = 0;
+			fclose(f);
+		}
+		if (!line[0])
+			usleep(50000);
+	}
+	kill(rogue, SIGTERM);
+	waitpid(rogue, &status, 0);
+	unlink(out);
+	TH_LOG("rogue: %s; the session's events: %s", line, seq);
+	ASSERT_EQ(0, strncmp(line, "resume: ready", 13))
+		TH_LOG("the resume was not taken: \"%s\"", line);
+	EXPECT_EQ(0, send_res) TH_LOG("the resume's msg_seq completes the SEND");
+	/* DOWN between the UPs; the SEND's CQE may come before it or after */
+	EXPECT_TRUE(!strcmp(seq, "AUDSU") || !strcmp(seq, "AUSDU"))
+		TH_LOG("events: %s", seq);
+	if (victim)
+		EXPECT_EQ(0, kmsgr_close_id(self->srv.k, victim));
+	EXPECT_EQ(0, kmsgr_close_id(self->srv.k, l.id));
+}
+
+TEST_F_TIMEOUT(core_tcp, resume_over_live_connection_posts_down, 120)
+{
+	resume_over_live_connection_posts_down(_metadata, &self->c);
+}
+
+#define FAULT_BACKLOG	(1U << 18)
+
+/*
+ * A resume while the application reads no events (the overflow list at
+ * KMSGR_CQ_OVERFLOW_ACCEPT, forced by the fault point) is refused as a
+ * new session is: it would add DOWN and UP each time.  The client's
+ * connection fails (no RESET: it keeps its session), the listener says
+ * REFUSED (BUSY), and the session stays on its old connection.
+ */
+TEST_F_TIMEOUT(core_tcp, resume_refused_while_backlogged, 120)
+{
+	char out[] = "/tmp/kmsgr-backlog.XXXXXX", line[128] = "";
+	char seq[16] = "";
+	unsigned int nseq = 0, busy = 0;
+	struct kmsgr_listen l;
+	struct kmsgr_cqe *cqe;
+	struct kmsgr_sqe *sqe;
+	struct kt_inst *srv = &self->c.srv;
+	uint32_t victim = 0;
+	bool exited = false;
+	uint64_t end;
+	pid_t rogue;
+	int status, fd;
+	FILE *f;
+
+	if (self->c.why)
+		SKIP(return, "%s", self->c.why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	ASSERT_EQ(0, kt_listen(srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS, 0x12,
+			       &l));
+	fd = mkstemp(out);
+	ASSERT_LE(0, fd);
+	close(fd);
+	rogue = rogue_start_out(l.bound.port, "resume-live", NULL, 15000, out);
+	ASSERT_LT(0, rogue);
+	/* until a second after the rogue is done: its REFUSED comes first */
+	for (end = kt_now_ms() + 12000; kt_now_ms() < end;) {
+		if (!exited && waitpid(rogue, &status, WNOHANG) == rogue) {
+			exited = true;
+			end = kt_now_ms() + 1000;
+		}
+		if (kmsgr_wait_cqe(srv->k, &cqe, 100000000ULL))
+			continue;
+		if (cqe->kind == KMSGR_CQE_EVENT && cqe->session == l.id &&
+		    cqe->event == KMSGR_EV_REFUSED &&
+		    cqe->reason == KMSGR_REASON_BUSY) {
+			busy++;
+		} else if (cqe->kind == KMSGR_CQE_EVENT && cqe->session) {
+			if (cqe->event == KMSGR_EV_ACCEPTED && !victim)
+				victim = cqe->session;
+			if (cqe->session == victim && nseq < sizeof(seq) - 1)
+				seq[nseq++] = cqe->event == KMSGR_EV_ACCEPTED ?
+					      'A' : cqe->event == KMSGR_EV_UP ?
+					      'U' : cqe->event == KMSGR_EV_DOWN ?
+					      'D' : '?';
+			if (cqe->session == victim &&
+			    cqe->event == KMSGR_EV_DOWN)
+				TH_LOG("DOWN: reason %u, %d", cqe->reason,
+				       cqe->res);
+			if (cqe->session == victim &&
+			    cqe->event == KMSGR_EV_UP && nseq == 2) {
+				/* from here on, resumes find a backlog */
+				ASSERT_EQ(0, kmsgr_set_faults(FAULT_BACKLOG,
+							      200));
+				sqe = kt_sqe(srv);
+				ASSERT_NE(NULL, sqe);
+				kmsgr_prep_send(sqe, victim, 0x43, 1,
+						(struct kmsgr_slice){ 0, 64 },
+						(struct kmsgr_slice){ 0 },
+						(struct kmsgr_slice){ 0 }, 0x5f);
+				kmsgr_submit(srv->k, 0, 0);
+			}
+		} else if (cqe->kind == KMSGR_CQE_RECV) {
+			kt_release(srv, cqe);
+		}
+		kmsgr_cqe_seen(srv->k);
+	}
+	kmsgr_faults_off();
+	if (!exited) {
+		kill(rogue, SIGTERM);
+		waitpid(rogue, &status, 0);
+	}
+	f = fopen(out, "r");
+	if (f) {
+		if (!fgets(line, sizeof(line), f))
+			line[0] = 0;
+		fclose(f);
+	}
+	unlink(out);
+	TH_LOG("rogue: %s; the session's events: %s; %u REFUSED (BUSY)",
+	       line, seq, busy);
+	EXPECT_EQ(0, strncmp(line, "resume: not ready", 17))
+		TH_LOG("the resume was not refused: \"%s\"", line);
+	/* no second UP; a DOWN only when the rogue's exit closed the first */
+	EXPECT_TRUE(!strcmp(seq, "AU") || !strcmp(seq, "AUD"))
+		TH_LOG("events: %s", seq);
+	EXPECT_EQ(1, busy);
+	if (victim)
+		EXPECT_EQ(0, kmsgr_close_id(srv->k, victim));
+	EXPECT_EQ(0, kmsgr_close_id(srv->k, l.id));
 }
 
 /* ---- D10: kernel memory of sessions is charged to the owner's memcg ------ */

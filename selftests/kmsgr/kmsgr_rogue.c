@@ -25,6 +25,12 @@
  *                   party that saw the cookie on the wire could send);
  *                   then a message (type 0x4322) on the first connection,
  *                   which must still be up
+ *   resume-live     a full lossless handshake; the first message the
+ *                   peer sends is read on that connection and never
+ *                   acked; then, with that connection still open, a
+ *                   second one resumes the session (SESSION_RECONNECT
+ *                   with the right cookies and msg_seq 1): prints
+ *                   "resume: ready" once the server took it
  *   silent          a full handshake, then silence: nothing more is sent,
  *                   not even an answer to a keepalive
  *   unacked         the same, but the session it accepts is lossless (a
@@ -64,7 +70,7 @@
 enum rogue_fault {
 	F_BANNER, F_GARBAGE, F_HELLO_OVERSIZE,
 	F_PREAMBLE_CRC, F_SEGMENT_CRC, F_OVERSIZE, F_WITHHOLD,
-	F_FORGED_RECONNECT, F_SILENT, F_UNACKED,
+	F_FORGED_RECONNECT, F_SILENT, F_UNACKED, F_RESUME_LIVE,
 };
 
 static const struct {
@@ -81,6 +87,7 @@ static const struct {
 	{ "forged-reconnect", F_FORGED_RECONNECT },
 	{ "silent", F_SILENT },
 	{ "unacked", F_UNACKED },
+	{ "resume-live", F_RESUME_LIVE },
 };
 
 struct rogue {
@@ -98,6 +105,7 @@ struct rogue {
 	struct msgr2_auth_none none;
 	bool ready;
 	bool reset;			/* the peer reset the session */
+	unsigned int n_rx;		/* messages received */
 	/* corruption of the engine's output: flip a byte at this offset */
 	long long corrupt_at;		/* -1: none */
 	long long tx_off;		/* bytes written since corrupt_at was set */
@@ -153,8 +161,11 @@ static int cb_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 
 static void cb_rx_msg(void *priv, struct msgr2_rx_msg *m, int status)
 {
+	struct rogue *r = priv;
 	int i;
 
+	if (!status)
+		r->n_rx++;
 	for (i = 0; i < MSGR2_NSEG; i++) {
 		free(m->buf[i]);
 		m->buf[i] = NULL;
@@ -295,7 +306,8 @@ static int rogue_handshake(struct rogue *r)
 	if (!r->conn)
 		return -ENOMEM;
 	msgr2_session_init(&r->sess, r->fault != F_FORGED_RECONNECT &&
-			   r->fault != F_UNACKED);
+			   r->fault != F_UNACKED &&
+			   r->fault != F_RESUME_LIVE);
 	ret = msgr2_conn_init(r->conn, &r->cfg, &r->sess);
 	if (ret)
 		return ret;
@@ -324,8 +336,11 @@ static int rogue_handshake(struct rogue *r)
 			strerror(-ret));
 		return ret ? ret : -EPROTO;
 	}
-	/* whatever follows READY (e.g. nothing) goes out unchanged */
-	return rogue_flush(r);
+	/*
+	 * whatever follows READY (e.g. nothing) goes out unchanged; but
+	 * resume-live must not ack a message that came with SERVER_IDENT
+	 */
+	return r->fault == F_RESUME_LIVE ? 0 : rogue_flush(r);
 }
 
 static void preamble(u8 *p, u8 tag, u32 nsegs, const u32 *len)
@@ -349,6 +364,7 @@ static const u8 good_banner[26] = {
 };
 
 static int rogue_forged_reconnect(struct rogue *r);
+static int rogue_resume_live(struct rogue *r);
 
 static int commit_fault(struct rogue *r)
 {
@@ -412,6 +428,8 @@ static int commit_fault(struct rogue *r)
 				 ROGUE_PREAMBLE_LEN + ROGUE_HDR2_LEN + 4);
 	case F_FORGED_RECONNECT:
 		return rogue_forged_reconnect(r);
+	case F_RESUME_LIVE:
+		return rogue_resume_live(r);
 	case F_SILENT:
 	case F_UNACKED:
 		return rogue_handshake(r);	/* wait_close() only drains */
@@ -504,6 +522,66 @@ static int rogue_forged_reconnect(struct rogue *r)
 	ret = msgr2_send(&r->sess, &r->msg);
 	if (ret)
 		return ret;
+	return rogue_flush(r);
+}
+
+/*
+ * A client whose link broke one way resumes its session while the server
+ * still holds the old connection: the server's first message was read on
+ * it (and not acked), so the resume's msg_seq completes that message.
+ * The new connection becomes the one wait_close() watches.
+ */
+static int rogue_resume_live(struct rogue *r)
+{
+	struct msgr2_session res;
+	struct pollfd p;
+	long long end;
+	int fd2, ret;
+
+	ret = rogue_handshake(r);
+	if (ret)
+		return ret;
+	/* read (only: an ack would go out with a flush) the first message */
+	for (end = now_ms() + 10000; now_ms() < end && !r->n_rx;) {
+		p.fd = r->fd;
+		p.events = POLLIN;
+		if (poll(&p, 1, 50) > 0 && rogue_pump(r) < 0)
+			break;
+	}
+	if (!r->n_rx) {
+		printf("resume: no message to resume after\n");
+		return -ETIMEDOUT;
+	}
+	fd2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd2 < 0 || connect(fd2, (struct sockaddr *)&r->peer,
+			       sizeof(r->peer)))
+		return -errno;
+	/* the session as it is (cookies, in_seq 1), nothing queued */
+	res = r->sess;
+	res.conn = NULL;
+	res.global_seq++;
+	r->cfg.global_seq = res.global_seq;
+	r->sess = res;
+	/* the old connection stays open, unread, until the exit */
+	r->conn = calloc(1, msgr2_conn_size());
+	if (!r->conn)
+		return -ENOMEM;
+	ret = msgr2_conn_init(r->conn, &r->cfg, &r->sess);
+	if (ret)
+		return ret;
+	r->fd = fd2;
+	r->ready = false;
+	for (end = now_ms() + 5000; now_ms() < end && !r->ready && !r->reset;) {
+		if (rogue_flush(r) < 0)
+			break;
+		p.fd = fd2;
+		p.events = POLLIN;
+		if (poll(&p, 1, 50) > 0 && rogue_pump(r) < 0)
+			break;
+	}
+	printf("resume: %s, %s\n", r->ready ? "ready" :
+	       r->reset ? "reset by the server" : "not ready",
+	       msgr2_reason_str(msgr2_conn_reason(r->conn)));
 	return rogue_flush(r);
 }
 
@@ -608,6 +686,6 @@ int main(int argc, char **argv)
 	return ret;
 usage:
 	fprintf(stderr, "usage: kmsgr_rogue [--life-ms N] server|client:IP:PORT:NONCE FAULT\n"
-		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize withhold forged-reconnect silent unacked\n");
+		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize withhold forged-reconnect silent unacked resume-live\n");
 	return 2;
 }
