@@ -1238,6 +1238,37 @@ static pid_t rogue_start(uint16_t port, const char *fault, const char *data,
 	return rogue_start_out(port, fault, data, life_ms, NULL);
 }
 
+/* rogue_start_out() with its stdout in a new file named into @out. */
+static pid_t rogue_start_tmp(uint16_t port, const char *fault, char *out)
+{
+	int fd = mkstemp(out);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return rogue_start_out(port, fault, NULL, 15000, out);
+}
+
+/* The first line the rogue wrote into @out, waiting up to @wait_ms. */
+static void read_rogue_line(const char *out, char *line, size_t n,
+			    int wait_ms)
+{
+	uint64_t end = kt_now_ms() + wait_ms;
+	FILE *f;
+
+	line[0] = 0;
+	do {
+		f = fopen(out, "r");
+		if (f) {
+			if (!fgets(line, (int)n, f))
+				line[0] = 0;
+			fclose(f);
+		}
+		if (!line[0] && kt_now_ms() < end)
+			usleep(50000);
+	} while (!line[0] && kt_now_ms() < end);
+}
+
 /* One RELEASE SQE of @seg; with @token != 0 the token form. */
 static void release(struct kt_inst *ti, struct kmsgr_slice seg, uint32_t token,
 		    uint64_t ud)
@@ -2574,18 +2605,13 @@ forged_reconnect_leaves_session_alone(struct __test_metadata *_metadata,
 	bool got = false, down = false;
 	uint64_t end;
 	pid_t rogue;
-	int status, fd;
-	FILE *f;
+	int status;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS,
 			       0x10, &l));
-	fd = mkstemp(out);
-	ASSERT_LE(0, fd);
-	close(fd);
-	rogue = rogue_start_out(l.bound.port, "forged-reconnect", NULL, 15000,
-				out);
+	rogue = rogue_start_tmp(l.bound.port, "forged-reconnect", out);
 	ASSERT_LT(0, rogue);
 	for (end = kt_now_ms() + 12000; kt_now_ms() < end && !got;) {
 		if (kmsgr_wait_cqe(self->srv.k, &cqe, 100000000ULL))
@@ -2605,12 +2631,7 @@ forged_reconnect_leaves_session_alone(struct __test_metadata *_metadata,
 	}
 	kill(rogue, SIGTERM);
 	waitpid(rogue, &status, 0);
-	f = fopen(out, "r");
-	if (f) {
-		if (!fgets(line, sizeof(line), f))
-			line[0] = 0;
-		fclose(f);
-	}
+	read_rogue_line(out, line, sizeof(line), 0);
 	unlink(out);
 	TH_LOG("%s", line);
 	EXPECT_NE(0, victim);
@@ -2626,105 +2647,128 @@ TEST_F_TIMEOUT(core_tcp, forged_reconnect_leaves_session_alone, 120)
 	forged_reconnect_leaves_session_alone(_metadata, &self->c);
 }
 
+#define FAULT_BACKLOG	(1U << 18)
+
+/* What resume_live() saw. */
+struct resume_seen {
+	char seq[16];		/* the victim's events (A U D), its SEND's CQE (S) */
+	char line[128];		/* the rogue's line */
+	unsigned int busy;	/* REFUSED (BUSY) events of the listener */
+	int send_res;		/* the SEND's res; 1: no CQE */
+};
+
+/*
+ * kmsgr_rogue resume-live against a lossless listener of @self->srv: once
+ * the session is UP, a SEND on it (with @backlog, after the fault point
+ * BACKLOG is set), which the rogue reads and does not ack before it
+ * resumes the session on a second connection.  Records the session's
+ * events until its second UP, or a second after the rogue is done.
+ */
+static void resume_live(struct __test_metadata *_metadata,
+			FIXTURE_DATA(core) *self, bool backlog,
+			struct resume_seen *r)
+{
+	char out[] = "/tmp/kmsgr-resume.XXXXXX";
+	struct kt_inst *srv = &self->srv;
+	unsigned int nseq = 0, ups = 0;
+	struct kmsgr_listen l;
+	struct kmsgr_cqe *cqe;
+	struct kmsgr_sqe *sqe;
+	uint32_t victim = 0;
+	bool exited = false;
+	uint64_t end;
+	pid_t rogue;
+	int status;
+
+	memset(r, 0, sizeof(*r));
+	r->send_res = 1;
+	ASSERT_EQ(0, kt_listen(srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS, 0x11,
+			       &l));
+	rogue = rogue_start_tmp(l.bound.port, "resume-live", out);
+	ASSERT_LT(0, rogue);
+	for (end = kt_now_ms() + 12000; kt_now_ms() < end && ups < 2;) {
+		if (!exited && waitpid(rogue, &status, WNOHANG) == rogue) {
+			exited = true;	/* its REFUSED came first */
+			end = kt_now_ms() + 1000;
+		}
+		if (kmsgr_wait_cqe(srv->k, &cqe, 100000000ULL))
+			continue;
+		if (cqe->kind == KMSGR_CQE_EVENT && cqe->session == l.id) {
+			if (cqe->event == KMSGR_EV_REFUSED &&
+			    cqe->reason == KMSGR_REASON_BUSY)
+				r->busy++;
+		} else if (cqe->kind == KMSGR_CQE_EVENT) {
+			if (cqe->event == KMSGR_EV_ACCEPTED && !victim)
+				victim = cqe->session;
+			if (cqe->session != victim)
+				goto seen;
+			if (nseq < sizeof(r->seq) - 1)
+				r->seq[nseq++] = cqe->event == KMSGR_EV_ACCEPTED ?
+						 'A' : cqe->event == KMSGR_EV_UP ?
+						 'U' : cqe->event == KMSGR_EV_DOWN ?
+						 'D' : '?';
+			if (cqe->event == KMSGR_EV_DOWN)
+				TH_LOG("DOWN: reason %u, %d", cqe->reason,
+				       cqe->res);
+			if (cqe->event != KMSGR_EV_UP || ups++)
+				goto seen;
+			/* from here on, with @backlog, resumes find one */
+			if (backlog)
+				ASSERT_EQ(0, kmsgr_set_faults(FAULT_BACKLOG,
+							      200));
+			sqe = kt_sqe(srv);
+			ASSERT_NE(NULL, sqe);
+			kmsgr_prep_send(sqe, victim, 0x43, 1,
+					(struct kmsgr_slice){ 0, 64 },
+					(struct kmsgr_slice){ 0 },
+					(struct kmsgr_slice){ 0 }, 0x5e);
+			kmsgr_submit(srv->k, 0, 0);
+		} else if (cqe->kind == KMSGR_CQE_SEND &&
+			   cqe->user_data == 0x5e) {
+			r->send_res = cqe->res;
+			if (nseq < sizeof(r->seq) - 1)
+				r->seq[nseq++] = 'S';
+		} else if (cqe->kind == KMSGR_CQE_RECV) {
+			kt_release(srv, cqe);
+		}
+seen:
+		kmsgr_cqe_seen(srv->k);
+	}
+	kmsgr_faults_off();
+	/* the rogue's line comes once the resume is answered */
+	read_rogue_line(out, r->line, sizeof(r->line), 5000);
+	if (!exited) {
+		kill(rogue, SIGTERM);
+		waitpid(rogue, &status, 0);
+	}
+	unlink(out);
+	TH_LOG("rogue: %s; the session's events: %s; %u REFUSED (BUSY)",
+	       r->line, r->seq, r->busy);
+	if (victim)
+		EXPECT_EQ(0, kmsgr_close_id(srv->k, victim));
+	EXPECT_EQ(0, kmsgr_close_id(srv->k, l.id));
+}
+
 /*
  * A resume that completes a SEND the old connection carried ends that
  * connection early (before the SEND's CQE): the DOWN of the old one must
  * still come before the UP of the new one.  It used to be left out: the
  * session went ACCEPTED, UP, UP.
  */
-static void
-resume_over_live_connection_posts_down(struct __test_metadata *_metadata,
-				       FIXTURE_DATA(core) *self)
-{
-	char out[] = "/tmp/kmsgr-resume.XXXXXX", line[128] = "";
-	char seq[16] = "";
-	unsigned int nseq = 0, ups = 0;
-	struct kmsgr_listen l;
-	struct kmsgr_cqe *cqe;
-	struct kmsgr_sqe *sqe;
-	uint32_t victim = 0;
-	int send_res = 1;
-	uint64_t end;
-	pid_t rogue;
-	int status, fd;
-	FILE *f;
-
-	if (self->why)
-		SKIP(return, "%s", self->why);
-	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS,
-			       0x11, &l));
-	fd = mkstemp(out);
-	ASSERT_LE(0, fd);
-	close(fd);
-	rogue = rogue_start_out(l.bound.port, "resume-live", NULL, 15000, out);
-	ASSERT_LT(0, rogue);
-	/* the victim's events and its SEND's CQE (S), in order */
-	for (end = kt_now_ms() + 12000; kt_now_ms() < end && ups < 2;) {
-		if (kmsgr_wait_cqe(self->srv.k, &cqe, 100000000ULL))
-			continue;
-		if (cqe->kind == KMSGR_CQE_EVENT && cqe->session) {
-			if (cqe->event == KMSGR_EV_ACCEPTED && !victim)
-				victim = cqe->session;
-			if (cqe->session == victim && nseq < sizeof(seq) - 1)
-				seq[nseq++] = cqe->event == KMSGR_EV_ACCEPTED ?
-					      'A' : cqe->event == KMSGR_EV_UP ?
-					      'U' : cqe->event == KMSGR_EV_DOWN ?
-					      'D' : '?';
-			if (cqe->session == victim &&
-			    cqe->event == KMSGR_EV_DOWN)
-				TH_LOG("DOWN: reason %u, %d", cqe->reason,
-				       cqe->res);
-			if (cqe->session == victim &&
-			    cqe->event == KMSGR_EV_UP && !ups++) {
-				sqe = kt_sqe(&self->srv);
-				ASSERT_NE(NULL, sqe);
-				kmsgr_prep_send(sqe, victim, 0x43, 1,
-						(struct kmsgr_slice){ 0, 64 },
-						(struct kmsgr_slice){ 0 },
-						(struct kmsgr_slice){ 0 }, 0x5e);
-				kmsgr_submit(self->srv.k, 0, 0);
-			}
-		} else if (cqe->kind == KMSGR_CQE_SEND && cqe->user_data == 0x5e) {
-			send_res = cqe->res;
-			if (nseq < sizeof(seq) - 1)
-				seq[nseq++] = 'S';
-		} else if (cqe->kind == KMSGR_CQE_RECV) {
-			kt_release(&self->srv, cqe);
-		}
-		kmsgr_cqe_seen(self->srv.k);
-	}
-	/* the rogue's line comes once it has the RECONNECT_OK: wait for it */
-	for (end = kt_now_ms() + 5000; kt_now_ms() < end && !line[0];) {
-		f = fopen(out, "r");
-		if (f) {
-			if (!fgets(line, sizeof(line), f))
-				line[0] = 0;
-			fclose(f);
-		}
-		if (!line[0])
-			usleep(50000);
-	}
-	kill(rogue, SIGTERM);
-	waitpid(rogue, &status, 0);
-	unlink(out);
-	TH_LOG("rogue: %s; the session's events: %s", line, seq);
-	ASSERT_EQ(0, strncmp(line, "resume: ready", 13))
-		TH_LOG("the resume was not taken: \"%s\"", line);
-	EXPECT_EQ(0, send_res) TH_LOG("the resume's msg_seq completes the SEND");
-	/* DOWN between the UPs; the SEND's CQE may come before it or after */
-	EXPECT_TRUE(!strcmp(seq, "AUDSU") || !strcmp(seq, "AUSDU"))
-		TH_LOG("events: %s", seq);
-	if (victim)
-		EXPECT_EQ(0, kmsgr_close_id(self->srv.k, victim));
-	EXPECT_EQ(0, kmsgr_close_id(self->srv.k, l.id));
-}
-
 TEST_F_TIMEOUT(core_tcp, resume_over_live_connection_posts_down, 120)
 {
-	resume_over_live_connection_posts_down(_metadata, &self->c);
-}
+	struct resume_seen r;
 
-#define FAULT_BACKLOG	(1U << 18)
+	if (self->c.why)
+		SKIP(return, "%s", self->c.why);
+	resume_live(_metadata, &self->c, false, &r);
+	ASSERT_EQ(0, strncmp(r.line, "resume: ready", 13))
+		TH_LOG("the resume was not taken: \"%s\"", r.line);
+	EXPECT_EQ(0, r.send_res) TH_LOG("the resume's msg_seq completes the SEND");
+	/* DOWN between the UPs; the SEND's CQE may come before it or after */
+	EXPECT_TRUE(!strcmp(r.seq, "AUDSU") || !strcmp(r.seq, "AUSDU"))
+		TH_LOG("events: %s", r.seq);
+}
 
 /*
  * A resume while the application reads no events (the overflow list at
@@ -2735,96 +2779,19 @@ TEST_F_TIMEOUT(core_tcp, resume_over_live_connection_posts_down, 120)
  */
 TEST_F_TIMEOUT(core_tcp, resume_refused_while_backlogged, 120)
 {
-	char out[] = "/tmp/kmsgr-backlog.XXXXXX", line[128] = "";
-	char seq[16] = "";
-	unsigned int nseq = 0, busy = 0;
-	struct kmsgr_listen l;
-	struct kmsgr_cqe *cqe;
-	struct kmsgr_sqe *sqe;
-	struct kt_inst *srv = &self->c.srv;
-	uint32_t victim = 0;
-	bool exited = false;
-	uint64_t end;
-	pid_t rogue;
-	int status, fd;
-	FILE *f;
+	struct resume_seen r;
 
 	if (self->c.why)
 		SKIP(return, "%s", self->c.why);
 	if (access(KMSGR_FAULT_PARAM, W_OK))
 		SKIP(return, "module built without KMSGR_FAULT=y");
-	ASSERT_EQ(0, kt_listen(srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS, 0x12,
-			       &l));
-	fd = mkstemp(out);
-	ASSERT_LE(0, fd);
-	close(fd);
-	rogue = rogue_start_out(l.bound.port, "resume-live", NULL, 15000, out);
-	ASSERT_LT(0, rogue);
-	/* until a second after the rogue is done: its REFUSED comes first */
-	for (end = kt_now_ms() + 12000; kt_now_ms() < end;) {
-		if (!exited && waitpid(rogue, &status, WNOHANG) == rogue) {
-			exited = true;
-			end = kt_now_ms() + 1000;
-		}
-		if (kmsgr_wait_cqe(srv->k, &cqe, 100000000ULL))
-			continue;
-		if (cqe->kind == KMSGR_CQE_EVENT && cqe->session == l.id &&
-		    cqe->event == KMSGR_EV_REFUSED &&
-		    cqe->reason == KMSGR_REASON_BUSY) {
-			busy++;
-		} else if (cqe->kind == KMSGR_CQE_EVENT && cqe->session) {
-			if (cqe->event == KMSGR_EV_ACCEPTED && !victim)
-				victim = cqe->session;
-			if (cqe->session == victim && nseq < sizeof(seq) - 1)
-				seq[nseq++] = cqe->event == KMSGR_EV_ACCEPTED ?
-					      'A' : cqe->event == KMSGR_EV_UP ?
-					      'U' : cqe->event == KMSGR_EV_DOWN ?
-					      'D' : '?';
-			if (cqe->session == victim &&
-			    cqe->event == KMSGR_EV_DOWN)
-				TH_LOG("DOWN: reason %u, %d", cqe->reason,
-				       cqe->res);
-			if (cqe->session == victim &&
-			    cqe->event == KMSGR_EV_UP && nseq == 2) {
-				/* from here on, resumes find a backlog */
-				ASSERT_EQ(0, kmsgr_set_faults(FAULT_BACKLOG,
-							      200));
-				sqe = kt_sqe(srv);
-				ASSERT_NE(NULL, sqe);
-				kmsgr_prep_send(sqe, victim, 0x43, 1,
-						(struct kmsgr_slice){ 0, 64 },
-						(struct kmsgr_slice){ 0 },
-						(struct kmsgr_slice){ 0 }, 0x5f);
-				kmsgr_submit(srv->k, 0, 0);
-			}
-		} else if (cqe->kind == KMSGR_CQE_RECV) {
-			kt_release(srv, cqe);
-		}
-		kmsgr_cqe_seen(srv->k);
-	}
-	kmsgr_faults_off();
-	if (!exited) {
-		kill(rogue, SIGTERM);
-		waitpid(rogue, &status, 0);
-	}
-	f = fopen(out, "r");
-	if (f) {
-		if (!fgets(line, sizeof(line), f))
-			line[0] = 0;
-		fclose(f);
-	}
-	unlink(out);
-	TH_LOG("rogue: %s; the session's events: %s; %u REFUSED (BUSY)",
-	       line, seq, busy);
-	EXPECT_EQ(0, strncmp(line, "resume: not ready", 17))
-		TH_LOG("the resume was not refused: \"%s\"", line);
+	resume_live(_metadata, &self->c, true, &r);
+	EXPECT_EQ(0, strncmp(r.line, "resume: not ready", 17))
+		TH_LOG("the resume was not refused: \"%s\"", r.line);
 	/* no second UP; a DOWN only when the rogue's exit closed the first */
-	EXPECT_TRUE(!strcmp(seq, "AU") || !strcmp(seq, "AUD"))
-		TH_LOG("events: %s", seq);
-	EXPECT_EQ(1, busy);
-	if (victim)
-		EXPECT_EQ(0, kmsgr_close_id(srv->k, victim));
-	EXPECT_EQ(0, kmsgr_close_id(srv->k, l.id));
+	EXPECT_TRUE(!strcmp(r.seq, "AU") || !strcmp(r.seq, "AUD"))
+		TH_LOG("events: %s", r.seq);
+	EXPECT_EQ(1, r.busy);
 }
 
 /* ---- D10: kernel memory of sessions is charged to the owner's memcg ------ */

@@ -1693,6 +1693,24 @@ static int wait_cqe(struct ring *r, struct kmsgr_cqe *out, int ms)
 	}
 }
 
+/*
+ * A SEND of message @i (tid and user_data) of @type on @session, its
+ * front the @len bytes at @off of the buffer area.
+ */
+static void prep_data_send(struct kmsgr_sqe *sqe, uint32_t session,
+			   uint16_t type, uint32_t i, uint32_t off,
+			   uint32_t len)
+{
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = KMSGR_OP_SEND;
+	sqe->session = session;
+	sqe->type = type;
+	sqe->tid = i;
+	sqe->user_data = i;
+	sqe->seg[0].off = off;
+	sqe->seg[0].len = len;
+}
+
 /* Submit one prepared SQE and expect it consumed. */
 static int submit_one(struct ring *r, const struct kmsgr_sqe *sqe)
 {
@@ -1793,14 +1811,7 @@ TEST_F_TIMEOUT(pair, pool_and_cq_backpressure, 300)
 
 	for (i = 0; i < BP_MSGS; i++) {
 		memset((uint8_t *)b.buf + i * 4096, i + 1, BP_LEN);
-		memset(&sqe, 0, sizeof(sqe));
-		sqe.opcode = KMSGR_OP_SEND;
-		sqe.session = sb;
-		sqe.type = 0x77;
-		sqe.tid = i;
-		sqe.user_data = i;
-		sqe.seg[0].off = i * 4096;
-		sqe.seg[0].len = BP_LEN;
+		prep_data_send(&sqe, sb, 0x77, i, i * 4096, BP_LEN);
 		ASSERT_EQ(1, submit_one(&b, &sqe));
 	}
 
@@ -2021,14 +2032,7 @@ TEST_F_TIMEOUT(pair, pool_full_ends_batch_wait, 120)
 		usleep(300 * 1000);
 		for (i = 0; i < 3; i++) {
 			memset((uint8_t *)b.buf + i * 32768, i + 1, PF_LEN);
-			memset(&sqe, 0, sizeof(sqe));
-			sqe.opcode = KMSGR_OP_SEND;
-			sqe.session = sb;
-			sqe.type = 0x79;
-			sqe.tid = i;
-			sqe.user_data = i;
-			sqe.seg[0].off = i * 32768;
-			sqe.seg[0].len = PF_LEN;
+			prep_data_send(&sqe, sb, 0x79, i, i * 32768, PF_LEN);
 			if (submit_one(&b, &sqe) != 1)
 				_exit(1);
 		}

@@ -462,6 +462,25 @@ static int commit_fault(struct rogue *r)
 }
 
 /*
+ * Drive r->conn on r->fd for up to 5 s: until the peer resets the session,
+ * or with @ready until it is READY, or the connection ends.
+ */
+static void rogue_drive(struct rogue *r, bool ready)
+{
+	struct pollfd p = { .fd = r->fd, .events = POLLIN };
+	long long end = now_ms() + 5000;
+
+	r->reset = false;
+	r->ready = false;
+	while (now_ms() < end && !r->reset && !(ready && r->ready)) {
+		if (rogue_flush(r) < 0)
+			break;
+		if (poll(&p, 1, 50) > 0 && rogue_pump(r) < 0)
+			break;
+	}
+}
+
+/*
  * A second connection that tries to resume the first one's session with a
  * wrong server cookie; the server must answer with a reset and leave the
  * first connection alone, which then carries a message.
@@ -470,8 +489,6 @@ static int rogue_forged_reconnect(struct rogue *r)
 {
 	struct msgr2_conn *c1 = r->conn, *c2;
 	struct msgr2_session forged;
-	struct pollfd p;
-	long long end;
 	int fd1 = r->fd, fd2, ret;
 
 	ret = rogue_handshake(r);
@@ -495,15 +512,7 @@ static int rogue_forged_reconnect(struct rogue *r)
 	/* drive the second connection until it is reset, 5 s at most */
 	r->conn = c2;
 	r->fd = fd2;
-	r->reset = false;
-	for (end = now_ms() + 5000; now_ms() < end && !r->reset;) {
-		if (rogue_flush(r) < 0)
-			break;
-		p.fd = fd2;
-		p.events = POLLIN;
-		if (poll(&p, 1, 50) > 0 && rogue_pump(r) < 0)
-			break;
-	}
+	rogue_drive(r, false);
 	printf("forged reconnect: %s, %s\n",
 	       r->reset ? "reset by the server" : "not reset",
 	       msgr2_reason_str(msgr2_conn_reason(c2)));
@@ -570,15 +579,7 @@ static int rogue_resume_live(struct rogue *r)
 	if (ret)
 		return ret;
 	r->fd = fd2;
-	r->ready = false;
-	for (end = now_ms() + 5000; now_ms() < end && !r->ready && !r->reset;) {
-		if (rogue_flush(r) < 0)
-			break;
-		p.fd = fd2;
-		p.events = POLLIN;
-		if (poll(&p, 1, 50) > 0 && rogue_pump(r) < 0)
-			break;
-	}
+	rogue_drive(r, true);
 	printf("resume: %s, %s\n", r->ready ? "ready" :
 	       r->reset ? "reset by the server" : "not ready",
 	       msgr2_reason_str(msgr2_conn_reason(r->conn)));
