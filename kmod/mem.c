@@ -92,13 +92,14 @@
 #define KMSGR_CQ_OVERFLOW_NOTES	(KMSGR_CQ_OVERFLOW_MAX / 4)
 /*
  * Listeners refuse new sessions, and resumes of old ones, while the
- * overflow list holds this many entries (kmsgr_cq_backlogged()).  A session's events are bounded by
- * max_sessions only while it lives: a remote peer that connects, is
- * announced and hangs up, again and again, leaves ACCEPTED, UP and CLOSED
- * of sessions already gone each time, and would fill the list until the
- * events of the application's other sessions were lost.  Past this mark
- * its sessions are refused (the refusal posts nothing more, NOTES being
- * lower), and the rest of the list is kept for the sessions there are.
+ * overflow list holds this many entries (kmsgr_cq_backlogged()).  A
+ * session's events are bounded by max_sessions only while it lives: a
+ * remote peer that connects, is announced and hangs up, again and again,
+ * leaves ACCEPTED, UP and CLOSED of sessions already gone each time, and
+ * would fill the list until the events of the application's other
+ * sessions were lost.  Past this mark its sessions are refused (the
+ * refusal posts nothing more, NOTES being lower), and the rest of the
+ * list is kept for the sessions there are.
  */
 #define KMSGR_CQ_OVERFLOW_ACCEPT	(KMSGR_CQ_OVERFLOW_MAX / 2)
 

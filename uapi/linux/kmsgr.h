@@ -431,10 +431,11 @@ struct kmsgr_close {
  * delivery is paused for want of CQ room (KMSGR_RING_F_CQ_PAUSED) or of
  * receive-pool room (a message waits for slices to be RELEASEd): what
  * waits behind the paused delivery (a peer's ack of a lossless SEND, the
- * next message) can only come once the caller reaps what is there.  While ops on a polled
- * block device (KMSGR_BDEV_F_POLL) are out, it polls the device and spins
- * instead of sleeping, until 20 ms pass without a CQE (then it sleeps, and
- * a kernel worker polls every tick); with min_complete 0 it polls once.
+ * next message) can only come once the caller reaps what is there.
+ * While ops on a polled block device (KMSGR_BDEV_F_POLL) are out, it
+ * polls the device and spins instead of sleeping, until 20 ms pass
+ * without a CQE (then it sleeps, and a kernel worker polls every tick);
+ * with min_complete 0 it polls once.
  * @timeout_ns bounds the whole wait (spins, sleeps, and the sessions it
  * runs meanwhile), counted from when it first finds too few CQEs: it
  * never ends earlier, and later only by a tick or two of the kernel's
