@@ -109,6 +109,7 @@ double ctl_pct_us(const __u64 *sorted_ns, size_t n, double p)
 int ctl_parse_size(const char *s, __u64 min, __u64 max, __u64 *val)
 {
 	unsigned long long v;
+	unsigned int shift = 0;
 	char *end;
 
 	/* digits only: strtoull() would take " -1" as 2^64 - 1 */
@@ -120,20 +121,22 @@ int ctl_parse_size(const char *s, __u64 min, __u64 max, __u64 *val)
 		return -EINVAL;
 	switch (*end) {
 	case 'k': case 'K':
-		v = v > (~0ULL >> 10) ? ~0ULL : v << 10;
-		end++;
+		shift = 10;
 		break;
 	case 'm': case 'M':
-		v = v > (~0ULL >> 20) ? ~0ULL : v << 20;
-		end++;
+		shift = 20;
 		break;
 	case 'g': case 'G':
-		v = v > (~0ULL >> 30) ? ~0ULL : v << 30;
-		end++;
+		shift = 30;
 		break;
 	default:
 		break;
 	}
+	/* a suffix that overflows is an error, not "the most there is" */
+	if (shift && v > (~0ULL >> shift))
+		return -EINVAL;
+	v <<= shift;
+	end += !!shift;
 	if (*end || v < min || v > max)
 		return -EINVAL;
 	*val = v;

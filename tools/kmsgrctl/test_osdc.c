@@ -4,7 +4,7 @@
  * rjenkins object hash and stable_mod against placements a real Ceph
  * 16.2.15 cluster reported (`ceph osd map`, pool of pg_num 8), and the
  * JSON scanner on the shapes of `osd dump` and `pg map`; the latency
- * percentiles of the bench commands.  Prints TAP.
+ * percentiles of the bench commands; the size parser.  Prints TAP.
  *
  * Copyright (C) 2026 The kmsgr authors
  */
@@ -223,6 +223,23 @@ int main(void)
 			}
 		}
 		ok(all, "mon host: a v2 address first, else a v1 one's host on port 3300");
+	}
+
+	/* sizes and counts: suffixes, and no overflow taken as "unlimited" */
+	{
+		__u64 sz = 0;
+
+		ok(!ctl_parse_size("4K", 0, ~0ULL, &sz) && sz == 4096 &&
+		   !ctl_parse_size("2m", 0, ~0ULL, &sz) && sz == 2 << 20 &&
+		   !ctl_parse_size("17179869183G", 0, ~0ULL, &sz) &&
+		   sz == 17179869183ULL << 30,
+		   "sizes: K, M and G suffixes, up to the largest that fits");
+		ok(ctl_parse_size("18014398509481984K", 0, ~0ULL, &sz) ==
+		   -EINVAL && ctl_parse_size("17179869184G", 0, ~0ULL, &sz) ==
+		   -EINVAL && ctl_parse_size(" -1", 0, ~0ULL, &sz) == -EINVAL &&
+		   ctl_parse_size("4KB", 0, ~0ULL, &sz) == -EINVAL &&
+		   ctl_parse_size("5", 0, 4, &sz) == -EINVAL,
+		   "sizes: an overflowing suffix, a sign, junk and a value above max are errors");
 	}
 
 	printf("1..%d\n", n);
