@@ -1576,6 +1576,24 @@ TEST(tcp_read_sock_pass)
 }
 
 /*
+ * Why the RUN_SPIN tests cannot run here, or NULL: then @a is open (no
+ * session) and every ENTER waiter that runs sessions finds one kicked.
+ */
+static const char *runner_spin_open(struct __test_metadata *_metadata,
+				    struct kt_inst *a)
+{
+	const char *why = kmsgr_missing(1);
+
+	if (why)
+		return why;
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		return "module built without KMSGR_FAULT=y";
+	ASSERT_EQ(0, kt_inst_open(a, "a", 64, TX_AREA, RX_POOL, 1));
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_RUN_SPIN, 200));
+	return NULL;
+}
+
+/*
  * (KMSGR_FAULT=y) An ENTER waiting for one CQE with a 50 ms timeout runs
  * kicked sessions instead of sleeping; with a session always kicked (fault
  * point) it must still give up with -ETIME when the time is over, not
@@ -1588,13 +1606,9 @@ TEST(runner_times_out)
 	uint64_t t0, ms;
 	int ret;
 
-	why = kmsgr_missing(1);
+	why = runner_spin_open(_metadata, &a);
 	if (why)
 		SKIP(return, "%s", why);
-	if (access(KMSGR_FAULT_PARAM, W_OK))
-		SKIP(return, "module built without KMSGR_FAULT=y");
-	ASSERT_EQ(0, kt_inst_open(&a, "a", 64, TX_AREA, RX_POOL, 1));
-	ASSERT_EQ(0, kmsgr_set_faults(FAULT_RUN_SPIN, 200));
 	t0 = kt_now_ms();
 	ret = kmsgr_submit(a.k, 1, 50000000ULL);
 	ms = kt_now_ms() - t0;
@@ -1630,13 +1644,9 @@ TEST(runner_then_sleep_in_time)
 	pthread_t t;
 	int ret;
 
-	why = kmsgr_missing(1);
+	why = runner_spin_open(_metadata, &a);
 	if (why)
 		SKIP(return, "%s", why);
-	if (access(KMSGR_FAULT_PARAM, W_OK))
-		SKIP(return, "module built without KMSGR_FAULT=y");
-	ASSERT_EQ(0, kt_inst_open(&a, "a", 64, TX_AREA, RX_POOL, 1));
-	ASSERT_EQ(0, kmsgr_set_faults(FAULT_RUN_SPIN, 200));
 	t0 = kt_now_ms();
 	ASSERT_EQ(0, pthread_create(&t, NULL, clear_faults_later, &hold_ms));
 	ret = kmsgr_submit(a.k, 1, 1000000000ULL);
