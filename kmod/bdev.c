@@ -152,13 +152,20 @@ static void kmsgr_bdev_put(struct kmsgr_bdev_h *h)
 	kfree(h);
 }
 
-/* Take handle @id out (no op can find it afterwards); NULL if none. */
+/*
+ * Take handle @id out (no op can find it afterwards): the handle, NULL if
+ * none, or ERR_PTR(-EINTR) when @killable and a fatal signal came while
+ * an ENTER held submit_lock (it may sleep under it in submit_bio()).
+ */
 static struct kmsgr_bdev_h *kmsgr_bdev_unlink(struct kmsgr_instance *inst,
-					      u32 id)
+					      u32 id, bool killable)
 {
 	struct kmsgr_bdev_h *h;
 
-	mutex_lock(&inst->submit_lock);
+	if (!killable)
+		mutex_lock(&inst->submit_lock);
+	else if (mutex_lock_killable(&inst->submit_lock))
+		return ERR_PTR(-EINTR);
 	h = xa_erase(&inst->bdevs, id);
 	if (h)
 		inst->nr_bdevs--;
@@ -326,7 +333,7 @@ int kmsgr_bdev_attach(struct kmsgr_instance *inst,
 	kmsgr_fault(KMSGR_FAULT_BDEV_ATTACHED, false);
 	if (copy_to_user(uarg, &a, sizeof(a))) {
 		/* nobody learnt the id; an op that guessed it is waited for */
-		h = kmsgr_bdev_unlink(inst, a.id);
+		h = kmsgr_bdev_unlink(inst, a.id, false);
 		if (h)
 			kmsgr_bdev_put(h);
 		return -EFAULT;
@@ -345,7 +352,8 @@ out_put:
  * @uarg: struct kmsgr_bdev_detach in user memory
  *
  * Return: 0 once the ops submitted on it have completed and the device is
- * let go; -ENODEV (no such handle), -EINVAL, -EFAULT.
+ * let go; -ENODEV (no such handle), -EINVAL, -EFAULT, -EINTR (a fatal
+ * signal while another ENTER was submitting: nothing was detached).
  */
 int kmsgr_bdev_detach(struct kmsgr_instance *inst,
 		      struct kmsgr_bdev_detach __user *uarg)
@@ -357,7 +365,9 @@ int kmsgr_bdev_detach(struct kmsgr_instance *inst,
 		return -EFAULT;
 	if (d.flags || memchr_inv(d.reserved, 0, sizeof(d.reserved)))
 		return -EINVAL;
-	h = d.id ? kmsgr_bdev_unlink(inst, d.id) : NULL;
+	h = d.id ? kmsgr_bdev_unlink(inst, d.id, true) : NULL;
+	if (IS_ERR(h))
+		return PTR_ERR(h);
 	if (!h)
 		return -ENODEV;
 	kmsgr_bdev_put(h);
@@ -371,7 +381,7 @@ void kmsgr_bdev_detach_all(struct kmsgr_instance *inst)
 	unsigned long id;
 
 	xa_for_each(&inst->bdevs, id, h) {
-		h = kmsgr_bdev_unlink(inst, id);
+		h = kmsgr_bdev_unlink(inst, id, false);
 		if (h)
 			kmsgr_bdev_put(h);
 	}

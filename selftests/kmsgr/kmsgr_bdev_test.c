@@ -3292,6 +3292,22 @@ static void on_stuck_alarm(int sig)
 }
 
 /*
+ * Wait (5 s at most) until the thread or process @tid is in state D:
+ * the stuck ENTER holds the submission lock once it sleeps in the hold
+ * (only that, usleep_range(), and the submission under the lock are
+ * state D); a call waiting for that lock is in state D too.
+ */
+static bool stuck_held(const int *tid)
+{
+	uint64_t t0;
+
+	for (t0 = l1_now_ms();
+	     !kmsgr_thread_in_d(tid) && l1_now_ms() - t0 < 5000;)
+		usleep(10000);
+	return kmsgr_thread_in_d(tid);
+}
+
+/*
  * An ENTER with SQEs to submit waits while another thread's ENTER is
  * submitting; that one may sleep in submit_bio() for long (test build:
  * BDEV_SUBMITTED holds it STUCK_SUBMIT_US).  A signal ends the wait:
@@ -3315,14 +3331,7 @@ TEST_F_TIMEOUT(bdev, enter_interruptible_behind_a_stuck_submitter, 120)
 	if (access(KMSGR_FAULT_PARAM, W_OK))
 		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
 	stuck_begin(_metadata, self, &x, &e, &thr, &off, &len);
-	/*
-	 * it holds the submission lock once it sleeps in the hold: only that
-	 * (usleep_range()) and the submission under the lock are state D
-	 */
-	for (t0 = l1_now_ms();
-	     !kmsgr_thread_in_d(&e.tid) && l1_now_ms() - t0 < 5000;)
-		usleep(10000);
-	ASSERT_TRUE(kmsgr_thread_in_d(&e.tid))
+	ASSERT_TRUE(stuck_held(&e.tid))
 		TH_LOG("the first ENTER never got to its hold");
 
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, &old_sa));	/* no SA_RESTART */
@@ -3342,6 +3351,51 @@ TEST_F_TIMEOUT(bdev, enter_interruptible_behind_a_stuck_submitter, 120)
 	EXPECT_EQ(0, enter.submitted);
 	EXPECT_GT(STUCK_SUBMIT_US / 1000 / 2, ms)
 		TH_LOG("the signal did not end the wait for the lock");
+
+	lk_recv(_metadata, &x, 1, off, len);
+	stuck_end(_metadata, &x, &e, thr);
+}
+
+/*
+ * A DETACH_BDEV behind an ENTER that is submitting (held STUCK_SUBMIT_US
+ * as above) waits for the submission lock; SIGKILL ends that wait: the
+ * process is gone well before the ENTER lets go (the wait used to be
+ * uninterruptible), and the handle stays attached (stuck_end() detaches
+ * it).
+ */
+TEST_F_TIMEOUT(bdev, detach_killable_behind_a_stuck_submitter, 120)
+{
+	struct stuck_enter e;
+	uint64_t off, t0, ms;
+	int status, child;
+	pthread_t thr;
+	uint32_t len;
+	struct lk x;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
+	stuck_begin(_metadata, self, &x, &e, &thr, &off, &len);
+	ASSERT_TRUE(stuck_held(&e.tid))
+		TH_LOG("the ENTER never got to its hold");
+
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child)
+		_exit(kmsgr_bdev_detach(x.srv.k, x.id) ? 3 : 4);
+	ASSERT_TRUE(stuck_held(&child))
+		TH_LOG("the DETACH never waited");
+	t0 = l1_now_ms();
+	ASSERT_EQ(0, kill(child, SIGKILL));
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	ms = l1_now_ms() - t0;
+	TH_LOG("the waiting DETACH was gone %llu ms after SIGKILL (status %#x)",
+	       (unsigned long long)ms, status);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	EXPECT_GT(STUCK_SUBMIT_US / 1000 / 2, ms)
+		TH_LOG("SIGKILL did not end the wait for the lock");
+	EXPECT_EQ(0, __atomic_load_n(&e.done, __ATOMIC_ACQUIRE));
 
 	lk_recv(_metadata, &x, 1, off, len);
 	stuck_end(_metadata, &x, &e, thr);

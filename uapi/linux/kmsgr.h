@@ -821,7 +821,9 @@ struct kmsgr_bdev {
  * struct kmsgr_bdev_detach - argument of KMSGR_IOC_DETACH_BDEV.  Later
  * SQEs naming @id fail ENODEV; the call waits until the ops already
  * submitted on it have completed (their CQEs are posted), then lets the
- * device go.  ENODEV: no such handle.
+ * device go.  ENODEV: no such handle.  While another thread's ENTER is
+ * submitting (it may sleep in the block layer), the call waits for it; a
+ * fatal signal ends that wait, with nothing detached.
  */
 struct kmsgr_bdev_detach {
 	__u32 id;		/* in: the handle */
