@@ -536,6 +536,25 @@ TEST_F_TIMEOUT(rdma_bad, empty_message, 60)
 		   "malformed message (0 bytes)", false);
 }
 
+/*
+ * DONEs that name nothing kmsgr offered, or are malformed: the peer must
+ * not be able to make kmsgr invalidate (or count as read) what it chooses.
+ */
+TEST_F_TIMEOUT(rdma_bad, done_unknown_key, 60)
+{
+	rogue_case(_metadata, &self->bed, "done-unknown", "bad DONE", false);
+}
+
+TEST_F_TIMEOUT(rdma_bad, done_reserved_set, 60)
+{
+	rogue_case(_metadata, &self->bed, "done-reserved", "bad DONE", false);
+}
+
+TEST_F_TIMEOUT(rdma_bad, done_short, 60)
+{
+	rogue_case(_metadata, &self->bed, "done-short", "bad DONE", false);
+}
+
 TEST_F_TIMEOUT(rdma_bad, recv_overrun, 60)
 {
 	rogue_case(_metadata, &self->bed, "recv-overrun", NULL, false);

@@ -36,6 +36,9 @@
  *   bad-flags       a DATA message with flags 0x80
  *   short           a 3-byte message (shorter than the header)
  *   empty           a 0-byte SEND
+ *   done-unknown    a DONE naming a key kmsgr never offered in a PULL
+ *   done-reserved   a DONE whose reserved word is not 0
+ *   done-short      a DONE whose payload is 4 bytes (the key alone)
  *     each of these must make kmsgr hang up: RDMA_CM_EVENT_DISCONNECTED
  *     (or any other CM event that ends the connection: REJECTED when kmsgr
  *     failed it before its own ESTABLISHED came).
@@ -183,6 +186,7 @@ struct kmsgr_rdma_done {
 #define ROGUE_AREA		65536	/* the memory the PULL cases offer */
 #define ROGUE_PAGE		4096
 #define ROGUE_DONE_MS		3000	/* pull-legal: the DONE comes */
+#define ROGUE_DONE_RKEY		0x12345678	/* the done-* cases' key */
 
 /* the msgr2 banner: magic, le16 payload length, supported, required */
 #define BANNER_MAGIC		"ceph v2\n"
@@ -195,7 +199,8 @@ struct kmsgr_rdma_done {
 enum rogue_case {
 	C_NO_PRIVATE, C_BAD_MAGIC, C_BAD_VERSION, C_FEW_CREDITS,
 	C_SMALL_BUFFER, C_LEGAL, C_CREDIT_OVERRUN, C_OVERSIZE, C_BAD_TYPE,
-	C_BAD_FLAGS, C_SHORT, C_EMPTY, C_RECV_OVERRUN, C_PULL_LEGAL,
+	C_BAD_FLAGS, C_SHORT, C_EMPTY, C_DONE_UNKNOWN, C_DONE_RESERVED,
+	C_DONE_SHORT, C_RECV_OVERRUN, C_PULL_LEGAL,
 	C_PULL_BAD_RKEY, C_PULL_BEYOND_MR, C_PULL_OUTSIDE_MR,
 	C_PULL_INVALIDATED, C_PULL_LEN_0, C_PULL_LEN_HUGE, C_PULL_SHORT,
 	C_READ_BAD_RKEY,
@@ -217,6 +222,9 @@ static const struct {
 	{ "bad-flags", C_BAD_FLAGS },
 	{ "short", C_SHORT },
 	{ "empty", C_EMPTY },
+	{ "done-unknown", C_DONE_UNKNOWN },
+	{ "done-reserved", C_DONE_RESERVED },
+	{ "done-short", C_DONE_SHORT },
 	{ "recv-overrun", C_RECV_OVERRUN },
 	{ "pull-legal", C_PULL_LEGAL },
 	{ "pull-bad-rkey", C_PULL_BAD_RKEY },
@@ -835,6 +843,7 @@ static int case_credit_overrun(struct rogue *r)
 /* One bad message, then kmsgr must hang up. */
 static int case_bad_message(struct rogue *r)
 {
+	struct kmsgr_rdma_done done = { 0 };
 	uint32_t len = KMSGR_RDMA_HDR;
 	const char *what = "";
 	long long t0;
@@ -862,6 +871,24 @@ static int case_bad_message(struct rogue *r)
 	case C_EMPTY:
 		len = 0;
 		what = "sent a 0-byte message";
+		break;
+	case C_DONE_UNKNOWN:
+	case C_DONE_RESERVED:
+	case C_DONE_SHORT:
+		/* no PULL of kmsgr's has come: no key is kmsgr's to take back */
+		put_hdr(r->tx, KMSGR_RDMA_MSG_DONE, 0, 0);
+		done.rkey = htobe32(ROGUE_DONE_RKEY);
+		len = KMSGR_RDMA_HDR + sizeof(done);
+		if (r->c == C_DONE_RESERVED)
+			done.reserved = htobe32(1);
+		if (r->c == C_DONE_SHORT)
+			len -= sizeof(done.reserved);
+		memcpy(r->tx + KMSGR_RDMA_HDR, &done, sizeof(done));
+		what = r->c == C_DONE_UNKNOWN ?
+		       "sent a DONE for a key kmsgr never offered" :
+		       r->c == C_DONE_RESERVED ?
+		       "sent a DONE with reserved 1" :
+		       "sent a DONE 4 bytes short";
 		break;
 	default:
 		break;
