@@ -228,9 +228,27 @@ struct srv_ctx {
 	struct srv_ctx *next;	/* on the free list */
 };
 
+/*
+ * A session with requests waiting for a context: what they hold of the
+ * receive pool, kept by srv_wait_add() and srv_wait_del() alone, so that
+ * an arriving request is held against wait_max without a walk of the wait
+ * list (a flood could make it pool_size / 512 long).  In s->sess, chained
+ * by id modulo SRV_SESS_HASH (the module hands ids out in turn).
+ */
+struct srv_sess {
+	__u32 id;
+	unsigned int n;		/* its waiting requests */
+	__u64 bytes;		/* their receive-pool bytes */
+	struct srv_sess *next;	/* in its chain */
+};
+
+#define SRV_SESS_HASH	256	/* the module's default max_sessions */
+
 /* A request waiting for a context. */
 struct srv_wait {
 	struct kmsgr_cqe recv;
+	__u64 bytes;		/* of the receive pool */
+	struct srv_sess *sess;
 	struct srv_wait *next;
 };
 
@@ -245,6 +263,7 @@ struct srv {
 					 */
 	struct srv_ctx *ctx, *free;
 	struct srv_wait *wait_head, **wait_tail;
+	struct srv_sess *sess[SRV_SESS_HASH];	/* with requests waiting */
 	__u64 requests, count;
 	__u64 reads, writes, flushes, infos, errors, bytes_in, bytes_out;
 	__u64 dropped;		/* replies whose session was gone */
@@ -457,16 +476,66 @@ static __u64 srv_pool_bytes(const struct kmsgr_cqe *recv)
 	return n;
 }
 
-/* Receive-pool bytes of @recv and of its session's waiting requests. */
-static __u64 srv_waiting_bytes(const struct srv *s, const struct kmsgr_cqe *recv)
+/* Where session @id's entry is, or would be, in s->sess. */
+static struct srv_sess **srv_sess_slot(struct srv *s, __u32 id)
 {
-	__u64 n = srv_pool_bytes(recv);
-	const struct srv_wait *w;
+	struct srv_sess **p = &s->sess[id % SRV_SESS_HASH];
 
-	for (w = s->wait_head; w; w = w->next)
-		if (w->recv.session == recv->session)
-			n += srv_pool_bytes(&w->recv);
-	return n;
+	while (*p && (*p)->id != id)
+		p = &(*p)->next;
+	return p;
+}
+
+/* Receive-pool bytes of session @id's waiting requests. */
+static __u64 srv_waiting_bytes(struct srv *s, __u32 id)
+{
+	struct srv_sess *e = *srv_sess_slot(s, id);
+
+	return e ? e->bytes : 0;
+}
+
+/* Let request @recv wait for a context, after the others. */
+static int srv_wait_add(struct srv *s, const struct kmsgr_cqe *recv)
+{
+	struct srv_sess **p = srv_sess_slot(s, recv->session);
+	struct srv_wait *w = malloc(sizeof(*w));
+
+	if (w && !*p) {
+		*p = calloc(1, sizeof(**p));
+		if (*p)
+			(*p)->id = recv->session;
+	}
+	if (!w || !*p) {
+		free(w);
+		error("out of memory");
+		return -ENOMEM;
+	}
+	w->recv = *recv;
+	w->bytes = srv_pool_bytes(recv);
+	w->sess = *p;
+	w->sess->n++;
+	w->sess->bytes += w->bytes;
+	w->next = NULL;
+	*s->wait_tail = w;
+	s->wait_tail = &w->next;
+	return 0;
+}
+
+/* Take the waiting request *@p off the list (started, or given back). */
+static void srv_wait_del(struct srv *s, struct srv_wait **p)
+{
+	struct srv_wait *w = *p;
+	struct srv_sess *e = w->sess;
+
+	*p = w->next;
+	if (!*p)
+		s->wait_tail = p;
+	e->bytes -= w->bytes;
+	if (!--e->n) {
+		*srv_sess_slot(s, e->id) = e->next;
+		free(e);
+	}
+	free(w);
 }
 
 /* What blk serve needs of the module. */
@@ -485,7 +554,6 @@ static int srv_close(struct srv *s, __u32 id, bool closed);
 /* A request arrived: start it, or let it wait for a context. */
 static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
 {
-	struct srv_wait *w;
 	int ret;
 
 	if (recv->type != BLK_MSG_REQUEST) {
@@ -521,23 +589,15 @@ static int srv_recv(struct srv *s, const struct kmsgr_cqe *recv)
 	 * waiting requests, and then nobody's request could arrive.  Past its
 	 * share it is closed, and what it has waiting is given back.
 	 */
-	if (srv_waiting_bytes(s, recv) > s->wait_max) {
+	if (srv_waiting_bytes(s, recv->session) + srv_pool_bytes(recv) >
+	    s->wait_max) {
 		error("session %u: its waiting requests would hold over %llu bytes of the receive pool: closed",
 		      recv->session, (unsigned long long)s->wait_max);
 		s->flooded++;
 		ret = srv_queue_release(recv);
 		return srv_close(s, recv->session, false) ?: ret;
 	}
-	w = malloc(sizeof(*w));
-	if (!w) {
-		error("out of memory");
-		return -ENOMEM;
-	}
-	w->recv = *recv;
-	w->next = NULL;
-	*s->wait_tail = w;
-	s->wait_tail = &w->next;
-	return 0;
+	return srv_wait_add(s, recv);
 }
 
 /*
@@ -555,13 +615,11 @@ static int srv_forget(struct srv *s, __u32 id)
 			p = &w->next;
 			continue;
 		}
-		*p = w->next;
 		if (!ret)
 			ret = srv_queue_release(&w->recv);
-		free(w);
+		srv_wait_del(s, p);
 		s->abandoned++;
 	}
-	s->wait_tail = p;
 	return ret;
 }
 
@@ -619,7 +677,7 @@ static int srv_close(struct srv *s, __u32 id, bool closed)
 static int srv_done(struct srv *s, struct srv_ctx *c)
 {
 	struct srv_wait **p = &s->wait_head, *w;
-	int ret;
+	struct kmsgr_cqe recv;
 
 	srv_put(s, c);
 	if (srv_counted(s))
@@ -628,12 +686,9 @@ static int srv_done(struct srv *s, struct srv_ctx *c)
 		p = &w->next;
 	if (!w)
 		return 0;
-	*p = w->next;
-	if (!*p)
-		s->wait_tail = p;
-	ret = srv_start(s, srv_take(s, w->recv.session), &w->recv);
-	free(w);
-	return ret;
+	recv = w->recv;
+	srv_wait_del(s, p);
+	return srv_start(s, srv_take(s, recv.session), &recv);
 }
 
 static int srv_cqe(struct srv *s, const struct kmsgr_cqe *cqe)
@@ -1077,12 +1132,8 @@ static int blk_serve(int argc, char **argv)
 out:
 	kmsgr_bdev_detach(ctl_k, s.bdev);
 	ctl_teardown();
-	while (s.wait_head) {
-		struct srv_wait *w = s.wait_head;
-
-		s.wait_head = w->next;
-		free(w);
-	}
+	while (s.wait_head)
+		srv_wait_del(&s, &s.wait_head);
 	free(s.ctx);
 	free(s.closing);
 	return ret || s.refused ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -4,7 +4,9 @@
  * rjenkins object hash and stable_mod against placements a real Ceph
  * 16.2.15 cluster reported (`ceph osd map`, pool of pg_num 8), and the
  * JSON scanner on the shapes of `osd dump` and `pg map`; the latency
- * percentiles of the bench commands; the size parser.  Prints TAP.
+ * percentiles of the bench commands; the size parser; blk serve's count of
+ * the receive-pool bytes each session's waiting requests hold (blk.c).
+ * Prints TAP.
  *
  * Copyright (C) 2026 The kmsgr authors
  */
@@ -15,6 +17,8 @@
 #include "osdc.h"
 /* the map's static parsers (parse_pools(), parse_osds()) */
 #include "osdc.c"
+/* blk serve's wait list (srv_recv(), srv_wait_del()) */
+#include "blk.c"
 
 static int n, failed;
 
@@ -79,6 +83,26 @@ static const char *const bad_osds[] = {
 	"{\"osds\":[{\"osd\":4294967296,\"up\":1},",
 	"{\"osd\":-2,\"up\":1},{\"osd\":5,\"up\":1}]}",
 };
+
+/*
+ * Pool bytes of session @id's waiting requests, walked as blk serve did
+ * before it kept count, and compared with the count for @id.
+ */
+static bool srv_count_right(struct srv *s, __u32 id)
+{
+	const struct srv_wait *w;
+	__u64 sum = 0;
+
+	for (w = s->wait_head; w; w = w->next)
+		if (w->recv.session == id)
+			sum += srv_pool_bytes(&w->recv);
+	if (sum == srv_waiting_bytes(s, id))
+		return true;
+	printf("# session %u: %llu bytes waiting, counted %llu\n", id,
+	       (unsigned long long)sum,
+	       (unsigned long long)srv_waiting_bytes(s, id));
+	return false;
+}
 
 /* @lines joined, in a buffer of its own */
 static const char *join(const char *const *lines, unsigned int n)
@@ -240,6 +264,54 @@ int main(void)
 		   ctl_parse_size("4KB", 0, ~0ULL, &sz) == -EINVAL &&
 		   ctl_parse_size("5", 0, 4, &sz) == -EINVAL,
 		   "sizes: an overflowing suffix, a sign, junk and a value above max are errors");
+	}
+
+	/*
+	 * blk serve, every context busy: requests of four sessions (two of
+	 * them on one hash chain) wait, some leave from the head, the middle
+	 * and the tail of the list, more arrive behind; each session's count
+	 * is its requests' pool bytes all along, and is gone with the last
+	 */
+	{
+		static const __u32 ids[] = { 1, 2, 1 + SRV_SESS_HASH, 7 };
+		struct srv sv = { .wait_max = ~0ULL };
+		struct kmsgr_cqe r = { .kind = KMSGR_CQE_RECV,
+				       .type = BLK_MSG_REQUEST };
+		struct srv_wait **wp;
+		unsigned int k, x = 1;
+		bool right = true, tail = true, empty = true;
+
+		sv.wait_tail = &sv.wait_head;
+		for (i = 0; i < 400; i++) {
+			x = x * 1103515245 + 12345;
+			if (!sv.wait_head || (x >> 30 && i & 3)) {
+				/* arrives: a 32-byte front, a data segment */
+				r.session = ids[(x >> 8) % ARRAY_SIZE(ids)];
+				r.seg[0].len = 32;
+				r.seg[2].len = (x >> 12) % 9000;
+				if (srv_recv(&sv, &r))
+					right = false;
+			} else {
+				/* leaves: one of the first five */
+				wp = &sv.wait_head;
+				for (k = (x >> 16) % 5; k-- && (*wp)->next;)
+					wp = &(*wp)->next;
+				srv_wait_del(&sv, wp);
+			}
+			for (k = 0; k < ARRAY_SIZE(ids); k++)
+				right = right && srv_count_right(&sv, ids[k]);
+			for (wp = &sv.wait_head; *wp; wp = &(*wp)->next)
+				;
+			tail = tail && sv.wait_tail == wp;
+		}
+		ok(right && tail && sv.wait_head,
+		   "blk serve: each session's waiting bytes are counted as requests wait and leave");
+		while (sv.wait_head)
+			srv_wait_del(&sv, &sv.wait_head);
+		for (k = 0; k < SRV_SESS_HASH; k++)
+			empty = empty && !sv.sess[k];
+		ok(empty && sv.wait_tail == &sv.wait_head,
+		   "blk serve: no count is left when nothing waits");
 	}
 
 	printf("1..%d\n", n);
