@@ -3,7 +3,7 @@
 #
 # selftests/kmsgr/tap.sh - TAP helpers sourced by the shell tests
 # (netlink_test.sh, logon_key_test.sh, blk_test.sh, rados_test.sh,
-# rados_cephx_test.sh):
+# rados_cephx_test.sh; tools/test-install, test-deb and test-vm-run):
 #
 #   tap STATUS DESCRIPTION   prints "ok N DESCRIPTION" when STATUS is 0,
 #                            else "not ok N ..." and counts a failure
