@@ -1431,7 +1431,9 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 		ret = ib_mr_pool_init(c->qp, &c->mr_pool, c->nr_mrs,
 				      IB_MR_TYPE_MEM_REG, c->mr_pages, 0);
 		if (ret) {
+			spin_lock_bh(&c->lock);
 			c->nr_mrs = 0;
+			spin_unlock_bh(&c->lock);
 			return ret;
 		}
 		for (i = 0; i < c->nr_mrs; i++) {
@@ -1462,15 +1464,23 @@ static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
 {
 	struct kmsgr_rdma_mr *m;
 	u64 freed = 0;
-	u32 i;
+	u32 i, n;
 
+	/*
+	 * The count goes first, under the lock its readers (close(),
+	 * describe()) take: they look at none of the array from here on.
+	 */
+	spin_lock_bh(&c->lock);
+	n = c->nr_mrs;
+	c->nr_mrs = 0;
+	spin_unlock_bh(&c->lock);
 	if (c->rd_busy) {
 		rdma_rw_ctx_destroy(&c->rw, c->qp, c->port, c->rd_sgt.sgl,
 				    c->rd_sgt.orig_nents, DMA_FROM_DEVICE);
 		sg_free_table(&c->rd_sgt);
 		c->rd_busy = false;
 	}
-	for (i = 0; i < c->nr_mrs; i++) {
+	for (i = 0; i < n; i++) {
 		m = &c->mrs[i];
 		if (m->busy) {
 			ib_dma_unmap_sg(c->ibdev, m->sgt.sgl,
@@ -1490,9 +1500,8 @@ static void kmsgr_rdma_pulls_free(struct kmsgr_rdma_conn *c)
 			m->stage = NULL;
 		}
 	}
-	if (c->nr_mrs)
+	if (n)
 		ib_mr_pool_destroy(c->qp, &c->mr_pool);
-	c->nr_mrs = 0;
 	spin_lock_bh(&c->lock);
 	kmsgr_rdma_charge(c, 0, -(s64)freed);
 	spin_unlock_bh(&c->lock);
@@ -2625,7 +2634,10 @@ static int kmsgr_rdma_getname(struct kmsgr_xprt *x,
 {
 	struct kmsgr_rdma_conn *c = to_conn(x);
 
+	/* a client's are saved by its CM handler, under the lock */
+	spin_lock_bh(&c->lock);
 	memcpy(ss, peer ? &c->peer : &c->local, sizeof(*ss));
+	spin_unlock_bh(&c->lock);
 	return ss->ss_family ? 0 : -ENOTCONN;
 }
 
