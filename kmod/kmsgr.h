@@ -65,13 +65,21 @@
 #define KMSGR_FEAT_BDEV_POLL_BUILT	KMSGR_FEAT_BDEV_POLL
 #endif
 
+/* logon keys need the kernel's key retention service (keys.c) */
+#if IS_ENABLED(CONFIG_KEYS)
+#define KMSGR_FEAT_LOGON_KEYS_BUILT	KMSGR_FEAT_LOGON_KEYS
+#else
+#define KMSGR_FEAT_LOGON_KEYS_BUILT	0
+#endif
+
 /* Every KMSGR_FEAT_* bit this build implements. */
 #define KMSGR_FEAT_SUPPORTED	(KMSGR_FEAT_INFO | KMSGR_FEAT_RINGS | \
 				 KMSGR_FEAT_TCP | KMSGR_FEAT_CEPHX | \
 				 KMSGR_FEAT_SECURE | KMSGR_FEAT_RELEASE_TOKEN | \
 				 KMSGR_FEAT_LISTEN_CEPHX | \
 				 KMSGR_FEAT_SKIP_SUCCESS | KMSGR_FEAT_INFO_POOL | \
-				 KMSGR_FEAT_RING_LINES | KMSGR_FEAT_LOGON_KEYS | \
+				 KMSGR_FEAT_RING_LINES | \
+				 KMSGR_FEAT_LOGON_KEYS_BUILT | \
 				 KMSGR_FEAT_CEPHX_TICKETS | KMSGR_FEAT_BDEV | \
 				 KMSGR_FEAT_BDEV_LINK | KMSGR_FEAT_BDEV_POLL_BUILT | \
 				 KMSGR_FEAT_BUSY_POLL | KMSGR_FEAT_PEER_KEY)
@@ -485,7 +493,10 @@ int kmsgr_sess_send(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
  * far as they take it without waiting (the rest goes when they have
  * room, from the session's work), and drop the references.  A session
  * whose lock is held is not waited for: the holder or the session's send
- * work writes its SENDs.  Process context, no instance lock held.
+ * work writes its SENDs.  Process context; no instance lock held but
+ * submit_lock, which ENTER holds while it pushes every
+ * KMSGR_ENTER_BATCH SQEs of a long batch (a failed write then ends its
+ * connection there too: other ENTERs, ATTACH and DETACH wait meanwhile).
  */
 void kmsgr_sess_push(struct kmsgr_push *push);
 /*
@@ -584,8 +595,9 @@ void kmsgr_stats_read(struct kmsgr_stats *st);
 /*
  * Where session and listener events go besides the CQ (netlink's monitor
  * group): @want is asked first, so that nothing is built for nobody;
- * @event gets the snapshot.  Called under the object's lock, in process
- * context.  Set once by netlink.c at module init, cleared at exit.
+ * @event gets the snapshot.  Called in process context: a session's
+ * events under its lock, a listener's with no lock held.  Set once by
+ * netlink.c at module init, cleared at exit.
  */
 struct kmsgr_notifier {
 	bool (*want)(struct kmsgr_instance *inst);

@@ -470,7 +470,7 @@ static void kmsgr_cq_sync_head(struct kmsgr_instance *inst)
 	/* Pairs with the application's store-release after reading CQEs. */
 	head = smp_load_acquire(inst->cq_khead);
 	if (head - inst->cq_head <= inst->cq_tail - inst->cq_head)
-		inst->cq_head = head;
+		WRITE_ONCE(inst->cq_head, head);
 }
 
 /* Unreserved free slots. */
@@ -488,7 +488,7 @@ static void kmsgr_cq_write(struct kmsgr_instance *inst,
 {
 	memcpy(&inst->cqes[inst->cq_tail & (inst->cq_entries - 1)], cqe,
 	       sizeof(*cqe));
-	inst->cq_tail++;
+	WRITE_ONCE(inst->cq_tail, inst->cq_tail + 1);
 	/* The entry is visible before the tail that covers it. */
 	smp_store_release(inst->cq_ktail, inst->cq_tail);
 	inst->stats.cqes++;

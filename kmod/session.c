@@ -235,7 +235,10 @@ int kmsgr_sess_charge(struct kmsgr_instance *inst)
 /* An event of a session or a listener: its id and user_data. */
 static void kmsgr_obj_snap(struct kmsgr_obj *obj, struct kmsgr_obj_info *info);
 
-/* Tell the notifier, if it wants to know.  Under the object's lock. */
+/*
+ * Tell the notifier, if it wants to know.  A session's events under its
+ * lock; a listener's with no lock held (its snapshot takes what it needs).
+ */
 static void kmsgr_obj_notify(struct kmsgr_obj *obj, u8 ev, u16 reason,
 			     int res)
 {
@@ -914,7 +917,7 @@ static void kmsgr_conn_event(void *priv, enum msgr2_event ev, u64 arg)
 			kmsgr_sess_event(s, KMSGR_EV_RESET, 0, 0);
 		break;
 	case MSGR2_EV_AUTH_DONE:
-		s->con_mode = (u8)arg;
+		WRITE_ONCE(s->con_mode, (u8)arg);
 		break;
 	default:
 		break;
