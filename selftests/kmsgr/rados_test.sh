@@ -265,6 +265,17 @@ case $out in *"cannot open"*"nosuchfile"*) [ $rc -eq 1 ] ;; *) false ;; esac
 tap $? "put of a missing file: exit 1, says so"
 out=$("$K" rados put kmsgr 2>&1)
 tap "$([ $? -eq 2 ] && echo 0 || echo 1)" "put without OBJECT: usage error, exit 2"
+# max_sessions 1: the mon session is the instance's one, an OSD's CONNECT
+# fails with ENOSPC, and kmsgrctl names the limit
+maxs=/sys/module/kmsgr/parameters/max_sessions
+old_maxs=$(cat "$maxs")
+echo 1 >"$maxs"
+out=$("$K" rados put kmsgr maxs-obj "$tmp/obj/tool" 2>&1)
+rc=$?
+echo "$old_maxs" >"$maxs"
+echo "# $out"
+case $out in *"max_sessions sessions and listeners"*) [ $rc -eq 1 ] ;; *) false ;; esac
+tap $? "max_sessions 1: put fails at the OSD's CONNECT, exit 1, naming the module's max_sessions"
 # SIGINT while a put still reads its standard input: it stops there, and
 # the object keeps what it had (not the input read so far)
 echo before >"$tmp/before"

@@ -1087,7 +1087,7 @@ static int blk_serve(int argc, char **argv)
 	ret = kmsgr_listen(ctl_k, &l);
 	if (ret) {
 		error("cannot listen on %s (%s): %s", argv[optind + 1],
-		      ctl_transport_name(o.transport), kmsgr_strerror(ret));
+		      ctl_transport_name(o.transport), ctl_sess_strerror(ret));
 		goto out;
 	}
 	kmsgr_addr_format(&l.bound, bound, sizeof(bound));

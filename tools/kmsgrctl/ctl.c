@@ -190,6 +190,14 @@ const char *ctl_transport_name(__u32 xprt)
 	return xprt == KMSGR_XPRT_RDMA ? "rdma" : "tcp";
 }
 
+/* kmsgr_strerror() of a CONNECT's or LISTEN's error, said for them */
+const char *ctl_sess_strerror(int err)
+{
+	if (err == -ENOSPC)
+		return "the instance has max_sessions sessions and listeners (kmsgr module parameter)";
+	return kmsgr_strerror(err);
+}
+
 static const struct {
 	const char *name;
 	__u8 type;
@@ -643,7 +651,7 @@ int ctl_conn_open(struct ctl_conn *c)
 		return ret;
 	}
 	if (ret) {
-		error("%s: %s", what, kmsgr_strerror(ret));
+		error("%s: %s", what, ctl_sess_strerror(ret));
 		return ret;
 	}
 	c->id = kc.id;

@@ -69,6 +69,7 @@ int ctl_parse_secs(const char *s, __u64 *ns);
 int ctl_parse_busy_poll(const char *s, __u32 *usec);
 int ctl_parse_transport(const char *s, __u32 *xprt);
 const char *ctl_transport_name(__u32 xprt);
+const char *ctl_sess_strerror(int err);
 int ctl_parse_peer_type(const char *s, __u8 *type);
 const char *ctl_peer_type_name(__u8 type);
 

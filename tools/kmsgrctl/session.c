@@ -427,7 +427,7 @@ static int session_listen(int argc, char **argv)
 	}
 	if (ret) {
 		error("cannot listen on %s (%s): %s", argv[optind],
-		      ctl_transport_name(xprt), kmsgr_strerror(ret));
+		      ctl_transport_name(xprt), ctl_sess_strerror(ret));
 		ctl_teardown();
 		return EXIT_FAILURE;
 	}

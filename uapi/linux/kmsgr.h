@@ -19,7 +19,10 @@
  *    gets a new command number.
  *  - Unknown commands fail with ENOTTY.
  *  - Every command but INFO needs a file opened for writing (O_RDWR); on a
- *    read-only one it fails with EBADF.
+ *    read-only one it fails with EBADF.  The rings are mapped read-write,
+ *    so a file opened O_WRONLY can SETUP but not mmap them (EACCES).
+ *  - Every command but INFO and SETUP fails with EINVAL before SETUP (so
+ *    does mmap).
  *  - Sockets are created in the network namespace of the process that
  *    opened the file, held for the life of the instance.
  *  - User pointers are passed as __u64.
@@ -159,7 +162,10 @@ struct kmsgr_info {
 	__u32 max_sq_entries;	/* out: largest SQ that SETUP accepts, entries */
 	__u32 max_cq_entries;	/* out: largest CQ that SETUP accepts, entries */
 	__u64 max_buf_size;	/* out: largest buffer area SETUP accepts, bytes */
-	__u32 max_sessions;	/* out: most sessions per instance */
+	__u32 max_sessions;	/* out: most sessions per instance, listeners
+				 * counted (CONNECT and LISTEN beyond it:
+				 * ENOSPC)
+				 */
 	__u32 reserved0;	/* in: must be 0; out: 0 */
 	char version[KMSGR_VERSION_LEN]; /* out: module version, NUL-terminated */
 	__u64 pool_bytes;	/* out: receive-pool bytes of this instance in
@@ -245,7 +251,8 @@ struct kmsgr_ring {
 #define KMSGR_RING_F_CQ_PAUSED	_BITUL(0)	/* CQ: delivery paused */
 
 /*
- * struct kmsgr_setup - argument of KMSGR_IOC_SETUP, once per instance.
+ * struct kmsgr_setup - argument of KMSGR_IOC_SETUP, once per instance
+ * (EBUSY the second time).
  *
  * In: ring sizes (rounded up to a power of two), buffer-area size (rounded
  * up to pages) and the part of it, at its end, that the kernel may
@@ -399,10 +406,11 @@ struct kmsgr_connect {
 	 * @key_len (both 0 then); looked up in the caller's keyrings at
 	 * CONNECT, never read back by user space.  It must start with
 	 * KMSGR_KEY_DESC_PREFIX (EINVAL otherwise: another service's logon
-	 * key is never used as a cephx secret).  0: none.
+	 * key is never used as a cephx secret), and be at most 255 bytes
+	 * (ENAMETOOLONG).  0: none.
 	 */
 	__u64 key_desc;
-	__u64 reserved[3];
+	__u64 reserved[3];	/* must be 0 */
 };
 
 /* what the description of every logon key kmsgr reads starts with */
@@ -413,12 +421,12 @@ struct kmsgr_connect {
  * session or listener from when CONNECT or LISTEN returned it: a SEND
  * naming it earlier (from another thread) fails with ENOENT, a CLOSE
  * waits for the CONNECT or LISTEN, and one that fails leaves nothing
- * under the id.
+ * under the id.  ENOENT: no session or listener has the id.
  */
 struct kmsgr_close {
 	__u32 id;		/* in: session or listener id */
 	__u32 flags;		/* in: must be 0 */
-	__u64 reserved[2];
+	__u64 reserved[2];	/* must be 0 */
 };
 
 /*
@@ -440,7 +448,10 @@ struct kmsgr_close {
  * runs meanwhile), counted from when it first finds too few CQEs: it
  * never ends earlier, and later only by a tick or two of the kernel's
  * clock (and by the scheduler).
- * Returns the number of SQEs consumed, or -1 with errno; a signal during
+ * @min_complete above cq_entries counts as cq_entries.
+ * Returns the number of SQEs consumed, or -1 with errno: ETIME when the
+ * timeout passed with fewer than @min_complete CQEs ready and no SQE was
+ * consumed (with SQEs consumed, their count); a signal during
  * the wait gives EINTR even when SQEs were consumed (@submitted tells how
  * many, as does the SQ head).  A signal also ends an ENTER with
  * @to_submit that waits for another thread's ENTER to finish submitting
@@ -540,8 +551,10 @@ struct kmsgr_slice {
  * for slices that do not change (a constant payload), or that a later
  * completion of the same session covers.  It still counts against the
  * in-flight bound below until it is done.
- * RELEASE: up to three receive-pool slices exactly as a RECV CQE gave them
- * (len 0: unused).  Completes silently; a bad or double release completes
+ * RELEASE: up to three receive-pool slices as a RECV CQE gave them (len 0:
+ * unused).  A slice is matched by its offset and the 512-byte grains its
+ * length covers (the pool's unit): a length that covers the same grains
+ * names the same slice.  Completes silently; a bad or double release completes
  * with a KMSGR_CQE_OP entry, res -EINVAL, and frees none of its slices
  * (nor does one that names a slice twice).  With KMSGR_SQE_F_TOKEN in
  * @flags, @tid carries the RECV's release token (its res) and every slice
@@ -759,7 +772,8 @@ struct kmsgr_cqe {
  * ENOTBLK (not a block device), EBADF (not open for what @flags ask),
  * ENXIO (the device the fd was opened on is gone: another has its number),
  * EBUSY (KMSGR_BDEV_F_EXCL and someone else holds it exclusively, or a
- * mounted file system), EMFILE (KMSGR_BDEV_MAX attached), EINVAL.
+ * mounted file system), EMFILE (KMSGR_BDEV_MAX attached), EINVAL, EINTR
+ * (a fatal signal while another thread's ENTER was submitting).
  * A device that goes away (hot unplug) stays attached: the ops under way
  * complete with the block layer's error (EIO), later ones with ENXIO.
  * The ops go past the device's page cache: ATTACH writes back what is

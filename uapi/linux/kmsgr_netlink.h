@@ -136,7 +136,7 @@ enum {
 					 * visible there)
 					 */
 	KMSGR_A_INSTANCE_COMM,		/* string */
-	KMSGR_A_INSTANCE_UID,		/* u32: opener's euid (its userns) */
+	KMSGR_A_INSTANCE_UID,		/* u32: opener's euid, in the requester's userns */
 	KMSGR_A_INSTANCE_SQ_ENTRIES,	/* u32: 0 before SETUP */
 	KMSGR_A_INSTANCE_CQ_ENTRIES,	/* u32 */
 	KMSGR_A_INSTANCE_BUF_SIZE,	/* u64: buffer area bytes */
