@@ -538,6 +538,12 @@ static int osd_session(struct osdc *o, int id, __u64 deadline,
 	if (c->timeout_ns > deadline - now)
 		c->timeout_ns = deadline - now;
 	ret = ctl_conn_open(c);
+	/*
+	 * the instance's max_sessions, not a full OSD (osdc_strerror()):
+	 * no later try mends it while the other sessions stay
+	 */
+	if (ret == -ENOSPC)
+		ret = -EMFILE;
 	if (ret) {
 		if (ret != -EINTR)
 			osd->failed = ret;
@@ -789,6 +795,8 @@ const char *osdc_strerror(int err)
 		return "No space left on device (the pool or its OSDs are full)";
 	if (err == -EDQUOT)
 		return "Disk quota exceeded (the pool's quota is reached)";
+	if (err == -EMFILE)
+		return "no session to the OSD: the instance has max_sessions sessions (kmsgr module parameter)";
 	return strerror(-err);
 }
 
@@ -825,11 +833,12 @@ static __u64 req_due(const struct osdc_req *rq)
 
 /*
  * Errors of opening a session that another try cannot mend: cephx
- * refusals, a ticket too large, a bad address.
+ * refusals, a ticket too large, a bad address, max_sessions reached.
  */
 static bool osd_session_hopeless(int err)
 {
 	return err == -EMSGSIZE || err == -EINVAL || err == -EACCES ||
+	       err == -EMFILE ||
 	       err == -EPERM || err == -EKEYREJECTED ||
 	       err == -EKEYREVOKED || err == -EKEYEXPIRED;
 }
