@@ -1428,8 +1428,18 @@ static int kmsgr_rdma_conn_setup(struct kmsgr_rdma_conn *c,
 	c->rd_cqe.done = kmsgr_rdma_read_done;
 
 	if (c->nr_mrs) {
+		/*
+		 * One page more than a PULL ever maps, where the device
+		 * allows: 6.1's soft-RoCE serves a READ that ends on the
+		 * last page of a registration of 256 pages (one page-list
+		 * block) by reading one block pointer past its array
+		 * (rxe_mr_copy(); KASAN: slab-out-of-bounds).
+		 */
 		ret = ib_mr_pool_init(c->qp, &c->mr_pool, c->nr_mrs,
-				      IB_MR_TYPE_MEM_REG, c->mr_pages, 0);
+				      IB_MR_TYPE_MEM_REG,
+				      min(c->mr_pages + 1,
+					  ibdev->attrs.max_fast_reg_page_list_len),
+				      0);
 		if (ret) {
 			spin_lock_bh(&c->lock);
 			c->nr_mrs = 0;
