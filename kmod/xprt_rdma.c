@@ -70,6 +70,7 @@
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <net/net_namespace.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/mr_pool.h>
@@ -3016,14 +3017,22 @@ static void kmsgr_rdma_port_set(struct kmsgr_rdma_dev *d, u32 port,
  * Whether port @port of @ibdev is down now (@fallback when it cannot be
  * asked).  Process context: the driver may sleep (rxe takes rtnl).
  */
+/*
+ * The port's state as the core's cache has it: refreshed from the device
+ * right before each port event goes to the clients (ib_cache_event_task()),
+ * so as fresh as asking the device, which the port event handler must not
+ * do: it runs under the device's event_handler_rwsem, and a driver's
+ * query_port() may take locks ordered before it (soft-RoCE's usdev_lock,
+ * then rtnl through ib_get_eth_speed(); lockdep reports the cycle).
+ */
 static bool kmsgr_rdma_port_is_down(struct ib_device *ibdev, u32 port,
 				    bool fallback)
 {
-	struct ib_port_attr pa;
+	enum ib_port_state st;
 
-	if (ib_query_port(ibdev, port, &pa))
+	if (ib_get_cached_port_state(ibdev, port, &st))
 		return fallback;
-	return pa.state != IB_PORT_ACTIVE && pa.state != IB_PORT_ACTIVE_DEFER;
+	return st != IB_PORT_ACTIVE && st != IB_PORT_ACTIVE_DEFER;
 }
 
 /*
