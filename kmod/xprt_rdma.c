@@ -3015,12 +3015,9 @@ static void kmsgr_rdma_port_set(struct kmsgr_rdma_dev *d, u32 port,
 
 /*
  * Whether port @port of @ibdev is down now (@fallback when it cannot be
- * asked).  Process context: the driver may sleep (rxe takes rtnl).
- */
-/*
- * The port's state as the core's cache has it: refreshed from the device
- * right before each port event goes to the clients (ib_cache_event_task()),
- * so as fresh as asking the device, which the port event handler must not
+ * asked), as the core's cache has it: refreshed from the device right
+ * before each port event goes to the clients (ib_cache_event_task()), so
+ * as fresh as asking the device, which the port event handler must not
  * do: it runs under the device's event_handler_rwsem, and a driver's
  * query_port() may take locks ordered before it (soft-RoCE's usdev_lock,
  * then rtnl through ib_get_eth_speed(); lockdep reports the cycle).
