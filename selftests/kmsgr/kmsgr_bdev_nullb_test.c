@@ -938,10 +938,7 @@ TEST_F_TIMEOUT(nullb, stale_cookie_after_queue_shrink, 90)
 	unsigned int n;
 	int ret, hw;
 
-	if (self->why)
-		SKIP(return, "%s", self->why);
-	if (access(KMSGR_FAULT_PARAM, W_OK))
-		SKIP(return, "module built without KMSGR_FAULT=y: no fault points");
+	BDEV_SKIP_UNLESS_FAULTS(self);
 	if (sysconf(_SC_NPROCESSORS_CONF) < 2)
 		SKIP(return, "one CPU: null_blk gives no second submit queue");
 	nullb_create(_metadata, &self->nb, cfg);

@@ -3269,10 +3269,7 @@ TEST_F_TIMEOUT(bdev, linked_op_not_held_by_a_stuck_submitter, 120)
 	uint32_t len;
 	struct lk x;
 
-	if (self->why)
-		SKIP(return, "%s", self->why);
-	if (access(KMSGR_FAULT_PARAM, W_OK))
-		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
+	BDEV_SKIP_UNLESS_FAULTS(self);
 	stuck_begin(_metadata, self, &x, &e, &thr, &off, &len);
 	t0 = l1_now_ms();
 	lk_recv(_metadata, &x, 1, off, len);
@@ -3326,10 +3323,7 @@ TEST_F_TIMEOUT(bdev, enter_interruptible_behind_a_stuck_submitter, 120)
 	struct lk x;
 	int ret, err;
 
-	if (self->why)
-		SKIP(return, "%s", self->why);
-	if (access(KMSGR_FAULT_PARAM, W_OK))
-		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
+	BDEV_SKIP_UNLESS_FAULTS(self);
 	stuck_begin(_metadata, self, &x, &e, &thr, &off, &len);
 	ASSERT_TRUE(stuck_held(&e.tid))
 		TH_LOG("the first ENTER never got to its hold");
@@ -3372,10 +3366,7 @@ TEST_F_TIMEOUT(bdev, detach_killable_behind_a_stuck_submitter, 120)
 	uint32_t len;
 	struct lk x;
 
-	if (self->why)
-		SKIP(return, "%s", self->why);
-	if (access(KMSGR_FAULT_PARAM, W_OK))
-		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
+	BDEV_SKIP_UNLESS_FAULTS(self);
 	stuck_begin(_metadata, self, &x, &e, &thr, &off, &len);
 	ASSERT_TRUE(stuck_held(&e.tid))
 		TH_LOG("the ENTER never got to its hold");
@@ -3420,10 +3411,7 @@ TEST_F_TIMEOUT(bdev, linked_sends_one_worker, 120)
 	struct kmsgr_cqe c;
 	struct lk x;
 
-	if (self->why)
-		SKIP(return, "%s", self->why);
-	if (access(KMSGR_FAULT_PARAM, W_OK))
-		SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points");
+	BDEV_SKIP_UNLESS_FAULTS(self);
 	lk_open(_metadata, self, &x, 64, 256, LK_SLOTS, 512, 4 * MIB, 0, 0);
 	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_LINK | FAULT_BDEV_LINK_WORK,
 				      L1_DELAY_US));

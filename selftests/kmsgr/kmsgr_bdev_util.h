@@ -141,6 +141,18 @@ static inline void dev_close(struct __test_metadata *_metadata, int dfd,
 	}
 }
 
+/*
+ * In a test of a fixture whose ->why says why it has no device: skip
+ * unless there is one and the module has fault points (KMSGR_FAULT=y).
+ */
+#define BDEV_SKIP_UNLESS_FAULTS(self)					\
+	do {								\
+		if ((self)->why)					\
+			SKIP(return, "%s", (self)->why);		\
+		if (access(KMSGR_FAULT_PARAM, W_OK))			\
+			SKIP(return, "not a test build (KMSGR_FAULT=y): no fault points"); \
+	} while (0)
+
 #endif /* __KSELFTEST_HARNESS_H */
 
 #endif /* KMSGR_BDEV_UTIL_H */
