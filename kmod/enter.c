@@ -486,8 +486,13 @@ static ktime_t kmsgr_cq_deadline_end(struct kmsgr_cq_deadline *dl)
 	if (!dl->end) {
 		gone = jiffies - dl->start_j;
 		gone = gone ? gone - 1 : 0;
+		/*
+		 * jiffies64_to_nsecs(), not jiffies_to_nsecs(): the latter
+		 * goes through 32-bit microseconds and wraps after 71.6
+		 * minutes, which would put the end that much too late.
+		 */
 		dl->end = ktime_add_ns(ktime_get(), dl->ns -
-				       min_t(u64, jiffies_to_nsecs(gone),
+				       min_t(u64, jiffies64_to_nsecs(gone),
 					     dl->ns));
 	}
 	return dl->end;
