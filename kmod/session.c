@@ -1067,8 +1067,9 @@ static const struct msgr2_ops kmsgr_sess_server_ops = {
 /*
  * Transport callback context (a socket callback with BH off, or an RDMA
  * completion under the connection's spinlock: an RCU read-side section
- * either way, which teardown waits out): queue the owner's work, nothing
- * else.
+ * either way, which teardown waits out; or the one direct call from the
+ * transport's start() or connect(), under the session lock the creator
+ * holds, which teardown takes too): queue the owner's work, nothing else.
  */
 static void kmsgr_conn_kick(void *priv, unsigned int why)
 {

@@ -8,10 +8,13 @@
  * the transport calls the owner's kick function later, when it can.  Kick
  * functions run in softirq context (or with BHs off), under a spinlock of
  * the transport (TCP: the socket's callback lock, for reading; RDMA: the
- * connection's or the listener's lock): they must not sleep or call back
- * into the transport, and take only irq-safe locks of the owner's (the
- * session layer queues work, or hands the connection to a waiting ENTER
- * under the instance's rx_lock and wakes it).
+ * connection's or the listener's lock), or, once, straight from
+ * ops->start() or type->connect() in their caller's context (TCP: a look
+ * at what came before the hooks): they must not sleep or call back into
+ * the transport, take only irq-safe locks of the owner's (the session
+ * layer queues work, or hands the connection to a waiting ENTER under the
+ * instance's rx_lock and wakes it), and cannot count on being in an RCU
+ * read-side section.
  *
  * Life cycle:
  *

@@ -68,6 +68,13 @@ struct kmsgr_tcp {
 	bool named;
 	bool reading;
 	bool zc_sent;			/* pages went by reference */
+	/*
+	 * A send error that came after part of a send had gone (which
+	 * returned that part): the socket's own sk_err was consumed by
+	 * the failing call, so every later operation returns this one
+	 * (a reset stays a reset, not an EOF or an EPIPE).
+	 */
+	int err;
 	struct llist_node closing;	/* on kmsgr_tcp_closing */
 };
 
@@ -266,9 +273,12 @@ static void kmsgr_tcp_start(struct kmsgr_xprt *x, kmsgr_xprt_kick_t kick,
 
 static int kmsgr_tcp_state(struct kmsgr_xprt *x)
 {
-	struct sock *sk = to_tcp(x)->sock->sk;
+	struct kmsgr_tcp *t = to_tcp(x);
+	struct sock *sk = t->sock->sk;
 	int err;
 
+	if (t->err)
+		return t->err;
 	switch (READ_ONCE(sk->sk_state)) {
 	case TCP_ESTABLISHED:
 	case TCP_CLOSE_WAIT:
@@ -308,6 +318,8 @@ static ssize_t kmsgr_tcp_recv(struct kmsgr_xprt *x,
 
 	if (n <= 0 || n > (int)ARRAY_SIZE(kv))
 		return -EINVAL;
+	if (t->err)
+		return t->err;
 	if (kmsgr_tcp_rx_empty(t->sock->sk))
 		return -EAGAIN;
 	for (i = 0; i < n; i++) {
@@ -426,6 +438,8 @@ static ssize_t kmsgr_tcp_read(struct kmsgr_xprt *x,
 	read_descriptor_t desc = { .arg.data = &rd, .count = 1 };
 	int ret;
 
+	if (t->err)
+		return t->err;
 	if (kmsgr_tcp_rx_empty(sk))
 		return -EAGAIN;
 	if (!t->named)
@@ -491,6 +505,17 @@ static ssize_t kmsgr_tcp_send_copy(struct kmsgr_tcp *t,
 	return kernel_sendmsg(t->sock, &msg, kv, n, total);
 }
 
+/*
+ * A send that made progress and then failed with @err returns @done; a
+ * real error (not -EAGAIN) is kept for the next operation (t->err).
+ */
+static ssize_t kmsgr_tcp_keep_err(struct kmsgr_tcp *t, ssize_t done, int err)
+{
+	if (err != -EAGAIN)
+		t->err = err;
+	return done;
+}
+
 /* Hand the vmalloc pages under @iov to the socket, page by page. */
 static ssize_t kmsgr_tcp_send_pages(struct kmsgr_tcp *t,
 				    const struct msgr2_iov *iov, bool more)
@@ -510,7 +535,7 @@ static ssize_t kmsgr_tcp_send_pages(struct kmsgr_tcp *t,
 		ret = kernel_sendpage(t->sock, vmalloc_to_page(p), off, len,
 				      flags);
 		if (ret < 0)
-			return done ? done : ret;
+			return done ? kmsgr_tcp_keep_err(t, done, ret) : ret;
 		t->zc_sent = true;
 		done += ret;
 		if (ret < len)
@@ -532,6 +557,8 @@ static ssize_t kmsgr_tcp_send(struct kmsgr_xprt *x,
 
 	if (n <= 0 || n > KMSGR_XPRT_MAX_IOV)
 		return -EINVAL;
+	if (t->err)
+		return t->err;
 	/* runs of copied pieces, and pieces sent by reference, in order */
 	while (i < n) {
 		if (kmsgr_tcp_zc(zc, &iov[i])) {
@@ -547,7 +574,7 @@ static ssize_t kmsgr_tcp_send(struct kmsgr_xprt *x,
 						  more || j < n);
 		}
 		if (ret < 0)
-			return done ? done : ret;
+			return done ? kmsgr_tcp_keep_err(t, done, ret) : ret;
 		done += ret;
 		if (ret < want)
 			break;
