@@ -30,8 +30,10 @@
 #include <linux/fs.h>
 #include <linux/kdev_t.h>
 #include <linux/net.h>
+#include <linux/pid_namespace.h>
 #include <linux/slab.h>
 #include <linux/uidgid.h>
+#include <linux/user_namespace.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
 #include <net/sock.h>
@@ -96,26 +98,39 @@ struct kmsgr_nl_ev {
 };
 
 /*
- * The opener's PID as the reader sees it: in a reply, the number in the
- * requester's PID namespace (0 when the opener is not visible there); in
- * a monitor event, which readers in any namespace share, its number in
- * the initial one.
+ * The namespaces a message's PIDs and uids are numbered in: a reply's,
+ * the requester's (a dump keeps those of the task that started it: its
+ * later replies are built by whichever task reads the socket); a monitor
+ * event's, which readers in any namespace share, the initial ones.
  */
-static u32 kmsgr_nl_pid(const struct kmsgr_instance *inst, bool event)
+struct kmsgr_nl_ns {
+	struct pid_namespace *pid;
+	struct user_namespace *user;
+};
+
+static const struct kmsgr_nl_ns kmsgr_nl_init_ns = {
+	.pid = &init_pid_ns,
+	.user = &init_user_ns,
+};
+
+/* The opener's PID in @ns (0 when it is not visible there). */
+static u32 kmsgr_nl_pid(const struct kmsgr_instance *inst,
+			const struct kmsgr_nl_ns *ns)
 {
-	return event ? pid_nr(inst->tgid) : pid_vnr(inst->tgid);
+	return pid_nr_ns(inst->tgid, ns->pid);
 }
 
 static int kmsgr_nl_fill_sess(struct sk_buff *skb,
 			      const struct kmsgr_instance *inst,
 			      const struct kmsgr_obj_info *o,
-			      const struct kmsgr_nl_ev *e)
+			      const struct kmsgr_nl_ev *e,
+			      const struct kmsgr_nl_ns *ns)
 {
 	const int pad = KMSGR_A_SESSION_PAD;
 
 	if (nla_put_u64_64bit(skb, KMSGR_A_SESSION_INSTANCE, inst->id, pad) ||
 	    nla_put_u32(skb, KMSGR_A_SESSION_ID, o->id) ||
-	    nla_put_u32(skb, KMSGR_A_SESSION_PID, kmsgr_nl_pid(inst, !!e)) ||
+	    nla_put_u32(skb, KMSGR_A_SESSION_PID, kmsgr_nl_pid(inst, ns)) ||
 	    nla_put_string(skb, KMSGR_A_SESSION_COMM, inst->comm) ||
 	    nla_put_u64_64bit(skb, KMSGR_A_SESSION_USER_DATA, o->user_data,
 			      pad) ||
@@ -155,13 +170,14 @@ static int kmsgr_nl_fill_sess(struct sk_buff *skb,
 static int kmsgr_nl_fill_listener(struct sk_buff *skb,
 				  const struct kmsgr_instance *inst,
 				  const struct kmsgr_obj_info *o,
-				  const struct kmsgr_nl_ev *e)
+				  const struct kmsgr_nl_ev *e,
+				  const struct kmsgr_nl_ns *ns)
 {
 	const int pad = KMSGR_A_LISTENER_PAD;
 
 	if (nla_put_u64_64bit(skb, KMSGR_A_LISTENER_INSTANCE, inst->id, pad) ||
 	    nla_put_u32(skb, KMSGR_A_LISTENER_ID, o->id) ||
-	    nla_put_u32(skb, KMSGR_A_LISTENER_PID, kmsgr_nl_pid(inst, !!e)) ||
+	    nla_put_u32(skb, KMSGR_A_LISTENER_PID, kmsgr_nl_pid(inst, ns)) ||
 	    nla_put_string(skb, KMSGR_A_LISTENER_COMM, inst->comm) ||
 	    nla_put_u64_64bit(skb, KMSGR_A_LISTENER_USER_DATA, o->user_data,
 			      pad) ||
@@ -182,11 +198,15 @@ static int kmsgr_nl_fill_listener(struct sk_buff *skb,
 	return 0;
 }
 
-/* One message for a session or a listener: 0 or -EMSGSIZE (nothing). */
+/*
+ * One message for a session or a listener, an event if @e: 0 or
+ * -EMSGSIZE (nothing).
+ */
 static int kmsgr_nl_put_obj(struct sk_buff *skb, u32 portid, u32 seq,
 			    int flags, const struct kmsgr_instance *inst,
 			    const struct kmsgr_obj_info *o,
-			    const struct kmsgr_nl_ev *e)
+			    const struct kmsgr_nl_ev *e,
+			    const struct kmsgr_nl_ns *ns)
 {
 	u8 cmd;
 	void *hdr;
@@ -199,8 +219,8 @@ static int kmsgr_nl_put_obj(struct sk_buff *skb, u32 portid, u32 seq,
 	hdr = genlmsg_put(skb, portid, seq, &kmsgr_nl_family, flags, cmd);
 	if (!hdr)
 		return -EMSGSIZE;
-	ret = o->listener ? kmsgr_nl_fill_listener(skb, inst, o, e) :
-			    kmsgr_nl_fill_sess(skb, inst, o, e);
+	ret = o->listener ? kmsgr_nl_fill_listener(skb, inst, o, e, ns) :
+			    kmsgr_nl_fill_sess(skb, inst, o, e, ns);
 	if (ret) {
 		genlmsg_cancel(skb, hdr);
 		return ret;
@@ -210,7 +230,8 @@ static int kmsgr_nl_put_obj(struct sk_buff *skb, u32 portid, u32 seq,
 }
 
 static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
-			     int flags, struct kmsgr_instance *inst)
+			     int flags, struct kmsgr_instance *inst,
+			     const struct kmsgr_nl_ns *ns)
 {
 	const int pad = KMSGR_A_INSTANCE_PAD;
 	struct kmsgr_inst_stats st;
@@ -249,11 +270,10 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 	if (!hdr)
 		return -EMSGSIZE;
 	if (nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_ID, inst->id, pad) ||
-	    nla_put_u32(skb, KMSGR_A_INSTANCE_PID,
-			kmsgr_nl_pid(inst, false)) ||
+	    nla_put_u32(skb, KMSGR_A_INSTANCE_PID, kmsgr_nl_pid(inst, ns)) ||
 	    nla_put_string(skb, KMSGR_A_INSTANCE_COMM, inst->comm) ||
 	    nla_put_u32(skb, KMSGR_A_INSTANCE_UID,
-			from_kuid_munged(current_user_ns(), inst->uid)) ||
+			from_kuid_munged(ns->user, inst->uid)) ||
 	    nla_put_u32(skb, KMSGR_A_INSTANCE_SQ_ENTRIES, sq_entries) ||
 	    nla_put_u32(skb, KMSGR_A_INSTANCE_CQ_ENTRIES, cq_entries) ||
 	    nla_put_u64_64bit(skb, KMSGR_A_INSTANCE_BUF_SIZE, buf_size, pad) ||
@@ -294,7 +314,8 @@ static int kmsgr_nl_put_inst(struct sk_buff *skb, u32 portid, u32 seq,
 
 static int kmsgr_nl_put_bdev(struct sk_buff *skb, u32 portid, u32 seq,
 			     int flags, const struct kmsgr_instance *inst,
-			     const struct kmsgr_bdev_info *b)
+			     const struct kmsgr_bdev_info *b,
+			     const struct kmsgr_nl_ns *ns)
 {
 	const int pad = KMSGR_A_BDEV_PAD;
 	void *hdr;
@@ -305,7 +326,7 @@ static int kmsgr_nl_put_bdev(struct sk_buff *skb, u32 portid, u32 seq,
 		return -EMSGSIZE;
 	if (nla_put_u64_64bit(skb, KMSGR_A_BDEV_INSTANCE, inst->id, pad) ||
 	    nla_put_u32(skb, KMSGR_A_BDEV_ID, b->id) ||
-	    nla_put_u32(skb, KMSGR_A_BDEV_PID, kmsgr_nl_pid(inst, false)) ||
+	    nla_put_u32(skb, KMSGR_A_BDEV_PID, kmsgr_nl_pid(inst, ns)) ||
 	    nla_put_string(skb, KMSGR_A_BDEV_COMM, inst->comm) ||
 	    nla_put_string(skb, KMSGR_A_BDEV_NAME, b->name) ||
 	    nla_put_u32(skb, KMSGR_A_BDEV_MAJOR, MAJOR(b->dev)) ||
@@ -352,6 +373,10 @@ static int kmsgr_nl_get_one(struct kmsgr_instance *inst, void *arg)
 {
 	struct kmsgr_nl_get *g = arg;
 	struct genl_info *info = g->info;
+	const struct kmsgr_nl_ns ns = {
+		.pid = task_active_pid_ns(current),
+		.user = current_user_ns(),
+	};
 	struct kmsgr_obj_info *o;
 	long admin = KMSGR_NL_ADMIN_UNKNOWN;
 	u32 id = g->id;
@@ -363,7 +388,7 @@ static int kmsgr_nl_get_one(struct kmsgr_instance *inst, void *arg)
 		return -ENOENT;
 	if (g->cmd == KMSGR_CMD_INSTANCE_GET)
 		return kmsgr_nl_put_inst(g->msg, info->snd_portid,
-					 info->snd_seq, 0, inst) ?: 1;
+					 info->snd_seq, 0, inst, &ns) ?: 1;
 	if (g->cmd == KMSGR_CMD_BDEV_GET) {
 		struct kmsgr_bdev_info b;
 
@@ -372,7 +397,8 @@ static int kmsgr_nl_get_one(struct kmsgr_instance *inst, void *arg)
 			ret = -ENOENT;
 		if (!ret)
 			ret = kmsgr_nl_put_bdev(g->msg, info->snd_portid,
-						info->snd_seq, 0, inst, &b) ?: 1;
+						info->snd_seq, 0, inst, &b,
+						&ns) ?: 1;
 		return ret;
 	}
 
@@ -385,7 +411,8 @@ static int kmsgr_nl_get_one(struct kmsgr_instance *inst, void *arg)
 		ret = -ENOENT;
 	if (!ret)
 		ret = kmsgr_nl_put_obj(g->msg, info->snd_portid,
-				       info->snd_seq, 0, inst, o, NULL) ?: 1;
+				       info->snd_seq, 0, inst, o, NULL,
+				       &ns) ?: 1;
 	kfree(o);
 	return ret;
 }
@@ -466,6 +493,9 @@ struct kmsgr_nl_cursor {
 	long admin;	/* the sender's CAP_NET_ADMIN, once known
 			 * (kmsgr_nl_visible())
 			 */
+	struct kmsgr_nl_ns ns;	/* the requester's, held from .start
+				 * to .done
+				 */
 };
 
 static struct kmsgr_nl_cursor *kmsgr_nl_cursor(struct netlink_callback *cb)
@@ -479,7 +509,8 @@ struct kmsgr_nl_dump {
 	struct sk_buff *skb;
 	struct netlink_callback *cb;
 	u8 cmd;
-	u64 only;			/* instance filter, 0: all */
+	bool filtered;			/* one instance's objects: */
+	u64 only;			/* that instance's id */
 	struct kmsgr_obj_info *o;	/* sessions, listeners */
 	struct kmsgr_bdev_info b;	/* block devices */
 };
@@ -504,7 +535,7 @@ static int kmsgr_nl_dump_bdevs(struct kmsgr_nl_dump *d,
 	while (!kmsgr_bdev_info_next(inst, &id, &d->b)) {
 		if (kmsgr_nl_put_bdev(d->skb, NETLINK_CB(cb->skb).portid,
 				      cb->nlh->nlmsg_seq, NLM_F_MULTI, inst,
-				      &d->b))
+				      &d->b, &kmsgr_nl_cursor(cb)->ns))
 			return kmsgr_nl_dump_stop(cb, inst, id);
 		if (id == U32_MAX)
 			break;
@@ -522,11 +553,12 @@ static int kmsgr_nl_dump_one(struct kmsgr_instance *inst, void *arg)
 	u32 seq = cb->nlh->nlmsg_seq;
 	u32 id = cur->inst == inst->id ? cur->id : 0;
 
-	if ((d->only && inst->id != d->only) ||
+	if ((d->filtered && inst->id != d->only) ||
 	    !kmsgr_nl_visible(cb->skb, inst, &cur->admin))
 		goto next;
 	if (d->cmd == KMSGR_CMD_INSTANCE_GET) {
-		if (kmsgr_nl_put_inst(d->skb, portid, seq, NLM_F_MULTI, inst))
+		if (kmsgr_nl_put_inst(d->skb, portid, seq, NLM_F_MULTI, inst,
+				      &cur->ns))
 			return -EMSGSIZE;
 		goto next;
 	}
@@ -538,7 +570,7 @@ static int kmsgr_nl_dump_one(struct kmsgr_instance *inst, void *arg)
 	while (!kmsgr_obj_info_next(inst, &id,
 				    d->cmd == KMSGR_CMD_LISTENER_GET, d->o)) {
 		if (kmsgr_nl_put_obj(d->skb, portid, seq, NLM_F_MULTI, inst,
-				     d->o, NULL))
+				     d->o, NULL, &cur->ns))
 			return kmsgr_nl_dump_stop(cb, inst, id);
 		if (id == U32_MAX)
 			break;
@@ -547,6 +579,60 @@ static int kmsgr_nl_dump_one(struct kmsgr_instance *inst, void *arg)
 next:
 	cur->id = 0;
 	cur->inst = 0;
+	return 0;
+}
+
+/*
+ * The one attribute a dump takes: the instance whose objects it lists;
+ * an INSTANCE_GET dump takes none.
+ */
+static unsigned int kmsgr_nl_dump_filter(u8 cmd)
+{
+	switch (cmd) {
+	case KMSGR_CMD_SESSION_GET:
+		return KMSGR_A_SESSION_INSTANCE;
+	case KMSGR_CMD_LISTENER_GET:
+		return KMSGR_A_LISTENER_INSTANCE;
+	case KMSGR_CMD_BDEV_GET:
+		return KMSGR_A_BDEV_INSTANCE;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Before the first pass, in the requester's context: the do request's
+ * other attributes (an object id) are refused here rather than ignored,
+ * and the requester's namespaces are held for the replies.  Nothing is
+ * held when this fails (.done is not called then).
+ */
+static int kmsgr_nl_dump_start(struct netlink_callback *cb)
+{
+	const struct genl_dumpit_info *info = genl_dumpit_info(cb);
+	struct kmsgr_nl_cursor *cur = kmsgr_nl_cursor(cb);
+	unsigned int filter = kmsgr_nl_dump_filter(info->op.cmd);
+	unsigned int a;
+
+	for (a = 1; a <= info->op.maxattr; a++) {
+		if (info->attrs[a] && a != filter) {
+			NL_SET_ERR_MSG_ATTR(cb->extack, info->attrs[a],
+					    "not a filter of this dump");
+			return -EINVAL;
+		}
+	}
+	cur->ns.pid = get_pid_ns(task_active_pid_ns(current));
+	cur->ns.user = get_user_ns(current_user_ns());
+	return 0;
+}
+
+static int kmsgr_nl_dump_done(struct netlink_callback *cb)
+{
+	struct kmsgr_nl_cursor *cur = kmsgr_nl_cursor(cb);
+
+	if (cur->ns.pid)
+		put_pid_ns(cur->ns.pid);
+	if (cur->ns.user)
+		put_user_ns(cur->ns.user);
 	return 0;
 }
 
@@ -559,25 +645,27 @@ static int kmsgr_nl_get_dumpit(struct sk_buff *skb,
 		.cb = cb,
 		.cmd = info->op.cmd,
 	};
-	u64 after = kmsgr_nl_cursor(cb)->after;
-	int filter = 0;
+	struct kmsgr_nl_cursor *cur = kmsgr_nl_cursor(cb);
+	unsigned int filter = kmsgr_nl_dump_filter(d.cmd);
+	u64 after = cur->after;
 	int ret;
 
-	if (d.cmd == KMSGR_CMD_SESSION_GET)
-		filter = KMSGR_A_SESSION_INSTANCE;
-	else if (d.cmd == KMSGR_CMD_LISTENER_GET)
-		filter = KMSGR_A_LISTENER_INSTANCE;
-	else if (d.cmd == KMSGR_CMD_BDEV_GET)
-		filter = KMSGR_A_BDEV_INSTANCE;
-	if (filter && info->attrs[filter])
+	if (filter && info->attrs[filter]) {
+		d.filtered = true;
 		d.only = nla_get_u64(info->attrs[filter]);
+		/* no instance has id 0; and none before it need be walked */
+		if (!d.only)
+			return 0;
+		if (after < d.only - 1)
+			after = d.only - 1;
+	}
 	if (d.cmd == KMSGR_CMD_SESSION_GET || d.cmd == KMSGR_CMD_LISTENER_GET) {
 		d.o = kmalloc(sizeof(*d.o), GFP_KERNEL);
 		if (!d.o)
 			return -ENOMEM;
 	}
 	ret = kmsgr_inst_walk(&after, kmsgr_nl_dump_one, &d);
-	kmsgr_nl_cursor(cb)->after = after;
+	cur->after = after;
 	kfree(d.o);
 	if (ret && ret != -EMSGSIZE)
 		return ret;
@@ -766,7 +854,7 @@ static void kmsgr_nl_event(struct kmsgr_instance *inst,
 	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 	if (!msg)
 		return;
-	if (kmsgr_nl_put_obj(msg, 0, 0, 0, inst, o, &e)) {
+	if (kmsgr_nl_put_obj(msg, 0, 0, 0, inst, o, &e, &kmsgr_nl_init_ns)) {
 		nlmsg_free(msg);
 		return;
 	}
@@ -804,21 +892,27 @@ static const struct genl_ops kmsgr_nl_ops[] = {
 	{
 		.cmd		= KMSGR_CMD_SESSION_GET,
 		.doit		= kmsgr_nl_get_doit,
+		.start		= kmsgr_nl_dump_start,
 		.dumpit		= kmsgr_nl_get_dumpit,
+		.done		= kmsgr_nl_dump_done,
 		.policy		= kmsgr_nl_session_policy,
 		.maxattr	= ARRAY_SIZE(kmsgr_nl_session_policy) - 1,
 	},
 	{
 		.cmd		= KMSGR_CMD_LISTENER_GET,
 		.doit		= kmsgr_nl_get_doit,
+		.start		= kmsgr_nl_dump_start,
 		.dumpit		= kmsgr_nl_get_dumpit,
+		.done		= kmsgr_nl_dump_done,
 		.policy		= kmsgr_nl_listener_policy,
 		.maxattr	= ARRAY_SIZE(kmsgr_nl_listener_policy) - 1,
 	},
 	{
 		.cmd		= KMSGR_CMD_INSTANCE_GET,
 		.doit		= kmsgr_nl_get_doit,
+		.start		= kmsgr_nl_dump_start,
 		.dumpit		= kmsgr_nl_get_dumpit,
+		.done		= kmsgr_nl_dump_done,
 		.policy		= kmsgr_nl_instance_policy,
 		.maxattr	= ARRAY_SIZE(kmsgr_nl_instance_policy) - 1,
 	},
@@ -839,7 +933,9 @@ static const struct genl_ops kmsgr_nl_ops[] = {
 	{
 		.cmd		= KMSGR_CMD_BDEV_GET,
 		.doit		= kmsgr_nl_get_doit,
+		.start		= kmsgr_nl_dump_start,
 		.dumpit		= kmsgr_nl_get_dumpit,
+		.done		= kmsgr_nl_dump_done,
 		.policy		= kmsgr_nl_bdev_policy,
 		.maxattr	= ARRAY_SIZE(kmsgr_nl_bdev_policy) - 1,
 	},

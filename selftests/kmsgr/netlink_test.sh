@@ -42,6 +42,7 @@ set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 K=$TOP/tools/kmsgrctl/kmsgrctl
 FUZZ=${KMSGR_TEST_BIN:-$TOP/.build/selftests/kmsgr}/kmsgr_nl_fuzz
+DUMPS=${KMSGR_TEST_BIN:-$TOP/.build/selftests/kmsgr}/kmsgr_nl_dumps
 # the listener's and the block server's ports: KMSGR_NL_PORT and the one
 # 10 above it, else any free ones (a fixed port in the ephemeral range may
 # be held by a connection of an earlier test); bound_addr reads them back
@@ -251,6 +252,19 @@ held_dump >"$tmp/held.out" 2>&1
 rc=$?
 comment "$tmp/held.out"
 tap $rc "a dump held on each instance: an open and close of /dev/kmsgr meanwhile does not wait for it; an instance closed mid-dump is listed whole or not at all"
+
+# dumps: attributes a dump does not filter on are refused (an object id,
+# an instance id for INSTANCE_GET), an instance filter of 0 lists nothing;
+# and the replies a reader in another PID namespace pulls give the PIDs
+# of the requester's (kmsgr_nl_dumps)
+timeout 60 "$DUMPS" filters >"$tmp/dumps.out" 2>&1
+rc=$?
+comment "$tmp/dumps.out"
+tap $rc "dump requests refuse an object id (and INSTANCE_GET an instance id) with EINVAL; an instance filter of 0 lists nothing"
+timeout 120 "$DUMPS" namespaces 300 >"$tmp/dumpns.out" 2>&1
+rc=$?
+comment "$tmp/dumpns.out"
+tap $rc "an instance dump read on in a new PID namespace: every reply gives the PIDs of the requester's namespace"
 
 # an instance opened in a new PID namespace: instance show from inside
 # lists its opener by the number that namespace gives it, and from outside

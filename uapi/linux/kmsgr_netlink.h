@@ -12,7 +12,8 @@
  *   SESSION_GET   do: KMSGR_A_SESSION_INSTANCE and _ID name one session;
  *                 dump: every session, or an instance's (_INSTANCE given)
  *   LISTENER_GET  the same for listeners (KMSGR_A_LISTENER_*)
- *   INSTANCE_GET  do: KMSGR_A_INSTANCE_ID; dump: every instance
+ *   INSTANCE_GET  do: KMSGR_A_INSTANCE_ID; dump: every instance (no
+ *                 attributes)
  *   STATS_GET     do: module-wide counters (KMSGR_A_STATS_*), of every
  *                 user and network namespace: needs CAP_NET_ADMIN in the
  *                 initial user namespace (EPERM)
@@ -38,7 +39,14 @@
  *
  * Attribute types: u64 counters are padded (KMSGR_A_*_PAD); addresses are
  * struct kmsgr_addr (<linux/kmsgr.h>); strings are NUL-terminated.
- * Unknown attributes in a request are rejected (strict validation).
+ * Unknown attributes in a request are rejected (strict validation).  A
+ * dump takes its instance filter and nothing else: an object id in a
+ * dump request (and any attribute in an INSTANCE_GET dump) fails with
+ * EINVAL; an instance filter of 0 lists nothing.
+ *
+ * PIDs and uids in replies are numbered in the namespaces of the task
+ * that sent the request, a dump's later replies too (netlink builds them
+ * in whichever task reads the socket).
  */
 #ifndef _UAPI_LINUX_KMSGR_NETLINK_H
 #define _UAPI_LINUX_KMSGR_NETLINK_H
