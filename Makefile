@@ -7,6 +7,9 @@
 #   make check        all tests (host + guest); prints "N passed, N failed, N skipped"
 #   make check-host   host-only tests (msgr2 engine, interop with ceph-mon, fuzz pass)
 #   make check-vm     guest kselftests (under slub_debug)
+#   make check-debug  the guest kselftests on a kernel with KASAN, lockdep and
+#                     kmemleak (tools/debug-kernel builds it once, ~35 min;
+#                     the run takes about an hour: not part of make check)
 #   make fuzz         longer fuzzing run (FUZZ_SECONDS, default 300)
 #   make bench        benchmarks (docs/bench.md)
 #   make lint         checkpatch --strict and sparse on kmod/ and uapi/, shellcheck
@@ -302,7 +305,8 @@ check-vm: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory check-vm-tap; tools/testsum $(RESULTS)/*.tap
 
-.PHONY: check-host-tap check-vm-tap check-pair-tap check-vm-run-tap vm-build
+.PHONY: check-host-tap check-vm-tap check-pair-tap check-vm-run-tap vm-build \
+	check-debug
 check-host-tap: ksrc
 	@mkdir -p $(RESULTS)
 	@# a program that fails keeps its TAP (its failures are in it)
@@ -373,18 +377,58 @@ vm_suite = KMSGR_VM_APPEND="slub_debug=FZPU slab_nomerge" \
 	KMSGR_RDMA_LOAD_MSGS=$(RDMA_LOAD_MSGS) KMSGR_RADOS_OBJS=$(RADOS_OBJS) \
 	selftests/kmsgr/run_guest.sh 2>&1; echo "\# runner exit $$?"
 
+# runner_taps DIR: DIR/vm-runner.tap and DIR/vm2-runner.tap from the runner
+# status each part's TAP ends with
+runner_taps = for p in vm vm2; do \
+		if grep -q '^\# runner exit [01]$$' $(1)/$$p.tap; then \
+			r=ok; else r='not ok'; fi; \
+		printf '%s 1 - %s: the guest suite ended by itself: no panic, hang or timeout (runner status 0 or 1)\n1..1\n' \
+			"$$r" "$$p" >$(1)/$$p-runner.tap; \
+	done
+
 check-vm-tap: vm-build
 	@{ $(call vm_suite,2); } >$(RESULTS)/vm2.tap & \
 	{ $(call vm_suite,1); } | tee $(RESULTS)/vm.tap; \
 	wait; \
 	echo "# part 2 of the guest suite, run beside part 1:"; \
 	cat $(RESULTS)/vm2.tap; \
-	for p in vm vm2; do \
-		if grep -q '^# runner exit [01]$$' $(RESULTS)/$$p.tap; then \
-			r=ok; else r='not ok'; fi; \
-		printf '%s 1 - %s: the guest suite ended by itself: no panic, hang or timeout (runner status 0 or 1)\n1..1\n' \
-			"$$r" "$$p" >$(RESULTS)/$$p-runner.tap; \
-	done
+	$(call runner_taps,$(RESULTS))
+
+# The guest suite on a debug kernel (docs/debug-kernel.md): KASAN, lockdep,
+# DEBUG_ATOMIC_SLEEP and kmemleak, built from Debian's linux-source-6.1 by
+# tools/debug-kernel into .build/kdbg (nothing is installed on the host)
+# and booted through KMSGR_VM_KTREE; kmsgr built against it with fault
+# points.  Its two halves run in two guests at once, as in make check, with
+# more memory (KASAN's shadow), longer time limits (the suites run 1.5 to 3
+# times slower), kmemleak checked at the end (KMSGR_KMEMLEAK=1), and
+# without the install tests (they build against the guest's release with
+# the host's packaging tools) and slub_debug (KASAN covers it).  Results in
+# .build/results-debug.
+DEBUG_RESULTS := $(BUILD)/results-debug
+debug_suite = KMSGR_VM_KTREE=$$(tools/debug-kernel root) \
+	KMSGR_VM_APPEND=kmemleak=on \
+	tools/vm/run --rxe --nvme 64M --mem 3072 --timeout 7200 -- \
+	env KMSGR_GUEST_PART=$(1) KMSGR_NO_SKIP=1 KMSGR_KMEMLEAK=1 \
+	KMSGR_NO_INSTALL=1 HARNESS_TIMEOUT=3600 \
+	KMSGR_KO=$(BUILD)/kdbg/kmod/kmod/kmsgr.ko \
+	KMSGR_RDMA_KO=$(BUILD)/kdbg/kmod/kmod/kmsgr_rdma.ko \
+	KMSGR_LOAD_MSGS=2000 KMSGR_CYCLES=10 KMSGR_TINY_MSGS=1000 \
+	KMSGR_RDMA_MSGS=1000 KMSGR_RDMA_LOAD_MSGS=500 KMSGR_RADOS_OBJS=300 \
+	selftests/kmsgr/run_guest.sh 2>&1; echo "\# runner exit $$?"
+
+check-debug: deps ksrc
+	@tools/debug-kernel build
+	@tools/debug-kernel module
+	@$(MAKE) -j2 --no-print-directory lib tools
+	@$(MAKE) -j2 --no-print-directory -C selftests/kmsgr
+	@rm -rf $(DEBUG_RESULTS); mkdir -p $(DEBUG_RESULTS)
+	@{ $(call debug_suite,2); } >$(DEBUG_RESULTS)/vm2.tap & \
+	{ $(call debug_suite,1); } | tee $(DEBUG_RESULTS)/vm.tap; \
+	wait; \
+	echo "# part 2 of the guest suite, run beside part 1:"; \
+	cat $(DEBUG_RESULTS)/vm2.tap; \
+	$(call runner_taps,$(DEBUG_RESULTS)); \
+	KMSGR_NO_SKIP=1 tools/testsum $(DEBUG_RESULTS)/*.tap
 
 # tools/vm/run with a guest that outlives its --timeout: the vCPUs' state
 # from QEMU's monitor, an NMI, the guest's panic with its stack, status 124
@@ -435,7 +479,7 @@ lint: ksrc module
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 KMSGR_FAULT=y modules
 	tools/check-layers
 	shellcheck -S warning .ci/run tools/bench-common.sh tools/deps tools/kver tools/testsum tools/check-layers \
-		tools/test-install tools/test-deb tools/test-vm-run packaging/bash-completion/kmsgrctl \
+		tools/test-install tools/test-deb tools/test-vm-run tools/debug-kernel packaging/bash-completion/kmsgrctl \
 		tools/demo tools/bench-tcp tools/bench-rdma tools/bench-rados tools/bench-blk tools/bench-blk-profile tools/bench-profile tools/bench-timeline tools/bench-ab tools/vm/run tools/vm/init \
 		tools/vm/guest tools/vm/mkinitrd tools/vm/mkvmlinux \
 		selftests/kmsgr/*.sh selftests/msgr2/*.sh

@@ -30,6 +30,9 @@
 # KMSGR_NO_CEPH=1 (kmsgr_ceph_test starts its own clusters, if any),
 # KMSGR_NO_INSTALL=1 (leave out the install tests),
 # KMSGR_SLUB_DEBUG=1 (check that the guest runs under slub_debug),
+# KMSGR_KMEMLEAK=1 (a kernel with kmemleak, booted with kmemleak=on: at
+# the end, no unreferenced object that kmsgr allocated; make
+# check-debug), KMSGR_KO and KMSGR_RDMA_KO (the modules to load),
 # KMSGR_NO_CEPH_PEERS=1 (leave out everything that talks to real Ceph
 # daemons and tools: ceph -s against kmsgr listeners, kmsgrctl mon against
 # a ceph-mon, kmsgr_ceph_test, rados_test.sh, rados_cephx_test.sh, and
@@ -61,8 +64,10 @@
 set -u
 
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-KO=$TOP/kmod/kmsgr.ko
-RDMA_KO=$TOP/kmod/kmsgr_rdma.ko
+# KMSGR_KO, KMSGR_RDMA_KO: modules built elsewhere (make check-debug's,
+# against its debug kernel)
+KO=${KMSGR_KO:-$TOP/kmod/kmsgr.ko}
+RDMA_KO=${KMSGR_RDMA_KO:-$TOP/kmod/kmsgr_rdma.ko}
 BIN=$TOP/.build/selftests/kmsgr
 KMSGRCTL=$TOP/tools/kmsgrctl/kmsgrctl
 SYSMOD=/sys/module/kmsgr
@@ -1715,6 +1720,30 @@ elif in_part 1; then
 	check "the host's module tree is back: $PKG_MODROOT unmounted, every module there" pkg_tree_umount
 	kernel_quiet_since "install"
 	echo "# installing: $(($(date +%s) - t_install)) s"
+fi
+
+# --- kmemleak (make check-debug) ------------------------------------------------------
+# kmemleak_clean: a scan (two: an object is reported only once it was
+# seen unreferenced twice) finds no unreferenced object with one of
+# kmsgr's functions in its allocation backtrace
+kmemleak_clean() {
+	f=/sys/kernel/debug/kmemleak
+	[ -w $f ] || { echo "$f is not writable (a kernel with kmemleak, booted with kmemleak=on)"; return 1; }
+	echo scan >$f && sleep 5 && echo scan >$f || return 1
+	cat $f >"$tmp/kmemleak"
+	echo "$(grep -c '^unreferenced object' "$tmp/kmemleak") unreferenced objects in all"
+	# kmsgr's frames end in " [kmsgr]" or " [kmsgr_rdma]" (not its
+	# test programs' comm)
+	awk '/^unreferenced object/ { if (b ~ /\[kmsgr(_rdma)?\]/) print b; b = "" }
+		{ b = b $0 "\n" }
+		END { if (b ~ /\[kmsgr(_rdma)?\]/) print b }' "$tmp/kmemleak" >"$tmp/kmemleak.kmsgr"
+	k=$(grep -c '^unreferenced object' "$tmp/kmemleak.kmsgr")
+	echo "$k of them allocated by kmsgr"
+	head -n 200 "$tmp/kmemleak.kmsgr"
+	[ "$k" -eq 0 ]
+}
+if [ "${KMSGR_KMEMLEAK:-0}" = 1 ]; then
+	check "kmemleak: no unreferenced object allocated by kmsgr" kmemleak_clean
 fi
 
 # --- kernel log --------------------------------------------------------------------
