@@ -421,6 +421,7 @@ check-debug: deps ksrc
 	@tools/debug-kernel module
 	@$(MAKE) -j2 --no-print-directory lib tools
 	@$(MAKE) -j2 --no-print-directory -C selftests/kmsgr
+	@$(MAKE) --no-print-directory -C tools/fio >/dev/null
 	@rm -rf $(DEBUG_RESULTS); mkdir -p $(DEBUG_RESULTS)
 	@{ $(call debug_suite,2); } >$(DEBUG_RESULTS)/vm2.tap & \
 	{ $(call debug_suite,1); } | tee $(DEBUG_RESULTS)/vm.tap; \
