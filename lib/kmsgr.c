@@ -190,7 +190,8 @@ const char *kmsgr_strerror(int err)
 	case 0:
 		return "Success";
 	case EPROTO:
-		return "kmsgr module ABI version differs from libkmsgr's";
+		/* also a session's protocol error (KMSGR_REASON_PROTOCOL) */
+		return "Protocol error (kmsgr_open(): module ABI differs from libkmsgr's)";
 	case ENOTTY:
 		return "Command not supported by the loaded kmsgr module";
 	case ETIME:

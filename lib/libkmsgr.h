@@ -109,8 +109,9 @@ const char *kmsgr_feature_name(unsigned int bit);
  * kmsgr_strerror() - message for an error returned by libkmsgr
  * @err: negative errno value (a positive one is accepted too)
  *
- * Return: a static, thread-safe string; kmsgr-specific meanings (such as
- * -EPROTO for an ABI mismatch) are spelled out.
+ * Return: a static, thread-safe string; kmsgr-specific meanings are
+ * spelled out (-EPROTO: a protocol error, or from kmsgr_open() an ABI
+ * mismatch; -ETIME: no completion in time).
  */
 const char *kmsgr_strerror(int err);
 

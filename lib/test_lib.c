@@ -213,6 +213,9 @@ static void test_names(void)
 	ok(!strcmp(kmsgr_feature_name(2), "tcp"), "feature %s", "tcp");
 	ok(!!strstr(kmsgr_strerror(-ETIME), "completion"),
 	   "strerror %s", "ETIME");
+	/* a session's protocol error is not called an ABI mismatch alone */
+	ok(!strncmp(kmsgr_strerror(-EPROTO), "Protocol error", 14) &&
+	   !!strstr(kmsgr_strerror(-EPROTO), "ABI"), "strerror %s", "EPROTO");
 }
 
 /* which DOWN events end the wait for a session (kmsgrctl, the fio engine) */
