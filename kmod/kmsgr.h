@@ -203,18 +203,31 @@ enum kmsgr_fault_point {
 					 * says yes, as with 2048 events
 					 * waiting on the overflow list
 					 */
+	KMSGR_FAULT_TX_RESET,		/* not a delay, once (the bit clears
+					 * itself): a TCP send() that goes
+					 * in several socket calls aborts
+					 * the socket after the first, as a
+					 * peer's reset would (ECONNRESET)
+					 */
 };
 
 #ifdef KMSGR_FAULT
 void kmsgr_fault(unsigned int point, bool atomic);
 /* whether @point's bit is set (the points that change behaviour) */
 bool kmsgr_fault_set(unsigned int point);
+/* whether @point's bit was set; it is cleared (the one-shot points) */
+bool kmsgr_fault_take(unsigned int point);
 #else
 static inline void kmsgr_fault(unsigned int point, bool atomic)
 {
 }
 
 static inline bool kmsgr_fault_set(unsigned int point)
+{
+	return false;
+}
+
+static inline bool kmsgr_fault_take(unsigned int point)
 {
 	return false;
 }

@@ -281,6 +281,17 @@ bool kmsgr_fault_set(unsigned int point)
 	return READ_ONCE(kmsgr_fault_points) & BIT(point);
 }
 
+bool kmsgr_fault_take(unsigned int point)
+{
+	unsigned int old = READ_ONCE(kmsgr_fault_points);
+
+	do {
+		if (!(old & BIT(point)))
+			return false;
+	} while (!try_cmpxchg(&kmsgr_fault_points, &old, old & ~BIT(point)));
+	return true;
+}
+
 void kmsgr_fault(unsigned int point, bool atomic)
 {
 	unsigned int us = min(READ_ONCE(kmsgr_fault_delay_us), 10000000U);

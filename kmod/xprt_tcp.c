@@ -561,6 +561,9 @@ static ssize_t kmsgr_tcp_send(struct kmsgr_xprt *x,
 		return t->err;
 	/* runs of copied pieces, and pieces sent by reference, in order */
 	while (i < n) {
+		/* test builds: the peer's reset between two socket calls */
+		if (done && kmsgr_fault_take(KMSGR_FAULT_TX_RESET))
+			tcp_abort(t->sock->sk, ECONNRESET);
 		if (kmsgr_tcp_zc(zc, &iov[i])) {
 			want = iov[i].len;
 			ret = kmsgr_tcp_send_pages(t, &iov[i],

@@ -25,9 +25,15 @@
  *                    many short writes: 400 messages up to 256 KiB each
  *                    way arrive once, in order, with their content hashes.
  *
+ *  reset_mid_send    (127.0.0.1, tcp_zerocopy, a KMSGR_FAULT=y module) a
+ *                    send in several socket calls meets a reset after the
+ *                    first: the session goes DOWN with -ECONNRESET (not
+ *                    EPIPE or an orderly EOF) and its stream arrives whole.
+ *
  * Over both transports (fixture tcp): stream_mixed.  TCP only:
  * survives_tcp_kill (fixture tcp_kill: kills TCP connections with ss -K),
- * short_writes (TCP socket buffers, tcp_wmem and tcp_rmem).
+ * short_writes (TCP socket buffers, tcp_wmem and tcp_rmem),
+ * reset_mid_send (fixture tcp_reset).
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -530,6 +536,85 @@ FIXTURE_TEARDOWN(tcp_kill)
 TEST_F_TIMEOUT(tcp_kill, survives_tcp_kill, 600)
 {
 	survives_tcp_kill(_metadata, &self->t);
+}
+
+/* kmod/kmsgr.h enum kmsgr_fault_point: KMSGR_FAULT_TX_RESET */
+#define FAULT_TX_RESET	(1U << 19)
+
+/*
+ * (KMSGR_FAULT=y, zero copy) A send that goes to the socket in several
+ * calls (the frame's copied bytes, then its payload's pages) meets the
+ * peer's reset between two of them (the fault point aborts the socket
+ * once).  The failing call consumes the socket's error: kmsgr must keep
+ * it, so the connection goes DOWN with -ECONNRESET, not as an orderly
+ * EOF (res 0) or -EPIPE; and the lossless stream still arrives whole.
+ */
+static void reset_mid_send(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(tcp) *self)
+{
+	struct kt_plan fwd = {
+		.count = 40,
+		.max_log2 = 17,		/* 128 KiB */
+		.small_log2 = 17,
+		.big_one_in = 1,
+		.seed = 0x5eed0005,
+	};
+	const struct kt_event *down;
+	struct kt_stream a;
+	char left[32] = "";
+	int ret;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	ASSERT_EQ(0, kt_stream_init(&a, &self->cli, self->cli_id, &self->srv,
+				    self->srv_id, &fwd, 8));
+	kt_loop_add_stream(&self->lp, &a);
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_TX_RESET, 200));
+	ret = kt_loop_run(&self->lp, kt_loop_streams_finished, 200 * 1000);
+	EXPECT_EQ(0, kmsgr_read_line(KMSGR_FAULT_PARAM, left, sizeof(left)));
+	kmsgr_faults_off();
+	report(_metadata, "client->server", &a, 0);
+	EXPECT_EQ(0, ret) TH_LOG("loop: %s", kmsgr_strerror(ret));
+	EXPECT_EQ(0, a.failed) TH_LOG("client->server: %s", a.why);
+	EXPECT_EQ(a.total, a.received);
+	EXPECT_EQ(a.total, a.completed);
+	/* the fault fired (its bit cleared itself) */
+	EXPECT_STREQ("0", left);
+	down = kt_find_event(&self->lp, &self->cli, self->cli_id,
+			     KMSGR_EV_DOWN, 0);
+	ASSERT_NE(NULL, down) TH_LOG("the client's session never went down");
+	TH_LOG("the client's DOWN: reason %u, res %d (%s)", down->reason,
+	       down->res, kmsgr_strerror(down->res));
+	EXPECT_EQ(-ECONNRESET, down->res);
+	kt_stream_free(&a);
+}
+
+/* The same over loopback with tcp_zerocopy: sends in several calls. */
+FIXTURE(tcp_reset) {
+	FIXTURE_DATA(tcp) t;
+};
+
+FIXTURE_SETUP(tcp_reset)
+{
+	char old[8];
+
+	tcp_open(_metadata, &self->t, NULL, KMSGR_XPRT_TCP);
+	if (self->t.why)
+		return;
+	ASSERT_EQ(0, set_tcp_zerocopy("Y", old, sizeof(old)));
+}
+
+FIXTURE_TEARDOWN(tcp_reset)
+{
+	tcp_close(_metadata, &self->t);
+	EXPECT_EQ(0, set_tcp_zerocopy("N", NULL, 0));
+}
+
+TEST_F_TIMEOUT(tcp_reset, reset_mid_send, 300)
+{
+	reset_mid_send(_metadata, &self->t);
 }
 
 TEST_HARNESS_MAIN
