@@ -73,6 +73,9 @@ KMSGRCTL=$TOP/tools/kmsgrctl/kmsgrctl
 SYSMOD=/sys/module/kmsgr
 DEV=/dev/kmsgr
 CYCLES=${KMSGR_CYCLES:-100}
+# KMSGR_CEPH_CLI_SCALE: the ceph -s tests' time limits times N (make
+# check-debug: the ceph command starts slowly on a debug kernel)
+CEPH_CLI_SCALE=${KMSGR_CEPH_CLI_SCALE:-1}
 OPENS=${KMSGR_CYCLE_OPENS:-100}
 
 # Leak tolerances for CYCLES x OPENS instances.  With the defaults, leaking
@@ -1001,6 +1004,8 @@ load_test_tiny() {
 # get a message, after which it exits; then CMD is stopped half a second
 # later (its log has the READY line by then), as it would only retry
 # until its --connect-timeout.  WANT 0: CMD runs until it gives up.
+# (the times of these tests are CEPH_CLI_SCALE times longer: the ceph
+# command, Python on librados, starts slowly on a debug kernel)
 ceph_cli() {
 	want=$1 lp=$2
 	shift 2
@@ -1009,7 +1014,7 @@ ceph_cli() {
 	if [ "$want" = 1 ]; then
 		i=0
 		while kill -0 "$lp" 2>/dev/null && kill -0 "$cp" 2>/dev/null &&
-			[ "$i" -lt 300 ]; do
+			[ "$i" -lt $((300 * CEPH_CLI_SCALE)) ]; do
 			sleep 0.1
 			i=$((i + 1))
 		done
@@ -1022,13 +1027,13 @@ ceph_cli() {
 ceph_client_test() {
 	command -v ceph >/dev/null 2>&1 || { echo "no ceph (make deps)"; return 1; }
 	for as in mon client; do
-		"$KMSGRCTL" session listen --as "$as" --count 1 --time 40 \
+		"$KMSGRCTL" session listen --as "$as" --count 1 --time $((40 * CEPH_CLI_SCALE)) \
 			127.0.0.1:3313 >"$tmp/cc-l-$as" 2>&1 &
 		lpid=$!
 		listening "$tmp/cc-l-$as" "$lpid" || return 1
 		rm -f "$tmp/cc-$as.log"
 		ceph_cli "$([ "$as" = mon ] && echo 1 || echo 0)" "$lpid" \
-			timeout 30 ceph --conf /dev/null -m v2:127.0.0.1:3313 \
+			timeout $((30 * CEPH_CLI_SCALE)) ceph --conf /dev/null -m v2:127.0.0.1:3313 \
 			--auth-client-required none --debug-ms 20 \
 			--log-file "$tmp/cc-$as.log" --connect-timeout 8 -s
 		kill -TERM "$lpid" 2>/dev/null
@@ -1055,12 +1060,12 @@ ceph_client_test() {
 # got the client past its address check.
 ceph_dual_stack_test() {
 	command -v ceph >/dev/null 2>&1 || { echo "no ceph (make deps)"; return 1; }
-	"$KMSGRCTL" session listen --as mon --count 1 --time 40 '[::]:3317' \
+	"$KMSGRCTL" session listen --as mon --count 1 --time $((40 * CEPH_CLI_SCALE)) '[::]:3317' \
 		>"$tmp/cc-v6-l" 2>&1 &
 	lpid=$!
 	listening "$tmp/cc-v6-l" "$lpid" || return 1
 	rm -f "$tmp/cc-v6.log"
-	ceph_cli 1 "$lpid" timeout 30 ceph --conf /dev/null \
+	ceph_cli 1 "$lpid" timeout $((30 * CEPH_CLI_SCALE)) ceph --conf /dev/null \
 		-m v2:127.0.0.1:3317 --auth-client-required none --debug-ms 20 \
 		--log-file "$tmp/cc-v6.log" --connect-timeout 8 -s
 	kill -TERM "$lpid" 2>/dev/null
@@ -1128,14 +1133,14 @@ ceph_cephx_client_test() {
 	for run in crc secure bad; do
 		mode=$run kr=$tmp/cx.keyring
 		[ "$run" = bad ] && { mode=crc; kr=$tmp/cx-other.keyring; }
-		"$KMSGRCTL" session listen --as mon --count 1 --time 40 \
+		"$KMSGRCTL" session listen --as mon --count 1 --time $((40 * CEPH_CLI_SCALE)) \
 			--keyring "$tmp/cx.keyring" 127.0.0.1:3314 \
 			>"$tmp/cx-l-$run" 2>&1 &
 		lpid=$!
 		listening "$tmp/cx-l-$run" "$lpid" || return 1
 		rm -f "$tmp/cx-$run.log"
 		ceph_cli "$([ "$run" = bad ] && echo 0 || echo 1)" "$lpid" \
-			timeout 30 ceph --conf /dev/null -m v2:127.0.0.1:3314 \
+			timeout $((30 * CEPH_CLI_SCALE)) ceph --conf /dev/null -m v2:127.0.0.1:3314 \
 			--keyring "$kr" -n client.admin \
 			--auth-client-required cephx \
 			--ms-mon-client-mode "$mode" --debug-ms 20 \
