@@ -209,6 +209,9 @@ enum kmsgr_fault_point {
 					 * the socket after the first, as a
 					 * peer's reset would (ECONNRESET)
 					 */
+	KMSGR_FAULT_CONNECT_PUBLISH,	/* CONNECT dialled, before it
+					 * publishes its session's id
+					 */
 };
 
 #ifdef KMSGR_FAULT

@@ -2193,12 +2193,20 @@ int kmsgr_sess_connect(struct kmsgr_instance *inst,
 	 * list: CLOSED, the last ENTER waiter drops it there instead of
 	 * queueing its work (kmsgr_sess_rx_wait_end()), which this frees
 	 */
-	if (ret)
+	if (ret) {
 		WRITE_ONCE(s->state, KMSGR_SESS_CLOSED);
+	} else {
+		/*
+		 * Published before the lock goes: every event of the session
+		 * (a refused dial's CLOSED, UP) is posted under it, so none
+		 * names an id that CLOSE and SEND do not find yet.
+		 */
+		kmsgr_fault(KMSGR_FAULT_CONNECT_PUBLISH, false);
+		kmsgr_obj_publish(inst, &s->obj);
+	}
 	mutex_unlock(&s->lock);
 	if (ret)
 		goto out_stop;
-	kmsgr_obj_publish(inst, &s->obj);
 	kmsgr_count(connects, 1);
 	return 0;
 

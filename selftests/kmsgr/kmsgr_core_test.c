@@ -2878,6 +2878,7 @@ TEST_F_TIMEOUT(core, session_memory_charged_to_memcg, 180)
 
 #define FAULT_SEND_LATE	(1U << 11)
 #define FAULT_CONNECT_ID	(1U << 12)
+#define FAULT_CONNECT_PUBLISH	(1U << 20)
 #define FAULT_ACCEPT_FAIL	(1U << 14)
 #define LATE_US		500000	/* a fault point's longest wait */
 #define LATE_MS		(LATE_US / 1000)
@@ -3450,6 +3451,84 @@ TEST_F_TIMEOUT(core, id_unknown_until_returned, 120)
 		EXPECT_EQ(0, res);
 	}
 	munmap(c, 4096);
+}
+
+/* A TCP port on 127.0.0.1 where nothing listens now; 0 on failure. */
+static uint16_t closed_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	uint16_t port = 0;
+	int fd;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return 0;
+	if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+/*
+ * No event names a session before CONNECT has made its id usable: a lossy
+ * CONNECT to a port where nothing listens, held 500 ms (fault point
+ * CONNECT_PUBLISH) after its dial, before it publishes the id.  The
+ * refusal comes during the hold; its CLOSED must not be posted before
+ * the id is published, so that the CLOSE the application answers it with
+ * finds the session (the CLOSED used to come first, the CLOSE failed
+ * with ENOENT, and the dead session kept its max_sessions slot until
+ * the instance closed).  Over TCP: loopback refuses at once.
+ */
+TEST_F_TIMEOUT(core, no_event_before_the_id_is_published, 60)
+{
+	struct kmsgr_connect c = {
+		.transport = KMSGR_XPRT_TCP,
+		.peer_type = KT_PEER_ANY,
+		.my_type = KT_ENTITY_CLIENT,
+		.auth = KMSGR_AUTH_NONE,
+		.name = "kmsgr-selftest",
+	};
+	struct late_connect lc = { .k = self->cli.k, .c = &c };
+	struct kmsgr_cqe *cqe;
+	int close_ret = 1;
+	uint64_t end;
+	uint16_t port;
+	pthread_t t;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(KMSGR_FAULT_PARAM, W_OK))
+		SKIP(return, "module built without KMSGR_FAULT=y");
+	port = closed_port();
+	ASSERT_NE(0, port);
+	c.addr.family = AF_INET;
+	c.addr.port = htons(port);
+	c.addr.addr[0] = 127;
+	c.addr.addr[3] = 1;
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_CONNECT_PUBLISH, LATE_US));
+	ASSERT_EQ(0, pthread_create(&t, NULL, late_connect, &lc));
+	end = kt_now_ms() + 5000;
+	while (close_ret == 1 && kt_now_ms() < end) {
+		if (kmsgr_wait_cqe(self->cli.k, &cqe, 50000000ULL))
+			continue;
+		if (cqe->kind == KMSGR_CQE_EVENT &&
+		    cqe->event == KMSGR_EV_CLOSED) {
+			/* as an application answers it, at once */
+			close_ret = kmsgr_close_id(self->cli.k, cqe->session);
+			TH_LOG("CLOSED of session %u (res %d), then its CLOSE: %d",
+			       cqe->session, cqe->res, close_ret);
+		}
+		kmsgr_cqe_seen(self->cli.k);
+	}
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
+	EXPECT_EQ(0, lc.ret) TH_LOG("CONNECT: %s", strerror(-lc.ret));
+	ASSERT_NE(1, close_ret) TH_LOG("no CLOSED for the refused CONNECT");
+	EXPECT_EQ(0, close_ret) TH_LOG("the CLOSE of the CLOSED session: %s",
+				       strerror(-close_ret));
 }
 
 /* ---- netlink never waits for an instance's owner ------------------------- */
