@@ -361,6 +361,13 @@ run_harness() {
 	elif [ "$prc" -ne 0 ] && [ "$pfail" -eq 0 ]; then
 		tap 1 "$name: exit status $prc"
 	fi
+	# a failure: what kmsgr logged meanwhile (why its sessions ended)
+	if [ "$pfail" -ne 0 ] || [ "$prc" -ne 0 ]; then
+		echo "# $name failed: the last kernel log lines of kmsgr since it started:"
+		klog_read
+		sed -n "/^kmsgr-selftest: $name\$/,\$p" "$tmp/klog" |
+			grep 'kmsgr' | tail -n 40 | comment
+	fi
 	kernel_quiet_since "$name"
 }
 
