@@ -410,6 +410,7 @@ debug_suite = KMSGR_VM_KTREE=$$(tools/debug-kernel root) \
 	tools/vm/run --rxe --nvme 64M --mem 3072 --timeout 7200 -- \
 	env KMSGR_GUEST_PART=$(1) KMSGR_NO_SKIP=1 KMSGR_KMEMLEAK=1 \
 	KMSGR_NO_INSTALL=1 HARNESS_TIMEOUT=3600 KMSGR_CEPH_CLI_SCALE=4 \
+	KMSGR_RADOS_BENCH_SECS=10 \
 	KMSGR_KO=$(BUILD)/kdbg/kmod/kmod/kmsgr.ko \
 	KMSGR_RDMA_KO=$(BUILD)/kdbg/kmod/kmod/kmsgr_rdma.ko \
 	KMSGR_LOAD_MSGS=2000 KMSGR_CYCLES=10 KMSGR_TINY_MSGS=1000 \
