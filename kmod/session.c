@@ -552,6 +552,7 @@ static int kmsgr_conn_rx_alloc(void *priv, struct msgr2_rx_msg *m)
 		return -EMSGSIZE;
 	}
 	kmsgr_sess_set_paused(s, true);
+	kc->rx_waits = true;	/* until the message has a place */
 	if (s->rx_held || !kmsgr_cq_room(inst))
 		return -EAGAIN;
 	/* behind spilled messages: spill too (order), or wait */
@@ -574,7 +575,11 @@ placed:
 	if (ret)
 		return -EAGAIN;
 	kc->rx_msg_at = jiffies | 1;	/* msg_timeout runs from here */
-	/* spilled messages wait for pool room: stay where resume finds us */
+	kc->rx_waits = false;
+	/*
+	 * Spilled messages wait for pool room: stay where resume finds us,
+	 * reading on (the peer's silence is timed again).
+	 */
 	kmsgr_sess_set_paused(s, kc->rx_spill || !list_empty(&s->spill));
 	return 0;
 }
@@ -1581,14 +1586,15 @@ static int kmsgr_sess_check_timeouts(struct kmsgr_sess *s,
 		return 0;
 	/*
 	 * Not reading for want of CQ or pool room is our doing: silence
-	 * from the peer means nothing then.
+	 * from the peer means nothing then.  A session that spills reads
+	 * on while its messages wait (paused too): silence counts.
 	 */
-	if (READ_ONCE(s->paused)) {
+	if (s->rx_held || kc->rx_waits)
 		kc->rx_at = jiffies;
+	if (READ_ONCE(s->paused))
 		kmsgr_sess_report_stall(s);
-	} else {
+	else
 		s->stall_logged = false;
-	}
 	if (ka && time_after(jiffies, kc->rx_at + kmsgr_secs(ka)))
 		what = "keepalive_timeout: nothing received";
 	else if (mt && kc->rx_msg_at &&

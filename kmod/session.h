@@ -94,6 +94,9 @@ struct kmsgr_conn {
 					 * message being received, 0: none
 					 */
 	struct kmsgr_spill *rx_spill;	/* it is received into this */
+	bool rx_waits;			/* rx_alloc found no room: nothing is
+					 * read until the session resumes
+					 */
 	/*
 	 * The destination of a message the connection's failure ended
 	 * while the transport may still write into it (an RDMA READ under

@@ -104,6 +104,15 @@
  *                                 handshake (answers no keepalive) is
  *                                 closed with TIMEOUT after
  *                                 keepalive_timeout, not after minutes
+ *  spilling_receiver_times_out    a lossless client whose
+ *                                 64 KiB receive pool is full (16 8-KiB
+ *                                 messages from a rogue server, reaped,
+ *                                 never released: the rest are spilled
+ *                                 and reading goes on) and whose peer
+ *                                 then goes silent loses its connection
+ *                                 by keepalive_timeout (3 s), reason
+ *                                 TIMEOUT (a spilling session was not
+ *                                 timed at all)
  *  keepalive_change_spares_sessions  keepalive_timeout set from 30 to 3 s
  *                                 leaves an idle pair made before up (both
  *                                 ends timed out, their keepalives 10 s
@@ -2097,6 +2106,82 @@ static void silent_peer_times_out(struct __test_metadata *_metadata,
 TEST_F_TIMEOUT(core_tcp, silent_peer_times_out, 120)
 {
 	silent_peer_times_out(_metadata, &self->c);
+}
+
+/*
+ * A lossless session that spills (the pool is full, the messages wait in
+ * kernel memory) reads on: a peer that goes silent then is timed as any
+ * other.  The RECVs are reaped and never released; the rest of the 16
+ * are spilled.  The connection must end by keepalive_timeout, reason
+ * TIMEOUT (DOWN: the client then tries to resume, and the rogue, which
+ * served one connection, is gone).
+ */
+static void spilling_receiver_times_out(struct __test_metadata *_metadata,
+					FIXTURE_DATA(core) *self)
+{
+	unsigned int old, recvs = 0;
+	struct kmsgr_cqe *cqe;
+	struct kt_inst small;
+	struct kmsgr_addr a;
+	uint64_t t_up = 0, t_end = 0, end;
+	uint32_t id;
+	int reason = -1, ret;
+	FILE *rogue;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	ASSERT_EQ(0, param_set("keepalive_timeout", 3, &old));
+	ASSERT_EQ(0, kt_inst_open_cq(&small, "spill", 8, 64, TX_AREA,
+				     64 << 10, 7));
+	small.transport = KMSGR_XPRT_TCP;
+	rogue = rogue_server("flood", 30000, &a);
+	ASSERT_NE(NULL, rogue);
+	ASSERT_EQ(0, kt_connect(&small, &a, KMSGR_SESS_F_LOSSLESS,
+				KT_PEER_ANY, 0x5b, &id));
+	end = kt_now_ms() + 20000;
+	while (reason < 0 && kt_now_ms() < end) {
+		ret = kmsgr_wait_cqe(small.k, &cqe, 200000000ULL);
+		if (ret == -ETIME)
+			continue;
+		ASSERT_EQ(0, ret);
+		if (cqe->kind == KMSGR_CQE_RECV) {
+			/* reaped, never released: the pool stays full */
+			EXPECT_EQ(0x4323, cqe->type);
+			EXPECT_EQ(recvs, cqe->tid);
+			recvs++;
+		} else if (cqe->kind == KMSGR_CQE_EVENT &&
+			   cqe->session == id) {
+			if (cqe->event == KMSGR_EV_UP) {
+				t_up = kt_now_ms();
+			} else if (cqe->event == KMSGR_EV_DOWN ||
+				   cqe->event == KMSGR_EV_CLOSED) {
+				reason = cqe->reason;
+				t_end = kt_now_ms();
+			}
+		}
+		kmsgr_cqe_seen(small.k);
+	}
+	ASSERT_NE(0, t_up);
+	/* the pool took some, the others were spilled (16 never fit) */
+	EXPECT_LT(0, recvs);
+	EXPECT_GT(16, recvs);
+	ASSERT_LE(0, reason) TH_LOG("no DOWN or CLOSED 20 s after UP (%u RECVs)",
+				    recvs);
+	EXPECT_EQ(KMSGR_REASON_TIMEOUT, reason);
+	EXPECT_LE(2500, t_end - t_up);
+	EXPECT_GE(10000, t_end - t_up);
+	TH_LOG("%u RECVs; the connection ended %llu ms after UP", recvs,
+	       (unsigned long long)(t_end - t_up));
+	/* the rogue saw the close: exit 0 */
+	EXPECT_EQ(0, pclose(rogue));
+	kmsgr_close_id(small.k, id);
+	kt_inst_close(&small);
+	EXPECT_EQ(0, param_set("keepalive_timeout", old, NULL));
+}
+
+TEST_F_TIMEOUT(core_tcp, spilling_receiver_times_out, 120)
+{
+	spilling_receiver_times_out(_metadata, &self->c);
 }
 
 /*

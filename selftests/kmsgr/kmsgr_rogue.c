@@ -35,6 +35,8 @@
  *                   not even an answer to a keepalive
  *   unacked         the same, but the session it accepts is lossless (a
  *                   server cookie): what the peer sends is never acked
+ *   flood           as unacked, then 16 messages (type 0x4323, tid 0 to
+ *                   15) of an 8 KiB data segment each, then silence
  *   withhold        a full handshake, then the first 77 bytes of a MESSAGE
  *                   (preamble, ceph_msg_header2 and its crc) announcing a
  *                   data segment of $KMSGR_ROGUE_DATA bytes (default
@@ -65,12 +67,14 @@
 #define ROGUE_HDR2_LEN		41
 #define ROGUE_FRONT_LEN		100
 #define ROGUE_MAX_IOV		64
+#define ROGUE_FLOOD_MSGS	16
+#define ROGUE_FLOOD_LEN		8192
 #define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
 
 enum rogue_fault {
 	F_BANNER, F_GARBAGE, F_HELLO_OVERSIZE,
 	F_PREAMBLE_CRC, F_SEGMENT_CRC, F_OVERSIZE, F_WITHHOLD,
-	F_FORGED_RECONNECT, F_SILENT, F_UNACKED, F_RESUME_LIVE,
+	F_FORGED_RECONNECT, F_SILENT, F_UNACKED, F_RESUME_LIVE, F_FLOOD,
 };
 
 static const struct {
@@ -88,6 +92,7 @@ static const struct {
 	{ "silent", F_SILENT },
 	{ "unacked", F_UNACKED },
 	{ "resume-live", F_RESUME_LIVE },
+	{ "flood", F_FLOOD },
 };
 
 struct rogue {
@@ -111,6 +116,8 @@ struct rogue {
 	long long tx_off;		/* bytes written since corrupt_at was set */
 	struct msgr2_msg msg;
 	u8 front[ROGUE_FRONT_LEN];
+	struct msgr2_msg flood[ROGUE_FLOOD_MSGS];
+	u8 flood_data[ROGUE_FLOOD_LEN];
 };
 
 static long long now_ms(void)
@@ -307,7 +314,8 @@ static int rogue_handshake(struct rogue *r)
 		return -ENOMEM;
 	msgr2_session_init(&r->sess, r->fault != F_FORGED_RECONNECT &&
 			   r->fault != F_UNACKED &&
-			   r->fault != F_RESUME_LIVE);
+			   r->fault != F_RESUME_LIVE &&
+			   r->fault != F_FLOOD);
 	ret = msgr2_conn_init(r->conn, &r->cfg, &r->sess);
 	if (ret)
 		return ret;
@@ -365,6 +373,32 @@ static const u8 good_banner[26] = {
 
 static int rogue_forged_reconnect(struct rogue *r);
 static int rogue_resume_live(struct rogue *r);
+
+/* A lossless session's messages, all of them out, then nothing more. */
+static int rogue_flood(struct rogue *r)
+{
+	struct msgr2_msg *m;
+	int i, ret;
+
+	ret = rogue_handshake(r);
+	if (ret)
+		return ret;
+	memset(r->flood_data, 0xf1, sizeof(r->flood_data));
+	for (i = 0; i < ROGUE_FLOOD_MSGS; i++) {
+		m = &r->flood[i];
+		memset(m, 0, sizeof(*m));
+		m->hdr.type = 0x4323;
+		m->hdr.priority = 127;
+		m->hdr.version = 1;
+		m->hdr.tid = (u64)i;
+		m->seg[MSGR2_DATA].base = r->flood_data;
+		m->seg[MSGR2_DATA].len = sizeof(r->flood_data);
+		ret = msgr2_send(&r->sess, m);
+		if (ret)
+			return ret;
+	}
+	return rogue_flush(r);
+}
 
 static int commit_fault(struct rogue *r)
 {
@@ -430,6 +464,8 @@ static int commit_fault(struct rogue *r)
 		return rogue_forged_reconnect(r);
 	case F_RESUME_LIVE:
 		return rogue_resume_live(r);
+	case F_FLOOD:
+		return rogue_flood(r);
 	case F_SILENT:
 	case F_UNACKED:
 		return rogue_handshake(r);	/* wait_close() only drains */
@@ -687,6 +723,6 @@ int main(int argc, char **argv)
 	return ret;
 usage:
 	fprintf(stderr, "usage: kmsgr_rogue [--life-ms N] server|client:IP:PORT:NONCE FAULT\n"
-		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize withhold forged-reconnect silent unacked resume-live\n");
+		"faults: banner garbage hello-oversize preamble-crc segment-crc oversize withhold forged-reconnect silent unacked resume-live flood\n");
 	return 2;
 }
