@@ -38,39 +38,16 @@
 
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
-#include <netlink/genl/ctrl.h>
-#include <netlink/genl/genl.h>
 
 #include <linux/kmsgr_netlink.h>
+
+#include "kmsgr_nl_raw.h"
 
 #define COMM		"kmsgr_nl_dumps"
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define RBUF_SIZE	65536
 
 static int family;
-
-/* A raw generic netlink socket, and the family's id in @family. */
-static int open_family(void)
-{
-	struct nl_sock *sk = nl_socket_alloc();
-	int fd;
-
-	if (!sk || genl_connect(sk) < 0) {
-		fprintf(stderr, "cannot open generic netlink\n");
-		return -1;
-	}
-	family = genl_ctrl_resolve(sk, KMSGR_GENL_NAME);
-	nl_socket_free(sk);
-	if (family < 0) {
-		fprintf(stderr, "no \"%s\" family (module not loaded?)\n",
-			KMSGR_GENL_NAME);
-		return -1;
-	}
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-	if (fd < 0)
-		perror("socket");
-	return fd;
-}
 
 /* Send a dump request for @cmd with one attribute (@type 0: none). */
 static int send_dump(int fd, uint8_t cmd, uint16_t type, uint64_t val,
@@ -159,7 +136,7 @@ static int filters(void)
 		{ "BDEV_GET, instance 0", KMSGR_CMD_BDEV_GET,
 		  KMSGR_A_BDEV_INSTANCE, 0, 8, 0 },
 	};
-	int fd = open_family(), bad = 0;
+	int fd = kt_nl_raw_open(COMM, &family), bad = 0;
 	size_t i;
 
 	if (fd < 0)
@@ -264,7 +241,7 @@ static int namespaces(int count)
 			return 1;
 		}
 	}
-	fd = open_family();
+	fd = kt_nl_raw_open(COMM, &family);
 	if (fd < 0 || send_dump(fd, KMSGR_CMD_INSTANCE_GET, 0, 0, 0))
 		return 1;
 	r = read_insts(fd, pid, uid, &first);

@@ -32,10 +32,10 @@
 
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
-#include <netlink/genl/ctrl.h>
-#include <netlink/genl/genl.h>
 
 #include <linux/kmsgr_netlink.h>
+
+#include "kmsgr_nl_raw.h"
 
 #define BUF_SIZE	4096
 
@@ -147,27 +147,12 @@ int main(int argc, char **argv)
 	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
 	static unsigned char buf[BUF_SIZE];
 	unsigned long i, replies = 0, bdevs = 0, lost = 0;
-	struct nl_sock *sk;
 	int family, fd;
 
 	srandom(seed);
-	sk = nl_socket_alloc();
-	if (!sk || genl_connect(sk) < 0) {
-		fprintf(stderr, "kmsgr_nl_fuzz: cannot open generic netlink\n");
+	fd = kt_nl_raw_open("kmsgr_nl_fuzz", &family);
+	if (fd < 0)
 		return 1;
-	}
-	family = genl_ctrl_resolve(sk, KMSGR_GENL_NAME);
-	nl_socket_free(sk);
-	if (family < 0) {
-		fprintf(stderr, "kmsgr_nl_fuzz: no \"%s\" family (module not loaded?)\n",
-			KMSGR_GENL_NAME);
-		return 1;
-	}
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-	if (fd < 0) {
-		perror("kmsgr_nl_fuzz: socket");
-		return 1;
-	}
 
 	for (i = 0; i < count; i++) {
 		size_t len = build(buf, family, (unsigned int)i + 1);
