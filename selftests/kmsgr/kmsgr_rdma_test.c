@@ -362,19 +362,22 @@ static void streams(struct __test_metadata *_metadata,
 
 TEST_F_TIMEOUT(rdma, stream_mixed, 900)
 {
-	long long offered, pulled, staged;
+	long long offered, pulled, staged, lost;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	offered = kt_rdma_counter("offered_bytes");
 	pulled = kt_rdma_counter("pulled_bytes");
+	lost = kt_rdma_counter("read_timeouts");
 	streams(_metadata, self, kt_env_long("KMSGR_RDMA_MSGS", 10000),
 		variant->max_log2, 800 * 1000);
 	offered = kt_rdma_counter("offered_bytes") - offered;
 	pulled = kt_rdma_counter("pulled_bytes") - pulled;
 	staged = kt_rdma_counter("staged_bytes");
-	TH_LOG("pulled with RDMA READ: %lld of %lld bytes offered; %lld bytes of staging buffers",
-	       pulled, offered, staged);
+	/* a READ the device lost ends its connection: say so if it did */
+	lost = kt_rdma_counter("read_timeouts") - lost;
+	TH_LOG("pulled with RDMA READ: %lld of %lld bytes offered; %lld bytes of staging buffers; %lld READs not completed within read_timeout",
+	       pulled, offered, staged, lost);
 	/* large payloads were pulled, every byte offered */
 	EXPECT_LT(0, pulled);
 	EXPECT_EQ(offered, pulled);
