@@ -2399,20 +2399,50 @@ static enum kmsgr_rdma_tx kmsgr_rdma_tx_how(struct kmsgr_rdma_conn *c,
  * such a connection).  On rxe, kmsgr therefore registers only on an empty
  * send queue: no SEND, READ or invalidation outstanding.
  */
+/* Work requests of @c outstanding on its send queue. */
+static u32 kmsgr_rdma_sq_ahead(struct kmsgr_rdma_conn *c)
+	__must_hold(&c->lock)
+{
+	u32 i, n = c->tx_posted - c->tx_done + c->rd_posted;
+
+	for (i = 0; i < c->nr_mrs; i++)
+		n += c->mrs[i].inv;
+	return n;
+}
+
 static bool kmsgr_rdma_may_register(struct kmsgr_rdma_conn *c)
 	__must_hold(&c->lock)
 {
+	return c->ibdev->ops.driver_id != RDMA_DRIVER_RXE ||
+	       !kmsgr_rdma_sq_ahead(c);
+}
+
+#ifdef KMSGR_FAULT
+static unsigned int fault_offer_ms;
+module_param(fault_offer_ms, uint, 0644);
+MODULE_PARM_DESC(fault_offer_ms,
+		 "Test builds only: an offer waits up to this many ms (at most 5000), between its check of the send queue and its post, for an invalidation to be posted (a DONE that came meanwhile)");
+
+static void kmsgr_rdma_fault_offer(struct kmsgr_rdma_conn *c)
+{
+	unsigned int ms = min(READ_ONCE(fault_offer_ms), 5000U);
+	unsigned long end = jiffies + msecs_to_jiffies(ms);
+	bool inv = false;
 	u32 i;
 
-	if (c->ibdev->ops.driver_id != RDMA_DRIVER_RXE)
-		return true;
-	if (c->tx_posted != c->tx_done || c->rd_posted)
-		return false;
-	for (i = 0; i < c->nr_mrs; i++)
-		if (c->mrs[i].inv)
-			return false;
-	return true;
+	while (ms && !inv && time_before(jiffies, end)) {
+		usleep_range(20, 50);
+		spin_lock_bh(&c->lock);
+		for (i = 0; i < c->nr_mrs; i++)
+			inv |= c->mrs[i].inv;
+		spin_unlock_bh(&c->lock);
+	}
 }
+#else
+static void kmsgr_rdma_fault_offer(struct kmsgr_rdma_conn *c)
+{
+}
+#endif
 
 /*
  * Offer up to one registration's worth of @p (@len bytes of kernel
@@ -2432,6 +2462,7 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
 	struct kmsgr_rdma_mr *m = NULL;
 	struct ib_reg_wr reg = { };
 	const struct ib_send_wr *bad;
+	bool again = false;
 	size_t k;
 	int ret;
 	u32 i;
@@ -2497,7 +2528,22 @@ static ssize_t kmsgr_rdma_offer(struct kmsgr_rdma_conn *c, const void *p,
 	put_unaligned_be64(m->mr->iova, &d->addr);
 	d->rkey = cpu_to_be32(m->mr->rkey);
 	d->len = cpu_to_be32(k);
+	kmsgr_rdma_fault_offer(c);
 	spin_lock_bh(&c->lock);
+	/*
+	 * Again: a DONE that came while the lock was dropped posted an
+	 * invalidation (kmsgr_rdma_pulled(), from the receive completion).
+	 * Its completion kicks the owner (tx_wait), which offers again.
+	 */
+	if (!kmsgr_rdma_may_register(c)) {
+		c->tx_wait = true;
+		spin_unlock_bh(&c->lock);
+		again = true;
+		ret = -EAGAIN;
+		goto out_unmap;
+	}
+	trace_kmsgr_rdma_offer(c->qp, &c->peer, k, m->mr->rkey, stage,
+			       kmsgr_rdma_sq_ahead(c));
 	bad = &reg.wr;
 	ret = kmsgr_rdma_post_send(c, KMSGR_RDMA_MSG_PULL, sizeof(*d),
 				   &reg.wr, &bad);
@@ -2532,7 +2578,8 @@ out_table:
 out_free:
 	spin_lock_bh(&c->lock);
 	m->busy = false;
-	kmsgr_rdma_fail(c, ret);
+	if (!again)
+		kmsgr_rdma_fail(c, ret);
 	spin_unlock_bh(&c->lock);
 	return ret;
 

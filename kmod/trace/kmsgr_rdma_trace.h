@@ -5,6 +5,7 @@
  *
  *   kmsgr_rdma_read_post   a READ posted (or its post failed: @res)
  *   kmsgr_rdma_read_done   its completion (softirq): @status
+ *   kmsgr_rdma_offer       a PULL and its registration posted (sender)
  *
  * A connection is named by its device, QP number and the peer's address.
  * The module has tracepoints of its own rather than kmsgr.ko's: they come
@@ -66,6 +67,44 @@ static inline void kmsgr_rdma_trace_peer(u8 *dst,
 	memcpy(dst, ss, len);
 }
 #endif
+
+/*
+ * kmsgr_rdma_offer - a PULL of @len bytes under @rkey and the fast
+ * registration before it were posted (@staged: of a staging copy).
+ * @ahead: the work requests of the connection still outstanding on its
+ * send queue then (SENDs, a READ, invalidations); on soft-RoCE kmsgr
+ * registers only when there are none (docs/rdma-wire.md).
+ */
+TRACE_EVENT(kmsgr_rdma_offer,
+	TP_PROTO(const struct ib_qp *qp, const struct sockaddr_storage *peer,
+		 u32 len, u32 rkey, bool staged, u32 ahead),
+
+	TP_ARGS(qp, peer, len, rkey, staged, ahead),
+
+	TP_STRUCT__entry(
+		__string(dev, dev_name(&qp->device->dev))
+		__array(u8, peer, sizeof(struct sockaddr_in6))
+		__field(u32, qpn)
+		__field(u32, len)
+		__field(u32, rkey)
+		__field(u32, ahead)
+		__field(bool, staged)
+	),
+
+	TP_fast_assign(
+		kmsgr_assign_str(dev, dev_name(&qp->device->dev));
+		kmsgr_rdma_trace_peer(__entry->peer, peer);
+		__entry->qpn = qp->qp_num;
+		__entry->len = len;
+		__entry->rkey = rkey;
+		__entry->ahead = ahead;
+		__entry->staged = staged;
+	),
+
+	TP_printk("dev=%s qpn=%u peer=%pISpc len=%u rkey=0x%x staged=%d ahead=%u",
+		  __get_str(dev), __entry->qpn, __entry->peer, __entry->len,
+		  __entry->rkey, __entry->staged, __entry->ahead)
+);
 
 /*
  * kmsgr_rdma_read_post - the READ of @len bytes at the peer's @addr (what

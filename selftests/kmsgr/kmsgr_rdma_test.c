@@ -36,6 +36,13 @@
  *                  does): the CM hears of it and establishes the
  *                  connection then (the RTU after it counts as a
  *                  duplicate); the pair works.
+ *  offer_on_empty_send_queue  on rxe a PULL's registration is posted
+ *                  only onto an empty send queue, even when a DONE
+ *                  makes an invalidation while the offer maps its pages
+ *                  (fault_offer_ms, test builds, holds every offer
+ *                  until one is posted, 20 ms at most): every
+ *                  kmsgr_rdma_offer event (tracefs) has ahead=0, and
+ *                  a stream of 300 messages crosses intact
  *  no_done_peer    the receiving end never says DONE (fault_no_done, test
  *                  builds) but acknowledges: a lossless sender fails the
  *                  connection with EPROTO, its registrations destroyed
@@ -618,6 +625,52 @@ TEST_F_TIMEOUT(rdma, netdev_flap, 300)
 }
 
 #define NO_DONE	"/sys/module/kmsgr_rdma/parameters/fault_no_done"
+#define OFFER_MS "/sys/module/kmsgr_rdma/parameters/fault_offer_ms"
+
+/*
+ * Soft-RoCE executes a fast registration again when its QP retransmits
+ * behind it, and that second execution stops the send queue for good: a
+ * PULL's registration goes only onto an empty send queue
+ * (docs/rdma-wire.md).  An offer checked that before it mapped the pages
+ * and posted without looking again, while a DONE arriving meanwhile
+ * posts an invalidation from the receive completion.  fault_offer_ms
+ * holds each offer there until an invalidation is posted: the offers
+ * traced must all have found the queue empty (ahead=0).
+ */
+TEST_F_TIMEOUT(rdma, offer_on_empty_send_queue, 300)
+{
+	unsigned int offers = 0, ahead = 0;
+	struct kt_trace t;
+	const char *why;
+	char *trace, *p;
+
+	if (self->why)
+		SKIP(return, "%s", self->why);
+	if (access(OFFER_MS, W_OK))
+		SKIP(return, "kmsgr_rdma.ko built without KMSGR_FAULT=y");
+	why = kt_trace_create(&t, true);
+	ASSERT_EQ(NULL, why) TH_LOG("%s", why);
+	/* the offers only: the sessions' events would fill the buffer */
+	ASSERT_EQ(0, kt_trace_write(&t, "events/kmsgr/enable", "0"));
+	ASSERT_EQ(0, kmsgr_write_line(OFFER_MS, "20"));
+	streams(_metadata, self, 300, 17, 240 * 1000);
+	EXPECT_EQ(0, kmsgr_write_line(OFFER_MS, "0"));
+	trace = kt_trace_read(&t);
+	kt_trace_remove(&t);
+	ASSERT_NE(NULL, trace);
+	for (p = trace; (p = strstr(p, "kmsgr_rdma_offer:")); p++) {
+		offers++;
+		p = strstr(p, " ahead=");
+		if (!p)
+			break;
+		ahead += strtoul(p + 7, NULL, 10) != 0;
+	}
+	free(trace);
+	TH_LOG("%u offers traced, %u of them onto a busy send queue",
+	       offers, ahead);
+	EXPECT_LT(0, offers) TH_LOG("nothing was offered: the test proves nothing");
+	EXPECT_EQ(0, ahead);
+}
 
 /*
  * Wait until netlink's instance-get says instance @id has @pinned bytes
