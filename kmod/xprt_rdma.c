@@ -888,6 +888,51 @@ static bool kmsgr_rdma_may_stream(struct kmsgr_rdma_conn *c)
 
 /* ---- completions (softirq) ---- */
 
+/*
+ * The QP went to error while the CM told of no disconnect: a peer's access
+ * violation (an RDMA READ or WRITE under a key it was not given: rxe moves
+ * the responder's QP to error with neither an event nor an error
+ * completion; other devices raise IB_EVENT_QP_ACCESS_ERR), or a fatal QP
+ * event.  Only flushed completions come then, and the stream would just
+ * stop.  A peer's close brings DISCONNECTED at once (iWARP devices may
+ * flush first): if none has come KMSGR_RDMA_ERR_GRACE later, the
+ * connection fails.
+ */
+#define KMSGR_RDMA_ERR_GRACE	HZ
+
+/*
+ * Nothing has ended @c yet.  It may still be connecting: a passive side's
+ * QP takes the peer's first packets before its CM has the RTU, so the QP
+ * can go to error (and flush) before RDMA_CM_EVENT_ESTABLISHED.
+ */
+static bool kmsgr_rdma_live(const struct kmsgr_rdma_conn *c)
+	__must_hold(&c->lock)
+{
+	return c->state != KMSGR_RDMA_EOF && !c->closing && !c->detached &&
+	       !c->err;
+}
+
+static void kmsgr_rdma_err_timeout(struct timer_list *t)
+{
+	struct kmsgr_rdma_conn *c = from_timer(c, t, err_timer);
+
+	spin_lock_bh(&c->lock);
+	if (kmsgr_rdma_live(c)) {
+		pr_warn_ratelimited("connection %pISpc: queue pair in error without a disconnect\n",
+				    &c->peer);
+		kmsgr_rdma_fail(c, -ECONNRESET);
+	}
+	spin_unlock_bh(&c->lock);
+}
+
+/* A flushed completion: the QP is in error (kmsgr_rdma_err_timeout()). */
+static void kmsgr_rdma_flushed(struct kmsgr_rdma_conn *c)
+	__must_hold(&c->lock)
+{
+	if (kmsgr_rdma_live(c) && !timer_pending(&c->err_timer))
+		mod_timer(&c->err_timer, jiffies + KMSGR_RDMA_ERR_GRACE);
+}
+
 static int kmsgr_rdma_wc_err(struct kmsgr_rdma_conn *c,
 			     const struct ib_wc *wc)
 {
@@ -941,6 +986,7 @@ static void kmsgr_rdma_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 		m->offered = false;
 		m->inv = false;
 		wake_up(&c->wq);
+		kmsgr_rdma_flushed(c);
 		goto out;
 	}
 	if (wc->status != IB_WC_SUCCESS) {
@@ -971,7 +1017,9 @@ static void kmsgr_rdma_read_done(struct ib_cq *cq, struct ib_wc *wc)
 	c->rd_done = true;
 	c->rd_status = wc->status;
 	trace_kmsgr_rdma_read_done(wc->qp, &c->peer, c->rd_len, wc->status);
-	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+	if (wc->status == IB_WC_WR_FLUSH_ERR)
+		kmsgr_rdma_flushed(c);
+	else if (wc->status != IB_WC_SUCCESS)
 		pr_warn_ratelimited("connection %pISpc: RDMA READ failed: %s\n",
 				    &c->peer, ib_wc_status_msg(wc->status));
 	kmsgr_rdma_kick(c, KMSGR_XPRT_KICK_RX);
@@ -1005,51 +1053,6 @@ static void kmsgr_rdma_read_timeout(struct timer_list *t)
 		kmsgr_rdma_fail(c, -ETIMEDOUT);
 	}
 	spin_unlock_bh(&c->lock);
-}
-
-/*
- * The QP went to error while the CM told of no disconnect: a peer's access
- * violation (an RDMA READ or WRITE under a key it was not given: rxe moves
- * the responder's QP to error with neither an event nor an error
- * completion; other devices raise IB_EVENT_QP_ACCESS_ERR), or a fatal QP
- * event.  Only flushed completions come then, and the stream would just
- * stop.  A peer's close brings DISCONNECTED at once (iWARP devices may
- * flush first): if none has come KMSGR_RDMA_ERR_GRACE later, the
- * connection fails.
- */
-#define KMSGR_RDMA_ERR_GRACE	HZ
-
-/*
- * Nothing has ended @c yet.  It may still be connecting: a passive side's
- * QP takes the peer's first packets before its CM has the RTU, so the QP
- * can go to error (and flush) before RDMA_CM_EVENT_ESTABLISHED.
- */
-static bool kmsgr_rdma_live(const struct kmsgr_rdma_conn *c)
-	__must_hold(&c->lock)
-{
-	return c->state != KMSGR_RDMA_EOF && !c->closing && !c->detached &&
-	       !c->err;
-}
-
-static void kmsgr_rdma_err_timeout(struct timer_list *t)
-{
-	struct kmsgr_rdma_conn *c = from_timer(c, t, err_timer);
-
-	spin_lock_bh(&c->lock);
-	if (kmsgr_rdma_live(c)) {
-		pr_warn_ratelimited("connection %pISpc: queue pair in error without a disconnect\n",
-				    &c->peer);
-		kmsgr_rdma_fail(c, -ECONNRESET);
-	}
-	spin_unlock_bh(&c->lock);
-}
-
-/* A flushed completion: the QP is in error (kmsgr_rdma_err_timeout()). */
-static void kmsgr_rdma_flushed(struct kmsgr_rdma_conn *c)
-	__must_hold(&c->lock)
-{
-	if (kmsgr_rdma_live(c) && !timer_pending(&c->err_timer))
-		mod_timer(&c->err_timer, jiffies + KMSGR_RDMA_ERR_GRACE);
 }
 
 /* The peer read a PULL: invalidate its registration (@rkey). */
@@ -1201,7 +1204,10 @@ static void kmsgr_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (c->closing && c->tx_done == c->tx_posted)
 		wake_up(&c->wq);
 	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+		/* flushed: told even when no receive is posted to say it */
+		if (wc->status == IB_WC_WR_FLUSH_ERR) {
+			kmsgr_rdma_flushed(c);
+		} else {
 			pr_warn_ratelimited("connection %pISpc: send failed: %s\n",
 					    &c->peer,
 					    ib_wc_status_msg(wc->status));
