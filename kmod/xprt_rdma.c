@@ -185,7 +185,7 @@ MODULE_PARM_DESC(pull_min,
 static unsigned int read_size = SZ_64K;
 module_param(read_size, uint, 0644);
 MODULE_PARM_DESC(read_size,
-		 "Largest RDMA READ, bytes (4096-1048576, default 65536): a READ's response comes as one burst of packets, and a link that drops one makes the whole rest go again");
+		 "Largest RDMA READ, bytes (a page to 1048576, default 65536): a READ's response comes as one burst of packets, and a link that drops one makes the whole rest go again");
 
 static unsigned int read_timeout = 5000;
 module_param(read_timeout, uint, 0644);
@@ -2212,8 +2212,9 @@ static ssize_t kmsgr_rdma_pull(struct kmsgr_rdma_conn *c,
 	if (!c->rd_busy) {
 		addr = get_unaligned_be64(&d->addr) + c->pull_off;
 		k = min_t(size_t, iov->len, len - c->pull_off);
-		k = min_t(u32, k, clamp_t(u32, READ_ONCE(read_size), SZ_4K,
-					  KMSGR_RDMA_READ_MAX) -
+		/* at least a page: the offset in it must not underflow */
+		k = min_t(u32, k, clamp_t(u32, READ_ONCE(read_size),
+					  PAGE_SIZE, KMSGR_RDMA_READ_MAX) -
 				  offset_in_page(iov->base));
 		ret = kmsgr_rdma_sgt(&c->rd_sgt, iov->base, k);
 		if (ret)
