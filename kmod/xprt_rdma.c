@@ -1166,11 +1166,15 @@ static void kmsgr_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		}
 		fallthrough;
 	case KMSGR_RDMA_MSG_DONE:
-		if (h->type == KMSGR_RDMA_MSG_DONE &&
-		    kmsgr_rdma_done_check(c, b)) {
-			pr_warn_ratelimited("connection %pISpc: bad DONE\n",
-					    &c->peer);
-			kmsgr_rdma_fail(c, -EPROTO);
+		ret = h->type == KMSGR_RDMA_MSG_DONE ?
+		      kmsgr_rdma_done_check(c, b) : 0;
+		if (ret) {
+			/* the peer's fault, or our invalidation's post */
+			pr_warn_ratelimited("connection %pISpc: %s: %d\n",
+					    &c->peer, ret == -EPROTO ?
+					    "bad DONE" :
+					    "cannot post an invalidation", ret);
+			kmsgr_rdma_fail(c, ret);
 			goto out;
 		}
 		fallthrough;
