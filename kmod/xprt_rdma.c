@@ -2399,17 +2399,6 @@ static enum kmsgr_rdma_tx kmsgr_rdma_tx_how(struct kmsgr_rdma_conn *c,
 	return c->nr_stages ? KMSGR_RDMA_TX_STAGE : KMSGR_RDMA_TX_SEND;
 }
 
-/*
- * Whether a registration may be posted now.  Soft-RoCE (rxe) of Linux 6.1
- * executes a fast registration again when its QP goes back to retransmit
- * (a lost packet) while the registration is executed but not completed,
- * that is, behind work requests still in flight.  The second execution
- * fails ("rxe_reg_fast_mr: ... not free"), and that stops the send queue
- * for good without completing what is ahead of it: a READ there stays
- * outstanding for ever, the QP silent (kmsgr_rdma_read_timeout() ends
- * such a connection).  On rxe, kmsgr therefore registers only on an empty
- * send queue: no SEND, READ or invalidation outstanding.
- */
 /* Work requests of @c outstanding on its send queue. */
 static u32 kmsgr_rdma_sq_ahead(struct kmsgr_rdma_conn *c)
 	__must_hold(&c->lock)
@@ -2421,6 +2410,17 @@ static u32 kmsgr_rdma_sq_ahead(struct kmsgr_rdma_conn *c)
 	return n;
 }
 
+/*
+ * Whether a registration may be posted now.  Soft-RoCE (rxe) of Linux 6.1
+ * executes a fast registration again when its QP goes back to retransmit
+ * (a lost packet) while the registration is executed but not completed,
+ * that is, behind work requests still in flight.  The second execution
+ * fails ("rxe_reg_fast_mr: ... not free"), and that stops the send queue
+ * for good without completing what is ahead of it: a READ there stays
+ * outstanding for ever, the QP silent (kmsgr_rdma_read_timeout() ends
+ * such a connection).  On rxe, kmsgr therefore registers only on an empty
+ * send queue: no SEND, READ or invalidation outstanding.
+ */
 static bool kmsgr_rdma_may_register(struct kmsgr_rdma_conn *c)
 	__must_hold(&c->lock)
 {
