@@ -900,9 +900,11 @@ static int pingpong_many(const struct kt_xprt *x, unsigned int n,
  * the waiters (enter_runs_sessions): each fault point alone and all at
  * once delay 300 us (a kick: at most 500 us, it runs in softirq).  A kick
  * lost in a widened window would leave the message to the session's 1 s
- * tick: 300 round trips would then take minutes, not seconds.
+ * tick: 300 round trips would then take minutes, not seconds.  Each phase
+ * may take up to its own limit (a minute), the eight more than the
+ * harness's default 30 s on a slow kernel (KASAN).
  */
-TEST_F(fast, runner_faults)
+TEST_F_TIMEOUT(fast, runner_faults, 300)
 {
 	static const unsigned int masks[] = {
 		FAULT_KICK_WAKE, FAULT_RUN_TAKEN, FAULT_HANDOFF,
