@@ -26,8 +26,12 @@
  *                            fewer (every dm bio has the same cookie: a
  *                            pass that polled one bio per cookie took 8)
  *  polled_op_behind_a_slow_batch
- *                            a dm "delay" device (2000 ms) over a polled
- *                            null_blk, and that null_blk itself: 8
+ *                            (KMSGR_FAULT=y) a dm "delay" device (2000
+ *                            ms) over a polled null_blk: ATTACH with
+ *                            F_POLL fails EOPNOTSUPP (dm-delay takes no
+ *                            REQ_NOWAIT), and is granted with the fault
+ *                            point BDEV_POLL_WAIT; with that null_blk
+ *                            itself: 8
  *                            polled READs on the dm device, then one on
  *                            the null_blk, then ENTERs with GETEVENTS and
  *                            min_complete 0 (a poll pass each): the
@@ -43,6 +47,15 @@
  *                            under a quarter of that in CPU (it stops
  *                            spinning 20 ms after the last CQE), and the
  *                            READ completes with 0 after the resume
+ *  suspended_dm_holds_no_polled_bio
+ *                            the same, with a kprobe on dm_submit_bio():
+ *                            after the resume device mapper submits the
+ *                            held bio again from its worker; it must not
+ *                            be REQ_POLLED (its poll state would be built
+ *                            there while our poller reads it): the
+ *                            polled bio carries REQ_NOWAIT, fails with
+ *                            BLK_STS_AGAIN, and the op goes again
+ *                            unpolled; the READ brings the bytes written
  *  stale_cookie_after_queue_shrink
  *                            (KMSGR_FAULT=y) null_blk with 2 submit queues
  *                            and a poll queue (hardware context 2),
@@ -113,7 +126,13 @@
 #define STR(x)		STR_(x)
 #define DM_NAME		"kmsgr-nullb-dm"
 
-#define FAULT_BDEV_POLL	(1U << 4)	/* enum kmsgr_fault_point */
+/* kmod/kmsgr.h enum kmsgr_fault_point */
+#define FAULT_BDEV_POLL		(1U << 4)
+#define FAULT_BDEV_POLL_WAIT	(1U << 21)
+
+/* include/linux/blk_types.h (6.1): bio->bi_opf's offset, __REQ_POLLED */
+#define BIO_OPF_OFF	16
+#define BIO_REQ_POLLED	(1U << 23)
 
 /* split_polled_op_sleeps */
 #define SPLIT_TIMER_MS	500		/* null_blk's completion_nsec */
@@ -819,12 +838,20 @@ TEST_F_TIMEOUT(nullb, polled_op_behind_a_slow_batch, 60)
 
 	if (dm_missing(self))
 		SKIP(return, "%s", dm_missing(self));
+	BDEV_SKIP_UNLESS_FAULTS(self);
 	nullb_create(_metadata, &self->nb, cfg);
 	run_cmd("modprobe dm_delay 2>/dev/null");
 	snprintf(table, sizeof(table), "0 %u delay %s 0 %u\\n",
 		 NB_SIZE_MIB * 2048, self->nb.dev, SLOW_DELAY_MS);
 	dm_make(_metadata, self, table, path, sizeof(path));
+	/* dm-delay takes no REQ_NOWAIT: not polled, but by the fault point */
+	ret = attach_path(self->ti.k, path, O_RDWR, KMSGR_BDEV_F_POLL, &dm);
+	EXPECT_EQ(-EOPNOTSUPP, ret)
+		TH_LOG("ATTACH_BDEV %s (dm-delay) with F_POLL: %s, expected EOPNOTSUPP",
+		       path, ret ? strerror(-ret) : "granted");
+	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_POLL_WAIT, 0));
 	attach(_metadata, self, path, KMSGR_BDEV_F_POLL, &dm);
+	kmsgr_faults_off();
 	/* shared: the dm device holds it exclusively */
 	attach(_metadata, self, self->nb.dev, KMSGR_BDEV_F_POLL, &nb);
 
@@ -918,6 +945,97 @@ TEST_F_TIMEOUT(nullb, suspended_dm_polled_op_sleeps, 60)
 		TH_LOG("the ENTER spun: %llu us of CPU in %llu us, expected under a quarter",
 		       (unsigned long long)self->bg.cpu_us,
 		       (unsigned long long)self->bg.wall_us);
+}
+
+/*
+ * What device mapper does with the bio of a polled op while it is
+ * suspended: one it holds, it submits again from its worker after the
+ * resume, and it builds the bio's poll state there (bi_private,
+ * bi_cookie) while our poller may be reading them.  So the op's bio must
+ * not be held polled: it carries REQ_NOWAIT, fails BLK_STS_AGAIN, and
+ * kmsgr submits the op again unpolled.  Seen with a kprobe on
+ * dm_submit_bio() (bi_opf): no REQ_POLLED bio from a kernel worker, and
+ * at least one from a worker (the resubmission after the resume); the
+ * READ completes with 0 and the bytes written before.
+ */
+TEST_F_TIMEOUT(nullb, suspended_dm_holds_no_polled_bio, 60)
+{
+	char path[48], probe[160], *text, *line, *save, *opf;
+	unsigned int n, workers = 0, polled = 0;
+	uint8_t pattern[4 * KIB];
+	struct kmsgr_bdev b;
+	struct kt_trace t;
+	const char *why;
+	unsigned long v;
+	int ret;
+
+	if (dm_missing(self))
+		SKIP(return, "%s", dm_missing(self));
+	why = kt_trace_create(&t, false);
+	if (why)
+		SKIP(return, "%s", why);
+	dm_create(_metadata, self, path, sizeof(path));
+	self->dfd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, self->dfd) TH_LOG("open %s: %s", path, strerror(errno));
+	fill(pattern, sizeof(pattern), &self->rng);
+	ASSERT_EQ(0, dev_io(self->dfd, self->bounce, true, 0, pattern,
+			    sizeof(pattern)));
+	attach(_metadata, self, path, KMSGR_BDEV_F_POLL, &b);
+
+	kt_kprobe(&t, "-:kmsgr_nullb/dmsub\n");	/* a killed run's */
+	snprintf(probe, sizeof(probe),
+		 "p:kmsgr_nullb/dmsub dm_submit_bio opf=+%u($arg1):x32\n",
+		 BIO_OPF_OFF);
+	ret = kt_kprobe(&t, probe);
+	if (ret) {
+		kt_trace_remove(&t);
+		SKIP(return, "kprobe on dm_submit_bio: %s", strerror(-ret));
+	}
+	EXPECT_EQ(0, kt_trace_write(&t, "events/kmsgr_nullb/enable", "1"));
+
+	ret = run_cmd("dmsetup suspend --noudevsync " DM_NAME " >&2");
+	ASSERT_EQ(0, ret) TH_LOG("dmsetup suspend: exit status %d", ret);
+	self->dm_suspended = true;
+	queue_read(_metadata, self, b.id, 0, 0, sizeof(pattern), 0);
+	bg_start(_metadata, self, 1, 2 * OP_MS);
+	usleep(SUSPEND_MS * 1000);
+	ret = run_cmd("dmsetup resume --noudevsync " DM_NAME " >&2");
+	ASSERT_EQ(0, ret) TH_LOG("dmsetup resume: exit status %d", ret);
+	self->dm_suspended = false;
+	bg_join(self);
+	EXPECT_EQ(1, self->bg.ret) TH_LOG("ENTER: %d", self->bg.ret);
+	ret = read_cqe(_metadata, self, OP_MS, &n, "the READ after the resume");
+	EXPECT_EQ(0, ret) TH_LOG("READ: %s", ret == NO_CQE ? "no CQE" :
+				 strerror(-ret));
+	if (!ret)
+		EXPECT_EQ(-1, diff_at(self->ti.buf, pattern, sizeof(pattern)))
+			TH_LOG("the READ did not bring the bytes written");
+
+	EXPECT_EQ(0, kt_trace_write(&t, "events/kmsgr_nullb/enable", "0"));
+	text = kt_trace_read(&t);
+	ASSERT_NE(NULL, text);
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		opf = strstr(line, " opf=0x");
+		if (line[0] == '#' || !strstr(line, ": dmsub:") || !opf)
+			continue;
+		v = strtoul(opf + 5, NULL, 16);
+		line += strspn(line, " ");
+		TH_LOG("dm_submit_bio: %.*s opf %#lx", (int)strcspn(line, " "),
+		       line, v);
+		if (strncmp(line, "kworker/", 8))
+			continue;
+		workers++;
+		polled += !!(v & BIO_REQ_POLLED);
+	}
+	free(text);
+	EXPECT_EQ(0, kt_kprobe(&t, "-:kmsgr_nullb/dmsub\n"));
+	kt_trace_remove(&t);
+	EXPECT_LE(1, workers)
+		TH_LOG("no dm_submit_bio() from a worker: the bio was not held");
+	EXPECT_EQ(0, polled)
+		TH_LOG("%u of %u bios a worker submitted to %s were REQ_POLLED",
+		       polled, workers, self->dm);
 }
 
 /*

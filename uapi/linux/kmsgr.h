@@ -791,9 +791,14 @@ struct kmsgr_cqe {
  * worker polls them every tick, so an op never waits for the device's
  * timeout.  FLUSH, PREFLUSH, FUA where the device does not do it itself
  * (no KMSGR_BDEV_A_FUA), and an op the block layer has to split still
- * complete by interrupt.  EOPNOTSUPP: the device has no poll queues, or
- * the module was built for a 6.1 kernel older than 6.1.78, whose polling
- * could hang on a freezing queue (no KMSGR_FEAT_BDEV_POLL there).
+ * complete by interrupt.  On a device-mapper device the polled bios also
+ * carry REQ_NOWAIT (as the kernel's own polled bios do): one that would
+ * have to wait (the device suspended) goes again, unpolled, and completes
+ * by interrupt once it can.  EOPNOTSUPP: the device has no poll queues,
+ * it is a device-mapper device that cannot take REQ_NOWAIT (a target
+ * such as dm-delay), or the module was built for a 6.1 kernel older than
+ * 6.1.78, whose polling could hang on a freezing queue (no
+ * KMSGR_FEAT_BDEV_POLL there).
  */
 struct kmsgr_bdev {
 	__s32 fd;		/* in */
