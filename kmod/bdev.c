@@ -248,7 +248,9 @@ static int kmsgr_bdev_open(struct kmsgr_instance *inst,
 		 * them.  A REQ_NOWAIT bio is failed with BLK_STS_AGAIN
 		 * instead, as the kernel's own polled bios are, and goes
 		 * again unpolled (kmsgr_bio_op_retry()); a device that
-		 * cannot take REQ_NOWAIT is not polled.
+		 * cannot take REQ_NOWAIT is not polled.  (The other
+		 * bio-based devices that poll, NVMe multipath heads, take
+		 * REQ_NOWAIT: their polled bios carry it too.)
 		 */
 		if (!queue_is_mq(bdev_get_queue(bdev))) {
 			h->nowait = bdev_nowait(bdev);

@@ -791,7 +791,8 @@ struct kmsgr_cqe {
  * worker polls them every tick, so an op never waits for the device's
  * timeout.  FLUSH, PREFLUSH, FUA where the device does not do it itself
  * (no KMSGR_BDEV_A_FUA), and an op the block layer has to split still
- * complete by interrupt.  On a device-mapper device the polled bios also
+ * complete by interrupt.  On a bio-based device (device mapper, an NVMe
+ * multipath head) the polled bios also
  * carry REQ_NOWAIT (as the kernel's own polled bios do): one that would
  * have to wait (the device suspended) goes again, unpolled, and completes
  * by interrupt once it can.  EOPNOTSUPP: the device has no poll queues,
