@@ -21,8 +21,9 @@
  *  - Every command but INFO needs a file opened for writing (O_RDWR); on a
  *    read-only one it fails with EBADF.  The rings are mapped read-write,
  *    so a file opened O_WRONLY can SETUP but not mmap them (EACCES).
- *  - Every command but INFO and SETUP fails with EINVAL before SETUP (so
- *    does mmap).
+ *  - Before SETUP, ENTER, LISTEN, CONNECT and ATTACH_BDEV fail with
+ *    EINVAL (so does mmap); CLOSE fails with ENOENT and DETACH_BDEV with
+ *    ENODEV (there is no such session or handle yet).
  *  - Sockets are created in the network namespace of the process that
  *    opened the file, held for the life of the instance.
  *  - User pointers are passed as __u64.
@@ -606,7 +607,8 @@ struct kmsgr_slice {
  * Op and send (KMSGR_FEAT_BDEV_LINK): a BDEV op with KMSGR_SQE_F_LINK
  * is linked to the SQE after it, which must be a SEND (without LINK) in
  * the same ENTER: the two are consumed together, and the SEND is made
- * (from a kernel work item) only once the op succeeded.  So a reply whose
+ * (by the ENTER waiting for CQEs, the poller, or else a kernel work item)
+ * only once the op succeeded.  So a reply whose
  * data segment is the slice a BDEV_READ just filled, or the
  * acknowledgment of a BDEV_WRITE or FLUSH, goes out without the
  * application waking in between.  Each SEND goes when its op is done:
@@ -792,12 +794,12 @@ struct kmsgr_cqe {
  * timeout.  FLUSH, PREFLUSH, FUA where the device does not do it itself
  * (no KMSGR_BDEV_A_FUA), and an op the block layer has to split still
  * complete by interrupt.  On a bio-based device (device mapper, an NVMe
- * multipath head) the polled bios also
- * carry REQ_NOWAIT (as the kernel's own polled bios do): one that would
- * have to wait (the device suspended) goes again, unpolled, and completes
- * by interrupt once it can.  EOPNOTSUPP: the device has no poll queues,
- * it is a device-mapper device that cannot take REQ_NOWAIT (a target
- * such as dm-delay), or the module was built for a 6.1 kernel older than
+ * multipath head) the polled bios also carry REQ_NOWAIT (as the kernel's
+ * own polled bios do): one that would have to wait (the device suspended)
+ * goes again, unpolled, and completes by interrupt once it can.
+ * EOPNOTSUPP: the device has no poll queues, it is a bio-based device
+ * that cannot take REQ_NOWAIT (device mapper with a target such as
+ * dm-delay), or the module was built for a 6.1 kernel older than
  * 6.1.78, whose polling could hang on a freezing queue (no
  * KMSGR_FEAT_BDEV_POLL there).
  */
