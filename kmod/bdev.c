@@ -59,12 +59,9 @@
  *    linked op that ends in the poller's own context (its bio_poll()) is
  *    not handed to a work item: the poller makes its SEND on return
  *    (inst->bdev_done), in process context, with no hop.
- *  - On a bio-based device (device mapper) polled bios also carry
- *    REQ_NOWAIT, so that one is never held (a suspended device) to be
- *    submitted again, still polled, by another task while a poller reads
- *    it.  An op whose REQ_NOWAIT bio ends BLK_STS_AGAIN (or NOTSUPP) is
- *    not completed: its op->retry_work (kmsgr_wq) submits it again, whole,
- *    neither polled nor REQ_NOWAIT; h->inflight counts it meanwhile.
+ *  - Device mapper is not polled (kmsgr_bdev_open()): it may submit our
+ *    bio again, still polled, from another task that builds the bio's
+ *    poll state while our poller reads it.
  *
  * Copyright (C) 2025 The kmsgr authors
  */
@@ -95,7 +92,6 @@ struct kmsgr_bdev_h {
 	u32 id;
 	bool rdonly;
 	bool poll;			/* KMSGR_BDEV_F_POLL */
-	bool nowait;			/* polled bios carry REQ_NOWAIT */
 	atomic_t inflight;		/* ops (and pollers) not yet done */
 	/*
 	 * For netlink (kmsgr_bdev_info_next(), which reads them without
@@ -118,12 +114,9 @@ struct kmsgr_bio_op {
 	bool release;			/* free @seg when done (taken slices) */
 	bool skip_success;		/* no CQE when it succeeds */
 	bool linked;			/* @link is made when the op is done */
-	bool retry;			/* a REQ_NOWAIT bio could not go */
-	blk_opf_t opf;			/* its bios' */
 	struct bio *pbio;		/* its REQ_POLLED bio, referenced */
 	struct list_head poll_node;	/* on inst->bdev_polled while out */
 	struct llist_node done_node;	/* on inst->bdev_done or bdev_link */
-	struct work_struct retry_work;	/* submits it again, waiting */
 	struct kmsgr_slice seg[KMSGR_NSEG];
 	struct kmsgr_sqe link;		/* the SEND linked to the op */
 };
@@ -241,23 +234,22 @@ static int kmsgr_bdev_open(struct kmsgr_instance *inst,
 			      &bdev_get_queue(bdev)->queue_flags))
 			goto out_put;
 		/*
-		 * A bio-based device (device mapper) that is suspended
-		 * holds a bio and submits it again from its own worker
-		 * after the resume, where it builds the bio's poll state
-		 * (bi_private, bi_cookie) while our poller may be reading
-		 * them.  A REQ_NOWAIT bio is failed with BLK_STS_AGAIN
-		 * instead, as the kernel's own polled bios are, and goes
-		 * again unpolled (kmsgr_bio_op_retry()); a device that
-		 * cannot take REQ_NOWAIT is not polled.  (The other
-		 * bio-based devices that poll, NVMe multipath heads, take
-		 * REQ_NOWAIT: their polled bios carry it too.)
+		 * Device mapper (the bio-based driver with ->poll_bio)
+		 * builds a bio's poll state (bi_private, bi_cookie) in the
+		 * task that submits it, and it may submit ours again from
+		 * one of its own workers, still REQ_POLLED: after a suspend
+		 * (queue_io()), or after blk-throttle held it.  Our poller
+		 * may be in dm_poll_bio() on that bio meanwhile, and take
+		 * the op for device mapper's list of clones; and a bio
+		 * that a target requeues loses REQ_POLLED while a part of
+		 * it still waits for a poll.  REQ_NOWAIT covers the first
+		 * case only.  So device mapper is not polled; an NVMe
+		 * multipath head (bio-based, no ->poll_bio) passes its bios
+		 * on to a path's blk-mq queue, where they are polled.
 		 */
-		if (!queue_is_mq(bdev_get_queue(bdev))) {
-			h->nowait = bdev_nowait(bdev);
-			if (!h->nowait &&
-			    !kmsgr_fault_set(KMSGR_FAULT_BDEV_POLL_WAIT))
-				goto out_put;
-		}
+		if (bdev->bd_disk->fops->poll_bio &&
+		    !kmsgr_fault_set(KMSGR_FAULT_BDEV_POLL_DM))
+			goto out_put;
 		h->poll = true;
 	}
 	/*
@@ -616,11 +608,6 @@ static void kmsgr_bio_op_done(struct kmsgr_bio_op *op)
 
 	if (op->pbio)
 		kmsgr_bio_op_unpoll(op);
-	if (op->retry) {
-		/* a worker may wait where ENTER and end_io may not */
-		queue_work(kmsgr_wq, &op->retry_work);
-		return;
-	}
 	for (i = 0; i < KMSGR_NSEG; i++) {
 		if (!op->seg[i].len)
 			continue;
@@ -663,15 +650,7 @@ static void kmsgr_bio_end_io(struct bio *bio)
 	struct kmsgr_bio_op *op = bio->bi_private;
 	int err = blk_status_to_errno(bio->bi_status);
 
-	/*
-	 * A REQ_NOWAIT bio that would have had to wait (a suspended or
-	 * frozen device, no tag free), or that the device no longer takes
-	 * (a table reloaded with a target that cannot): the op goes again.
-	 */
-	if ((bio->bi_opf & REQ_NOWAIT) && (bio->bi_status == BLK_STS_AGAIN ||
-					   bio->bi_status == BLK_STS_NOTSUPP))
-		op->retry = true;
-	else if (err)
+	if (err)
 		cmpxchg(&op->error, 0, err);
 	/*
 	 * A poller may still hold the bio and poll it later: the cookie
@@ -788,25 +767,6 @@ static void kmsgr_bio_op_map(struct kmsgr_bio_op *op, u64 pos, blk_opf_t opf,
 	if (!bio)	/* FLUSH: no data */
 		bio = bio_alloc(op->h->bdev, 0, opf, GFP_NOIO);
 	kmsgr_bio_submit(op, bio);
-}
-
-/*
- * @op again, whole, after a REQ_NOWAIT bio of it could not go: neither
- * polled nor REQ_NOWAIT now, so that the block layer (and device mapper,
- * for as long as it is suspended) holds it rather than fail it, and it
- * ends by interrupt.  Its CQE is still owed, and h->inflight still
- * counts it.  A READ or WRITE of the same bytes again changes nothing.
- */
-static void kmsgr_bio_op_retry(struct work_struct *work)
-{
-	struct kmsgr_bio_op *op = container_of(work, struct kmsgr_bio_op,
-					       retry_work);
-
-	op->retry = false;
-	atomic_set(&op->bios, 1);
-	kmsgr_bio_op_map(op, op->cqe.tid, op->opf & ~(REQ_NOWAIT | REQ_POLLED),
-			 kmsgr_bio_op_pages(op));
-	kmsgr_bio_op_put(op);
 }
 
 /*
@@ -964,9 +924,7 @@ int kmsgr_bdev_submit(struct kmsgr_instance *inst, const struct kmsgr_sqe *sqe,
 	pages = kmsgr_bio_op_pages(op);
 	if (h->poll && !(opf & REQ_PREFLUSH) &&
 	    (!(opf & REQ_FUA) || bdev_fua(h->bdev)) && pages <= BIO_MAX_VECS)
-		opf |= REQ_POLLED | (h->nowait ? REQ_NOWAIT : 0);
-	op->opf = opf;
-	INIT_WORK(&op->retry_work, kmsgr_bio_op_retry);
+		opf |= REQ_POLLED;
 	inst->stats.bdev_ops++;
 	atomic64_inc(&h->ops);
 	atomic_inc(&h->inflight);

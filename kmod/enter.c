@@ -530,8 +530,8 @@ static bool kmsgr_cq_sleep(struct kmsgr_cq_deadline *dl, bool short_wait)
 /*
  * How long a waiter spins for polled block I/O after the last CQE it saw
  * posted.  Polled ops that make no progress for that long are not
- * completing (a suspended device-mapper table, an NVMe controller in
- * error recovery): the waiter sleeps then, while the instance's poll work
+ * completing (a device that holds them, an NVMe controller in error
+ * recovery): the waiter sleeps then, while the instance's poll work
  * keeps polling every tick, and a CQE that work posts wakes it.
  */
 #define KMSGR_POLL_SPIN_MS	20

@@ -212,12 +212,10 @@ enum kmsgr_fault_point {
 	KMSGR_FAULT_CONNECT_PUBLISH,	/* CONNECT dialled, before it
 					 * publishes its session's id
 					 */
-	KMSGR_FAULT_BDEV_POLL_WAIT,	/* not a delay: ATTACH_BDEV polls
-					 * a device-mapper device that cannot
-					 * take REQ_NOWAIT (dm-delay), whose
-					 * bios a suspend would hold and
-					 * submit again polled: for a test
-					 * of the poll passes only
+	KMSGR_FAULT_BDEV_POLL_DM,	/* not a delay: ATTACH_BDEV polls
+					 * a device-mapper device (not safe:
+					 * kmsgr_bdev_open()), for a test of
+					 * the poll passes with dm-delay
 					 */
 };
 

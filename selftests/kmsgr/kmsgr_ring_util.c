@@ -905,25 +905,6 @@ int kt_trace_write(const struct kt_trace *t, const char *file,
 	return kmsgr_write_line(path, val);
 }
 
-int kt_kprobe(const struct kt_trace *t, const char *line)
-{
-	const char *inst = strstr(t->dir, "/instances/");
-	char path[384];
-	int fd, ret = 0;
-
-	if (!inst)
-		return -ENOENT;
-	snprintf(path, sizeof(path), "%.*s/kprobe_events",
-		 (int)(inst - t->dir), t->dir);
-	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, line, strlen(line)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 void kt_trace_remove(struct kt_trace *t)
 {
 	char path[384];

@@ -339,11 +339,7 @@ int kt_kmsg_check(int fd, char *out, size_t len);
  * when it is not.  kt_trace_remove() turns the events off, clears the
  * buffer and removes the instance.  kt_trace_read(): the trace,
  * NUL-terminated (malloc'd), or NULL.  kt_trace_write(): a line to one of
- * the instance's files (relative path), 0 or -errno.  kt_kprobe(): @line
- * appended to tracefs' kprobe_events ("p:GROUP/NAME SYMBOL ..." adds a
- * probe, "-:GROUP/NAME" removes it; nobody else's probes are touched),
- * 0 or -errno; its events are enabled in the instance with
- * kt_trace_write(t, "events/GROUP/enable", "1").
+ * the instance's files (relative path), 0 or -errno.
  */
 struct kt_trace {
 	char dir[256];		/* <tracefs>/instances/<ours>, "" when none */
@@ -355,6 +351,5 @@ void kt_trace_remove(struct kt_trace *t);
 char *kt_trace_read(const struct kt_trace *t);
 int kt_trace_write(const struct kt_trace *t, const char *file,
 		   const char *val);
-int kt_kprobe(const struct kt_trace *t, const char *line);
 
 #endif /* KMSGR_RING_UTIL_H */

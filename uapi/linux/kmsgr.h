@@ -793,13 +793,9 @@ struct kmsgr_cqe {
  * worker polls them every tick, so an op never waits for the device's
  * timeout.  FLUSH, PREFLUSH, FUA where the device does not do it itself
  * (no KMSGR_BDEV_A_FUA), and an op the block layer has to split still
- * complete by interrupt.  On a bio-based device (device mapper, an NVMe
- * multipath head) the polled bios also carry REQ_NOWAIT (as the kernel's
- * own polled bios do): one that would have to wait (the device suspended)
- * goes again, unpolled, and completes by interrupt once it can.
- * EOPNOTSUPP: the device has no poll queues, it is a bio-based device
- * that cannot take REQ_NOWAIT (device mapper with a target such as
- * dm-delay), or the module was built for a 6.1 kernel older than
+ * complete by interrupt.  EOPNOTSUPP: the device has no poll queues, it
+ * is a device-mapper device (which may submit a polled bio again from its
+ * own workers: see docs/block.md), or the module was built for a 6.1 kernel older than
  * 6.1.78, whose polling could hang on a freezing queue (no
  * KMSGR_FEAT_BDEV_POLL there).
  */
