@@ -28,25 +28,12 @@ static void fill(u8 *b, u32 len, u32 seed)
 		b[i] = (u8)(seed * 131 + i * 7);
 }
 
-/* all 8 front/middle/data combinations, both ways; check them */
-static int traffic(struct pair *p, u32 big)
+/* The check of the 8 messages traffic() sent each way: 0, or < 0. */
+static int traffic_check(struct pair *p, const u8 *f, const u8 *m,
+			 const u8 *d, u32 big, int n0c, int n0s)
 {
-	static u8 f[300], m[200];
-	u8 *d = malloc(big);
-	int i, n0c = p->cl.n_rx, n0s = p->sv.n_rx;
+	int i;
 
-	fill(f, sizeof(f), 1);
-	fill(m, sizeof(m), 2);
-	fill(d, big, 3);
-	for (i = 0; i < 8; i++) {
-		if (pair_send(&p->cl, 100 + i, f, i & 1 ? sizeof(f) : 0,
-			      m, i & 2 ? sizeof(m) : 0, d, i & 4 ? big : 0))
-			return -1;
-		if (pair_send(&p->sv, 200 + i, f, i & 1 ? 17 : 0,
-			      m, i & 2 ? 1 : 0, d, i & 4 ? big - 1 : 0))
-			return -2;
-	}
-	pair_pump(p);
 	if (p->cl.n_rx != n0c + 8 || p->sv.n_rx != n0s + 8)
 		return -3;
 	for (i = 0; i < 8; i++) {
@@ -55,9 +42,12 @@ static int traffic(struct pair *p, u32 big)
 
 		if (s->hdr.type != 100 + i || c->hdr.type != 200 + i)
 			return -4;
-		if (s->len[0] != (i & 1 ? sizeof(f) : 0) ||
-		    s->len[1] != (i & 2 ? sizeof(m) : 0) ||
-		    s->len[2] != (i & 4 ? big : 0))
+		if (s->len[0] != (i & 1 ? 300 : 0) ||
+		    s->len[1] != (i & 2 ? 200 : 0) ||
+		    s->len[2] != (i & 4 ? big : 0) ||
+		    c->len[0] != (i & 1 ? 17 : 0) ||
+		    c->len[1] != (i & 2 ? 1 : 0) ||
+		    c->len[2] != (i & 4 ? big - 1 : 0))
 			return -5;
 		if ((s->len[0] && memcmp(s->buf[0], f, s->len[0])) ||
 		    (s->len[1] && memcmp(s->buf[1], m, s->len[1])) ||
@@ -71,8 +61,38 @@ static int traffic(struct pair *p, u32 big)
 			  c->hdr.seq != c[-1].hdr.seq + 1))
 			return -8;
 	}
-	free(d);
 	return 0;
+}
+
+/*
+ * All 8 front/middle/data combinations, both ways; check them (sizes and
+ * bytes on both sides, in order).
+ */
+static int traffic(struct pair *p, u32 big)
+{
+	static u8 f[300], m[200];
+	u8 *d = malloc(big);
+	int i, ret = 0, n0c = p->cl.n_rx, n0s = p->sv.n_rx;
+
+	if (!d)
+		return -ENOMEM;
+	fill(f, sizeof(f), 1);
+	fill(m, sizeof(m), 2);
+	fill(d, big, 3);
+	for (i = 0; i < 8 && !ret; i++) {
+		if (pair_send(&p->cl, 100 + i, f, i & 1 ? sizeof(f) : 0,
+			      m, i & 2 ? sizeof(m) : 0, d, i & 4 ? big : 0))
+			ret = -1;
+		else if (pair_send(&p->sv, 200 + i, f, i & 1 ? 17 : 0,
+				   m, i & 2 ? 1 : 0, d, i & 4 ? big - 1 : 0))
+			ret = -2;
+	}
+	if (!ret) {
+		pair_pump(p);
+		ret = traffic_check(p, f, m, d, big, n0c, n0s);
+	}
+	free(d);
+	return ret;
 }
 
 /* pump, but let at most @s2c bytes go from the server to the client */
