@@ -47,9 +47,12 @@ struct bed {
 	int kmsg;
 };
 
+/* The bed, and the kernel log watched from here on (-errno if it cannot be) */
 static int bed_init(struct bed *b)
 {
 	b->kmsg = kt_kmsg_open();
+	if (b->kmsg < 0)
+		return b->kmsg;
 	return kt_bed_open(&b->h);
 }
 
@@ -63,12 +66,10 @@ static void bed_fini(struct __test_metadata *_metadata, struct bed *b)
 	TH_LOG("healthy session: %u messages out, %u in",
 	       b->h.out.received, b->h.in.received);
 	kt_bed_close(&b->h);
-	if (b->kmsg >= 0) {
-		usleep(200000);
-		EXPECT_EQ(0, kt_kmsg_check(b->kmsg, line, sizeof(line)))
-			TH_LOG("kernel log: %s", line);
-		close(b->kmsg);
-	}
+	usleep(200000);
+	EXPECT_EQ(0, kt_kmsg_check(b->kmsg, line, sizeof(line)))
+		TH_LOG("kernel log: %s", line);
+	close(b->kmsg);
 }
 
 /* ---- rogue peers ---------------------------------------------------------- */

@@ -43,7 +43,12 @@
  *  poll_unsupported          F_POLL on a loop device (no poll queues):
  *                            EOPNOTSUPP; without it: attached
  *  fua_preflush_flush        FUA, PREFLUSH, both, and FLUSH complete with
- *                            0, alone and in flight together
+ *                            0, alone and in flight together; alone, the
+ *                            bios they make carry the flags to the block
+ *                            layer (block_bio_queue's rwbs: WF, FW, FWF,
+ *                            and an empty FW; the device has a write
+ *                            cache, which the block layer needs to keep
+ *                            them)
  *  error_cqes                misaligned offset, slice or length, beyond
  *                            the capacity (also wrapping 2^64), above
  *                            max_io, READ into the receive pool or out of
@@ -395,29 +400,23 @@ TEST_F(bdev, attach_reports_device)
 	for (i = 0; i < 4; i++)
 		EXPECT_EQ(0, b.reserved[i]) TH_LOG("reserved[%u]", i);
 
-	/* what the block layer says about the queue */
+	/* what the block layer says about the queue (6.1 has all three) */
 	sysfs_dev(self->rdev, "ro", ro_sys, sizeof(ro_sys));
-	if (!strcmp(ro_sys, "0")) {
-		EXPECT_EQ(0, b.attrs & KMSGR_BDEV_A_RDONLY)
-			TH_LOG("a writable device, attached O_RDWR without F_RDONLY");
-	}
+	ASSERT_TRUE(!strcmp(ro_sys, "0") || !strcmp(ro_sys, "1"))
+		TH_LOG("sysfs ro of the device: \"%s\"", ro_sys);
+	EXPECT_EQ(!strcmp(ro_sys, "1"), !!(b.attrs & KMSGR_BDEV_A_RDONLY))
+		TH_LOG("sysfs ro %s; attached O_RDWR without F_RDONLY", ro_sys);
 	sysfs_dev(self->rdev, "queue/write_cache", wc, sizeof(wc));
-	if (!strcmp(wc, "write back")) {
-		EXPECT_TRUE(b.attrs & KMSGR_BDEV_A_WCACHE)
-			TH_LOG("queue/write_cache says \"write back\"");
-	} else if (!strcmp(wc, "write through")) {
-		EXPECT_FALSE(b.attrs & KMSGR_BDEV_A_WCACHE)
-			TH_LOG("queue/write_cache says \"write through\"");
-	} else {
-		TH_LOG("no queue/write_cache (\"%s\"): WCACHE not checked", wc);
-	}
+	ASSERT_TRUE(!strcmp(wc, "write back") || !strcmp(wc, "write through"))
+		TH_LOG("queue/write_cache: \"%s\"", wc);
+	EXPECT_EQ(!strcmp(wc, "write back"),
+		  !!(b.attrs & KMSGR_BDEV_A_WCACHE))
+		TH_LOG("queue/write_cache says \"%s\"", wc);
 	sysfs_dev(self->rdev, "queue/fua", fua, sizeof(fua));
-	if (!strcmp(fua, "1") || !strcmp(fua, "0")) {
-		EXPECT_EQ(!strcmp(fua, "1"), !!(b.attrs & KMSGR_BDEV_A_FUA))
-			TH_LOG("queue/fua says %s", fua);
-	} else {
-		TH_LOG("no queue/fua (\"%s\"): FUA not checked", fua);
-	}
+	ASSERT_TRUE(!strcmp(fua, "1") || !strcmp(fua, "0"))
+		TH_LOG("queue/fua: \"%s\"", fua);
+	EXPECT_EQ(!strcmp(fua, "1"), !!(b.attrs & KMSGR_BDEV_A_FUA))
+		TH_LOG("queue/fua says %s", fua);
 
 	/* the fd went right after the call: the handle holds the device */
 	fill(buf, 4 * b.lbs, &self->rng);
@@ -1025,11 +1024,22 @@ static void round_trip(struct __test_metadata *_metadata,
 	       (unsigned long long)(rbytes >> 10), max,
 	       (unsigned long long)(kt_now_ms() - t0), irqs,
 	       polled ? " (polled)" : "");
-	/* what is not polled: ops of over 512 KiB (QEMU's MDTS) */
-	if (polled)
+	/*
+	 * The counter works: the I/O queues' interrupts (the partition scan
+	 * at boot, at least) are found, and unpolled ops raise some (one per
+	 * batch at least); polled, only what is not polled does: ops of over
+	 * 512 KiB (QEMU's MDTS)
+	 */
+	EXPECT_LT(0, irq0) TH_LOG("no NVMe I/O queue interrupt in /proc/interrupts");
+	if (polled) {
 		EXPECT_GT(done / 8, irqs)
 			TH_LOG("polled: %llu interrupts for %u ops", irqs,
 			       done);
+	} else {
+		EXPECT_LE(done / RT_BATCH, irqs)
+			TH_LOG("by interrupt: %llu interrupts for %u ops", irqs,
+			       done);
+	}
 
 	/* the whole range, from user space and through the handle */
 	dev_holds(_metadata, self->dfd, self->bounce, RT_BASE, shadow, RT_SIZE,
@@ -1165,24 +1175,71 @@ TEST(poll_unsupported)
 	close(lfd);
 }
 
+/*
+ * The rwbs of the bio block_bio_queue traced in @text at byte @pos of
+ * @rdev with @len bytes (the first such), into @rwbs[8]: 0, or -ENOENT.
+ */
+static int traced_rwbs(const char *text, dev_t rdev, uint64_t pos,
+		       uint32_t len, char *rwbs)
+{
+	const char *p = text;
+	unsigned int ma, mi, n;
+	unsigned long long sector;
+	char r[8];
+
+	while ((p = strstr(p, "block_bio_queue: "))) {
+		p += strlen("block_bio_queue: ");
+		if (sscanf(p, "%u,%u %7s %llu + %u", &ma, &mi, r, &sector,
+			   &n) == 5 &&
+		    ma == major(rdev) && mi == minor(rdev) &&
+		    sector == pos / 512 && n == len / 512) {
+			strcpy(rwbs, r);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 TEST_F(bdev, fua_preflush_flush)
 {
 	static const uint8_t wflags[] = {
 		KMSGR_SQE_F_FUA, KMSGR_SQE_F_PREFLUSH,
 		KMSGR_SQE_F_FUA | KMSGR_SQE_F_PREFLUSH, 0,
 	};
+	static const struct {
+		uint64_t pos;
+		uint32_t len;
+		const char *rwbs;	/* its start; S (sync) may follow */
+		const char *what;
+	} want[] = {
+		{ ERR_BASE, 64 * KIB, "WF", "WRITE with FUA" },
+		{ ERR_BASE + 64 * KIB, 64 * KIB, "FW", "WRITE with PREFLUSH" },
+		{ ERR_BASE + 128 * KIB, 64 * KIB, "FWF", "WRITE with both" },
+		{ 0, 0, "FW", "FLUSH" },
+	};
 	uint32_t len = 64 * KIB, lbs = self->lbs;
 	struct kmsgr_cqe c;
 	struct kmsgr_bdev b;
 	struct kmsgr_sqe s;
 	unsigned int i, k, seen = 0;
+	struct kt_trace t;
+	char rwbs[8], *text;
+	const char *why;
 	uint8_t *buf;
 
 	if (self->why)
 		SKIP(return, "%s", self->why);
 	buf = self->ti.buf;
 	ASSERT_EQ(0, attach_path(self->ti.k, self->path, O_RDWR, 0, &b));
+	/* without a write cache the block layer drops both flags */
+	ASSERT_TRUE(b.attrs & KMSGR_BDEV_A_WCACHE)
+		TH_LOG("%s has no volatile write cache: FUA and PREFLUSH mean nothing there",
+		       self->path);
 	fill(buf, 16 * len, &self->rng);
+	why = kt_trace_create(&t, false);
+	ASSERT_EQ(NULL, why) TH_LOG("tracing: %s", why);
+	ASSERT_EQ(0, kt_trace_write(&t, "events/block/block_bio_queue/enable",
+				    "1"));
 
 	/* one at a time */
 	s = bdev_sqe(KMSGR_OP_BDEV_WRITE, b.id, ERR_BASE, 0, len,
@@ -1206,6 +1263,25 @@ TEST_F(bdev, fua_preflush_flush)
 	expect_op(_metadata, 0, &self->ti, &s, "vectored WRITE with FUA");
 	s = bdev_sqe(KMSGR_OP_BDEV_FLUSH, b.id, 0, 0, 0, UD(TAG_OP, 5));
 	expect_op(_metadata, 0, &self->ti, &s, "FLUSH");
+	EXPECT_EQ(0, kt_trace_write(&t, "events/block/block_bio_queue/enable",
+				    "0"));
+	text = kt_trace_read(&t);
+	ASSERT_NE(NULL, text);
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		k = traced_rwbs(text, self->rdev, want[i].pos, want[i].len,
+				rwbs);
+		EXPECT_EQ(0, k)
+			TH_LOG("%s: no block_bio_queue of %u bytes at %llu",
+			       want[i].what, want[i].len,
+			       (unsigned long long)want[i].pos);
+		if (!k)
+			EXPECT_EQ(0, strncmp(rwbs, want[i].rwbs,
+					     strlen(want[i].rwbs)))
+				TH_LOG("%s: rwbs %s, expected %s...",
+				       want[i].what, rwbs, want[i].rwbs);
+	}
+	free(text);
+	kt_trace_remove(&t);
 	dev_holds(_metadata, self->dfd, self->bounce, ERR_BASE, buf, 3 * len,
 		  "FUA, PREFLUSH");
 	dev_holds(_metadata, self->dfd, self->bounce, ERR_BASE + 3 * len,

@@ -272,6 +272,7 @@ FIXTURE_TEARDOWN(unplug)
 TEST_F_TIMEOUT(unplug, unplug_mid_operation, UNPLUG_TIMEOUT)
 {
 	unsigned int round, i, ok = 0, fail = 0, enxio = 0, other = 0;
+	__u64 seen;
 	uint64_t t0, waited;
 	const char *why, *path = nvme_path(&why);
 	struct kmsgr_cqe *cqe;
@@ -289,6 +290,7 @@ TEST_F_TIMEOUT(unplug, unplug_mid_operation, UNPLUG_TIMEOUT)
 		SKIP(return, "%s", why);
 	ASSERT_EQ(0, pci_remove_path(path, rm, sizeof(rm)));
 	kmsg = kt_kmsg_open();
+	ASSERT_LE(0, kmsg) TH_LOG("/dev/kmsg: %s", strerror(-kmsg));
 	k = attach(path, &id, &cap);
 	ASSERT_NE(NULL, k);
 	ASSERT_EQ(0, kmsgr_open(NULL, &k2));
@@ -314,6 +316,7 @@ TEST_F_TIMEOUT(unplug, unplug_mid_operation, UNPLUG_TIMEOUT)
 					IO_LEN, i * IO_LEN, IO_LEN, i);
 		}
 		ASSERT_EQ(BATCH, kmsgr_submit(k, 0, 0));
+		seen = 0;
 		for (i = 0; i < BATCH; i++) {
 			t0 = kt_now_ms();
 			ASSERT_EQ(0, kmsgr_wait_cqe(k, &cqe, CQE_NS))
@@ -325,6 +328,17 @@ TEST_F_TIMEOUT(unplug, unplug_mid_operation, UNPLUG_TIMEOUT)
 				       (unsigned long long)waited);
 			EXPECT_EQ(KMSGR_CQE_OP, cqe->kind);
 			EXPECT_EQ(id, cqe->session);
+			/* one CQE per op: each user_data of the round once */
+			EXPECT_GT(BATCH, cqe->user_data)
+				TH_LOG("round %u: a CQE of user_data %llu", round,
+				       (unsigned long long)cqe->user_data);
+			if (cqe->user_data < BATCH) {
+				EXPECT_FALSE(seen & 1ULL << cqe->user_data)
+					TH_LOG("round %u: op %llu completed twice",
+					       round,
+					       (unsigned long long)cqe->user_data);
+				seen |= 1ULL << cqe->user_data;
+			}
 			if (!cqe->res)
 				ok++;
 			else if (cqe->res == -ENXIO)
@@ -337,6 +351,9 @@ TEST_F_TIMEOUT(unplug, unplug_mid_operation, UNPLUG_TIMEOUT)
 		}
 		usleep(10 * 1000);
 	}
+	/* and none more than one per op */
+	usleep(200 * 1000);
+	EXPECT_EQ(0, kmsgr_cq_ready(k)) TH_LOG("CQEs beyond one per op");
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
 	ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st))
 		TH_LOG("writing %s failed", rm);
@@ -358,12 +375,10 @@ TEST_F_TIMEOUT(unplug, unplug_mid_operation, UNPLUG_TIMEOUT)
 	EXPECT_EQ(0, ret) TH_LOG("DETACH of the unplugged device: %d", ret);
 	kmsgr_close(k);
 	kmsgr_close(k2);
-	if (kmsg >= 0) {
-		usleep(100 * 1000);
-		EXPECT_EQ(0, kt_kmsg_check(kmsg, line, sizeof(line)))
-			TH_LOG("kernel log: %s", line);
-		close(kmsg);
-	}
+	usleep(100 * 1000);
+	EXPECT_EQ(0, kt_kmsg_check(kmsg, line, sizeof(line)))
+		TH_LOG("kernel log: %s", line);
+	close(kmsg);
 }
 
 TEST_HARNESS_MAIN

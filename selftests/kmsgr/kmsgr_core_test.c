@@ -222,6 +222,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/kmsgr_netlink.h>
 #include <linux/userfaultfd.h>
 
 #include "kselftest_harness.h"
@@ -1241,12 +1242,6 @@ static pid_t rogue_start_out(uint16_t port, const char *fault,
 	return pid;
 }
 
-static pid_t rogue_start(uint16_t port, const char *fault, const char *data,
-			 int life_ms)
-{
-	return rogue_start_out(port, fault, data, life_ms, NULL);
-}
-
 /* rogue_start_out() with its stdout in a new file named into @out. */
 static pid_t rogue_start_tmp(uint16_t port, const char *fault, char *out)
 {
@@ -1276,6 +1271,36 @@ static void read_rogue_line(const char *out, char *line, size_t n,
 		if (!line[0] && kt_now_ms() < end)
 			usleep(50000);
 	} while (!line[0] && kt_now_ms() < end);
+}
+
+/*
+ * kmsgr_rogue "withhold" of @bytes against @port (a 20 s life), its
+ * stdout in a new file named into @out; -1 if that file cannot be made.
+ */
+static pid_t withholder_start(uint16_t port, const char *bytes, char *out)
+{
+	int fd = mkstemp(out);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return rogue_start_out(port, "withhold", bytes, 20000, out);
+}
+
+/*
+ * How long after it began to withhold the rogue that wrote @out was
+ * closed (its "closed after N ms"), or -1; @out is removed.
+ */
+static long long withholder_closed_ms(char *out)
+{
+	char line[128];
+	long long ms = -1;
+
+	read_rogue_line(out, line, sizeof(line), 0);
+	unlink(out);
+	if (sscanf(line, "closed after %lld ms", &ms) != 1)
+		return -1;
+	return ms;
 }
 
 /* One RELEASE SQE of @seg; with @token != 0 the token form. */
@@ -1332,6 +1357,9 @@ static void pool_withholders(struct __test_metadata *_metadata,
 			     FIXTURE_DATA(core) *self)
 {
 	struct kmsgr_slice none = { 0 }, data = { 0, 300 << 10 };
+	char big_out[] = "/tmp/kmsgr_withhold.XXXXXX";
+	char small_out[] = "/tmp/kmsgr_withhold.XXXXXX";
+	long long ms, held;
 	struct kt_inst srv, cli;
 	struct kmsgr_listen l;
 	struct kmsgr_cqe c;
@@ -1354,21 +1382,30 @@ static void pool_withholders(struct __test_metadata *_metadata,
 	 * 900 KiB announced and withheld: more than half the pool, refused
 	 * at once (it used to take the whole pool until the peer went away).
 	 */
-	big = rogue_start(l.bound.port, "withhold", "921600", 20000);
+	big = withholder_start(l.bound.port, "921600", big_out);
 	ASSERT_LT(0, big);
 	ASSERT_EQ(big, waitpid(big, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		TH_LOG("the 900 KiB withholder was not closed");
+	ms = withholder_closed_ms(big_out);
+	TH_LOG("the 900 KiB withholder was closed after %lld ms", ms);
+	EXPECT_LE(0, ms);
+	EXPECT_GT(2000, ms) TH_LOG("not at once: by msg_timeout (3 s)?");
 	/* 400 KiB withheld: allowed, until msg_timeout closes it */
-	small = rogue_start(l.bound.port, "withhold", "409600", 20000);
+	small = withholder_start(l.bound.port, "409600", small_out);
 	ASSERT_LT(0, small);
 	usleep(1000000);
+	held = kt_pool_bytes(&srv);
+	EXPECT_LE(400 << 10, held)
+		TH_LOG("%lld pool bytes in use: the 400 KiB message has no slice",
+		       held);
 	/* its slice is being received into: no RELEASE can free it */
 	release(&srv, (struct kmsgr_slice){ srv.tx_size, 400 << 10 }, 0, 0x51);
 	ASSERT_EQ(0, next_non_event(&srv, &c));
 	EXPECT_EQ(KMSGR_CQE_OP, c.kind);
 	EXPECT_EQ(-EINVAL, c.res);
 	EXPECT_EQ(0x51, c.user_data);
+	EXPECT_EQ(held, kt_pool_bytes(&srv)) TH_LOG("the RELEASE freed bytes");
 
 	/* a healthy client of the same listener is not held up */
 	kt_loop_init(&lp);
@@ -1390,6 +1427,9 @@ static void pool_withholders(struct __test_metadata *_metadata,
 	ASSERT_EQ(small, waitpid(small, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		TH_LOG("the 400 KiB withholder was not closed");
+	ms = withholder_closed_ms(small_out);
+	TH_LOG("the 400 KiB withholder was closed after %lld ms", ms);
+	EXPECT_LE(2500, ms) TH_LOG("closed before msg_timeout (3 s)");
 	kt_inst_close(&cli);
 	kt_inst_close(&srv);
 	EXPECT_EQ(0, param_set("msg_timeout", old, NULL));
@@ -2478,6 +2518,31 @@ static void ticket_refusals(struct __test_metadata *_metadata,
 }
 
 /*
+ * Session @id (the server's with @server) runs in @mode with cephx, as
+ * netlink says.
+ */
+static void expect_cephx_mode(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(core) *self, uint32_t id,
+			      bool server, uint8_t mode)
+{
+	struct kmsgr_session_info si = { 0 };
+	struct kmsgr_nl *nl;
+	uint64_t inst;
+
+	ASSERT_EQ(0, kmsgr_nl_open(&nl));
+	inst = kt_nl_instance_of(nl, id, server, self->x.transport);
+	EXPECT_NE(0, inst);
+	EXPECT_EQ(0, kmsgr_nl_session_get(nl, inst, id, &si));
+	kmsgr_nl_close(nl);
+	EXPECT_EQ(mode, si.mode)
+		TH_LOG("%s session %u: mode %u, expected %u",
+		       server ? "server" : "client", id, si.mode, mode);
+	EXPECT_EQ(KMSGR_AUTH_CEPHX, si.auth)
+		TH_LOG("%s session %u: auth %u", server ? "server" : "client",
+		       id, si.auth);
+}
+
+/*
  * A listener with auth CEPHX (one entity, client.admin): a kmsgr client
  * with that key gets a session in crc mode and, with SECURE on both, in
  * secure mode, and messages flow; another key gets CLOSED (reason AUTH);
@@ -2496,7 +2561,7 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 	struct kmsgr_cqe c;
 	uint32_t flags[2] = { 0, KMSGR_SESS_F_SECURE };
 	uint32_t cli_id, srv_id;
-	unsigned int from;
+	unsigned int from, j;
 	int i, ev;
 
 	if (self->why)
@@ -2529,15 +2594,22 @@ TEST_F_TIMEOUT(core, listener_cephx, 120)
 		ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id,
 					  &self->srv, &srv_id, SETUP_MS))
 			TH_LOG("%s", i ? "secure" : "crc");
+		expect_cephx_mode(_metadata, self, cli_id, false,
+				  i ? KMSGR_MODE_SECURE : KMSGR_MODE_CRC);
+		expect_cephx_mode(_metadata, self, srv_id, true,
+				  i ? KMSGR_MODE_SECURE : KMSGR_MODE_CRC);
 		sqe = kt_sqe(&self->cli);
 		ASSERT_NE(NULL, sqe);
-		memset(self->cli.buf, 0x5c, 2048);
+		for (j = 0; j < 2048; j++)
+			self->cli.buf[j] = (uint8_t)(j * 7 + i);
 		kmsgr_prep_send(sqe, cli_id, 0x42, 1, none, none, data, 1);
 		kmsgr_submit(self->cli.k, 0, 0);
 		ASSERT_EQ(0, next_non_event(&self->srv, &c));
 		ASSERT_EQ(KMSGR_CQE_RECV, c.kind);
 		EXPECT_EQ(2048, c.seg[2].len);
-		EXPECT_EQ(0x5c, self->srv.buf[c.seg[2].off + 2047]);
+		EXPECT_EQ(0, memcmp(self->srv.buf + c.seg[2].off,
+				    self->cli.buf, 2048))
+			TH_LOG("the payload arrived changed");
 		release(&self->srv, c.seg[2], c.res, 0x90 + i);
 		if (!i)
 			ticket_refusals(_metadata, self, cli_id);
@@ -3130,7 +3202,11 @@ TEST_F_TIMEOUT(core, accept_failure_retried, 60)
 	ASSERT_EQ(0, kmsgr_set_faults(FAULT_ACCEPT_FAIL, 200));
 	ASSERT_EQ(0, kt_connect(&self->cli, &l.bound, 0, KT_PEER_ANY, 0xacd,
 				&cli_id));
-	usleep(500000);			/* its accepts fail meanwhile */
+	/* its accepts fail meanwhile: no session on the server */
+	for (t0 = kt_now_ms(); kt_now_ms() - t0 < 500; )
+		kt_loop_run_once(&self->lp, 50);
+	EXPECT_EQ(0, count_events(&self->lp, &self->srv, KMSGR_EV_ACCEPTED, 0))
+		TH_LOG("accepted while accepts fail: the fault point did not fire");
 	ASSERT_EQ(0, kmsgr_set_faults(0, 200));
 	t0 = kt_now_ms();
 	ASSERT_EQ(0, kt_wait_pair(&self->lp, &self->cli, cli_id, &self->srv,
@@ -3788,16 +3864,17 @@ TEST_F_TIMEOUT(core_tcp, dump_past_a_closed_instance, 120)
 #define REFUSALS	4400	/* more refusals than the overflow list holds */
 
 struct flood_inst {
-	uint64_t lost;
+	uint64_t id, lost;
 	int found;
 };
 
-/* this process's instance with a 16-entry CQ: its lost events */
+/* this process's instance with a 16-entry CQ: its id and lost events */
 static int flood_inst_of(const struct kmsgr_instance_info *i, void *arg)
 {
 	struct flood_inst *f = arg;
 
 	if (i->pid == (uint32_t)getpid() && i->cq_entries == 16) {
+		f->id = i->id;
 		f->lost = i->cq_lost;
 		f->found++;
 	}
@@ -3815,6 +3892,7 @@ static int flood_inst_of(const struct kmsgr_instance_info *i, void *arg)
 TEST_F_TIMEOUT(core_tcp, refusal_flood_keeps_session_events, 300)
 {
 	unsigned int old, refused = 0, accepted = 0, i, idle;
+	struct kmsgr_listener_info li = { 0 };
 	struct flood_inst f = { 0 };
 	struct kmsgr_listen l;
 	struct kmsgr_nl *nl;
@@ -3872,12 +3950,18 @@ TEST_F_TIMEOUT(core_tcp, refusal_flood_keeps_session_events, 300)
 	}
 	ASSERT_EQ(0, kmsgr_nl_open(&nl));
 	EXPECT_LE(0, kmsgr_nl_instances(nl, flood_inst_of, &f));
+	EXPECT_EQ(0, kmsgr_nl_listener_get(nl, f.id, l.id, &li));
 	kmsgr_nl_close(nl);
-	TH_LOG("%u REFUSED events delivered, %u ACCEPTED, %llu lost",
-	       refused, accepted, (unsigned long long)f.lost);
+	TH_LOG("%u REFUSED events delivered, %u ACCEPTED, %llu lost; the listener refused %llu",
+	       refused, accepted, (unsigned long long)f.lost,
+	       (unsigned long long)li.refused);
 	EXPECT_EQ(1, f.found);
 	EXPECT_EQ(1, accepted);
 	EXPECT_EQ(0, f.lost);
+	/* the flood happened (a slot freed by a handshake timeout aside) */
+	EXPECT_LE(REFUSALS / 2, li.refused);
+	/* it reached the CQ, and only its first refusals waited for room */
+	EXPECT_LE(8, refused);
 	EXPECT_LT(refused, REFUSALS);
 	kt_inst_close(&fl);
 }

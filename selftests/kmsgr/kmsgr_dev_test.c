@@ -60,20 +60,28 @@ TEST(node_is_root_only_char_device)
 
 TEST(open_close)
 {
+	static const int modes[] = { O_RDWR, O_RDONLY, O_WRONLY };
 	const char *why;
+	unsigned int i;
+	long base;
 	int fd;
 
 	why = kmsgr_missing(1);
 	if (why)
 		SKIP(return, "%s", why);
-	fd = kmsgr_open_dev();
-	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, close(fd));
-
-	/* Read-only and write-only opens create instances as well. */
-	fd = open(KMSGR_DEV_PATH, O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, close(fd));
+	base = kmsgr_instances();
+	ASSERT_LE(0, base);
+	/* read-write, read-only and write-only opens each make an instance */
+	for (i = 0; i < ARRAY_SIZE(modes); i++) {
+		fd = open(KMSGR_DEV_PATH, modes[i] | O_CLOEXEC);
+		ASSERT_LE(0, fd) TH_LOG("open mode %d: %s", modes[i],
+					strerror(errno));
+		EXPECT_EQ(base + 1, kmsgr_instances())
+			TH_LOG("open mode %d", modes[i]);
+		EXPECT_EQ(0, close(fd));
+		EXPECT_EQ(base, kmsgr_instances())
+			TH_LOG("close after open mode %d", modes[i]);
+	}
 }
 
 TEST(not_seekable)

@@ -137,8 +137,9 @@ for mode in crc secure; do
 	*"size 300000") ;;
 	*) rc=1; echo "# stat: $out"; comment "$tmp/err" ;;
 	esac
+	# gone: ENOENT from a cluster that answered, not any failure
 	if [ $rc -eq 0 ] && "$K" rados rm kmsgr "$mode-tool" $opt 2>"$tmp/err" &&
-		! rados -p kmsgr stat "$mode-tool" >/dev/null 2>&1; then
+		$CHECK "$CEPH_CONF" kmsgr absent "$mode-tool" >>"$tmp/err" 2>&1; then
 		rc=0
 	else
 		rc=1
@@ -256,7 +257,7 @@ rc=1
 if "$K" rados get kmsgr crc-o3 "$tmp/back" 2>"$tmp/err" &&
 	cmp -s "$tmp/obj/o3" "$tmp/back" &&
 	"$K" rados rm kmsgr crc-o4 2>>"$tmp/err" &&
-	! rados -p kmsgr stat crc-o4 >/dev/null 2>&1; then
+	$CHECK "$CEPH_CONF" kmsgr absent crc-o4 >>"$tmp/err" 2>&1; then
 	rc=0
 fi
 [ $rc -ne 0 ] && comment "$tmp/err"

@@ -231,8 +231,14 @@ rc=$?
 prefix=$(echo "$out" | sed -n 's/^Object prefix: //p')
 wrote=$(echo "$out" | sed -n 's/^Total writes made: *\([0-9]*\)$/\1/p')
 echo "$out" | grep -E "^Total|^Bandwidth|^Removed|^Clean" | sed 's/^/# /'
-left=$(rados -p kmsgr ls 2>/dev/null | grep -c "^${prefix:-none}_object")
-[ $rc -eq 0 ] && [ "${wrote:-0}" -gt 0 ] && [ "$left" = 0 ]
+# the listing from a cluster that answered, and the prefix bench named
+if listing=$(rados -p kmsgr ls 2>&1); then
+	left=$(printf '%s\n' "$listing" | grep -c "^${prefix}_object")
+else
+	echo "# rados ls: $listing"
+	left="unknown (rados ls failed)"
+fi
+[ $rc -eq 0 ] && [ -n "$prefix" ] && [ "${wrote:-0}" -gt 0 ] && [ "$left" = 0 ]
 tap $? "kmsgrctl rados bench 2 s write -b 4M -t 4: ${wrote:-no} writes, all removed after ($left left)"
 
 # --- errors ---------------------------------------------------------------------------

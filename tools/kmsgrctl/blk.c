@@ -1557,7 +1557,7 @@ static int image_reply(struct cli *c, struct cli_req *q,
 	return 0;
 }
 
-static int check_image(struct cli *c)
+static int check_image(struct cli *c, __u64 *reqs)
 {
 	__u64 off = 0;
 	struct cli_req *q;
@@ -1577,6 +1577,7 @@ static int check_image(struct cli *c)
 			ret = cli_send(c, q, 0);
 			if (ret)
 				return ret;
+			(*reqs)++;
 		}
 		ret = cli_reap(c);
 	}
@@ -1595,7 +1596,7 @@ static int blk_check(int argc, char **argv)
 	};
 	struct blk_opts o = { .transport = KMSGR_XPRT_TCP, .depth = 16,
 			      .timeout_ns = 30 * NSEC_PER_SEC };
-	__u64 ops = 10000, seed = 0, sent = 0, t0;
+	__u64 ops = 10000, seed = 0, sent = 0, image_reqs = 0, t0;
 	const char *image = NULL;
 	struct check k = { .img = NULL };
 	struct cli c = { .depth = 0 };
@@ -1663,7 +1664,7 @@ static int blk_check(int argc, char **argv)
 		       c.max_io, c.depth, (unsigned long long)seed);
 	fflush(stdout);
 	t0 = ctl_now_ns();
-	if (check_image(&c))
+	if (check_image(&c, &image_reqs))
 		goto out;
 	c.reply = check_reply;
 	while ((sent < ops || c.busy) && !ctl_stopped()) {
@@ -1699,17 +1700,19 @@ static int blk_check(int argc, char **argv)
 		jw_u64("bad_requests", k.bad);
 		jw_u64("bytes", k.bytes);
 		jw_u64("mismatches", k.mismatches);
+		jw_u64("image_requests", image_reqs);
 		jw_double("seconds", secs);
 		jw_close('}');
 	} else {
-		printf("%llu requests in %.1f s: %llu reads and %llu writes (%llu bytes), %llu flushes, %llu bad requests answered as expected; %llu mismatches\n",
+		printf("%llu requests in %.1f s: %llu reads and %llu writes (%llu bytes), %llu flushes, %llu bad requests answered as expected; %llu mismatches; the image read first in %llu requests\n",
 		       (unsigned long long)sent, secs,
 		       (unsigned long long)k.reads,
 		       (unsigned long long)k.writes,
 		       (unsigned long long)k.bytes,
 		       (unsigned long long)k.flushes,
 		       (unsigned long long)k.bad,
-		       (unsigned long long)k.mismatches);
+		       (unsigned long long)k.mismatches,
+		       (unsigned long long)image_reqs);
 	}
 	ret = k.mismatches || k.wrong_status ? EXIT_FAILURE : EXIT_SUCCESS;
 out:
