@@ -145,7 +145,7 @@ for mode in crc secure; do
 		rc=1
 		comment "$tmp/err"
 	fi
-	tap $rc "cephx $mode: kmsgrctl rados stat reports its size, rm removes it (the rados tool no longer finds it)"
+	tap $rc "cephx $mode: kmsgrctl rados stat reports its size, rm removes it (librados: ENOENT after)"
 
 	# --- a bench write; the kernel's view of its OSD sessions meanwhile
 	"$K" rados bench kmsgr "$BENCH_SECS" write -b 4096 -t 8 $opt \
