@@ -608,10 +608,9 @@ struct kmsgr_slice {
  * is linked to the SQE after it, which must be a SEND (without LINK) in
  * the same ENTER: the two are consumed together, and the SEND is made
  * (by the ENTER waiting for CQEs, the poller, or else a kernel work item)
- * only once the op succeeded.  So a reply whose
- * data segment is the slice a BDEV_READ just filled, or the
- * acknowledgment of a BDEV_WRITE or FLUSH, goes out without the
- * application waking in between.  Each SEND goes when its op is done:
+ * only once the op succeeded.  So a reply whose data segment is the slice
+ * a BDEV_READ just filled, or the acknowledgment of a BDEV_WRITE or FLUSH,
+ * goes out without the application waking in between.  Each SEND goes when its op is done:
  * pairs in flight together reach the peer in the order their ops
  * complete, not in the order submitted.  Each keeps its CQE: the op's
  * (skip it on success with KMSGR_SQE_F_SKIP_SUCCESS), then the SEND's,
@@ -795,9 +794,9 @@ struct kmsgr_cqe {
  * (no KMSGR_BDEV_A_FUA), and an op the block layer has to split still
  * complete by interrupt.  EOPNOTSUPP: the device has no poll queues, it
  * is a device-mapper device (which may submit a polled bio again from its
- * own workers: see docs/block.md), or the module was built for a 6.1 kernel older than
- * 6.1.78, whose polling could hang on a freezing queue (no
- * KMSGR_FEAT_BDEV_POLL there).
+ * own workers: see docs/block.md), or the module was built for a 6.1
+ * kernel older than 6.1.78, whose polling could hang on a freezing queue
+ * (no KMSGR_FEAT_BDEV_POLL there).
  */
 struct kmsgr_bdev {
 	__s32 fd;		/* in */
