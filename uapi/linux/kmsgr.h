@@ -610,9 +610,9 @@ struct kmsgr_slice {
  * (by the ENTER waiting for CQEs, the poller, or else a kernel work item)
  * only once the op succeeded.  So a reply whose data segment is the slice
  * a BDEV_READ just filled, or the acknowledgment of a BDEV_WRITE or FLUSH,
- * goes out without the application waking in between.  Each SEND goes when its op is done:
- * pairs in flight together reach the peer in the order their ops
- * complete, not in the order submitted.  Each keeps its CQE: the op's
+ * goes out without the application waking in between.  Each SEND goes
+ * when its op is done: pairs in flight together reach the peer in the
+ * order their ops complete, not in the order submitted.  Each keeps its CQE: the op's
  * (skip it on success with KMSGR_SQE_F_SKIP_SUCCESS), then the SEND's,
  * which is -ECANCELED when the op failed or was refused, and the op's
  * -ECANCELED when the SEND was refused at once (bad fields, or a slice
