@@ -604,28 +604,27 @@ struct kmsgr_slice {
  * With KMSGR_SQE_F_SKIP_SUCCESS (KMSGR_FEAT_BDEV_LINK) a BDEV op that
  * succeeds posts no CQE, as a SEND with it.
  *
- * Op and send (KMSGR_FEAT_BDEV_LINK): a BDEV op with KMSGR_SQE_F_LINK
- * is linked to the SQE after it, which must be a SEND (without LINK) in
- * the same ENTER: the two are consumed together, and the SEND is made
- * (by the ENTER waiting for CQEs, the poller, or else a kernel work item)
- * only once the op succeeded.  So a reply whose data segment is the slice
- * a BDEV_READ just filled, or the acknowledgment of a BDEV_WRITE or FLUSH,
- * goes out without the application waking in between.  Each SEND goes
- * when its op is done: pairs in flight together reach the peer in the
- * order their ops complete, not in the order submitted.  Each keeps its CQE: the op's
- * (skip it on success with KMSGR_SQE_F_SKIP_SUCCESS), then the SEND's,
- * which is -ECANCELED when the op failed or was refused, and the op's
- * -ECANCELED when the SEND was refused at once (bad fields, or a slice
- * that shares bytes with those of a WRITE with KMSGR_SQE_F_RELEASE, which
- * are freed before the SEND is made: it then gets its own error,
- * -EINVAL, in its KMSGR_CQE_SEND).  A LINK with no SQE
- * after it in this ENTER (@to_submit ends there) or in an instance whose
- * CQ has fewer than 4 entries (the pair's two slots never fit), or before
- * one that is not a SEND, fails with -EINVAL, and the SQE after it,
- * whenever it is consumed (in this ENTER or a later one), with
- * -ECANCELED: a SEND meant to carry what the op read never goes out
- * alone.  LINK on any other opcode is a bad flag of that SQE alone
- * (-EINVAL); the SQE after it is not affected.
+ * Op and send (KMSGR_FEAT_BDEV_LINK): a BDEV op with KMSGR_SQE_F_LINK is
+ * linked to the SQE after it, which must be a SEND (without LINK) in the
+ * same ENTER: the two are consumed together, and the SEND is made (by the
+ * ENTER waiting for CQEs, the poller, or else a kernel work item) only once
+ * the op succeeded.  So a reply whose data segment is the slice a BDEV_READ
+ * just filled, or the acknowledgment of a BDEV_WRITE or FLUSH, goes out
+ * without the application waking in between.  Each SEND goes when its op is
+ * done: pairs in flight together reach the peer in the order their ops
+ * complete, not in the order submitted.  Each keeps its CQE: the op's (skip
+ * it on success with KMSGR_SQE_F_SKIP_SUCCESS), then the SEND's, which is
+ * -ECANCELED when the op failed or was refused, and the op's -ECANCELED
+ * when the SEND was refused at once (bad fields, or a slice that shares
+ * bytes with those of a WRITE with KMSGR_SQE_F_RELEASE, which are freed
+ * before the SEND is made: it then gets its own error, -EINVAL, in its
+ * KMSGR_CQE_SEND).  A LINK with no SQE after it in this ENTER (@to_submit
+ * ends there) or in an instance whose CQ has fewer than 4 entries (the
+ * pair's two slots never fit), or before one that is not a SEND, fails with
+ * -EINVAL, and the SQE after it, whenever it is consumed (in this ENTER or
+ * a later one), with -ECANCELED: a SEND meant to carry what the op read
+ * never goes out alone.  LINK on any other opcode is a bad flag of that SQE
+ * alone (-EINVAL); the SQE after it is not affected.
  *
  * Fields an opcode does not use must be 0, else its CQE has -EINVAL:
  * @type, @version, @compat_version and @priority for all but SEND; for
