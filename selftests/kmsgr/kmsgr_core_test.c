@@ -3958,10 +3958,14 @@ TEST_F_TIMEOUT(core_tcp, refusal_flood_keeps_session_events, 300)
 	EXPECT_EQ(1, f.found);
 	EXPECT_EQ(1, accepted);
 	EXPECT_EQ(0, f.lost);
-	/* the flood happened (a slot freed by a handshake timeout aside) */
-	EXPECT_LE(REFUSALS / 2, li.refused);
-	/* it reached the CQ, and only its first refusals waited for room */
+	/*
+	 * The flood happened: it reached the CQ, and the listener refused
+	 * more than waited for room (not all 4400 when a slow kernel lets
+	 * the silent handshake time out half-way: 1298 on a debug kernel)
+	 */
 	EXPECT_LE(8, refused);
+	EXPECT_LT(refused, li.refused)
+		TH_LOG("every refusal waited for room: no flood to keep events from");
 	EXPECT_LT(refused, REFUSALS);
 	kt_inst_close(&fl);
 }
