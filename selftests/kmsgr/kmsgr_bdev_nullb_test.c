@@ -600,6 +600,18 @@ static void read_waited(struct __test_metadata *_metadata,
 		       res ? strerror(-res) : "0");
 }
 
+/* ATTACH of the dm device @path with F_POLL must fail EOPNOTSUPP. */
+static void dm_not_polled(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(nullb) *self, const char *path,
+			  struct kmsgr_bdev *b)
+{
+	int ret = attach_path(self->ti.k, path, O_RDWR, KMSGR_BDEV_F_POLL, b);
+
+	EXPECT_EQ(-EOPNOTSUPP, ret)
+		TH_LOG("ATTACH_BDEV %s (device mapper) with F_POLL: %s, expected EOPNOTSUPP",
+		       path, ret ? strerror(-ret) : "granted");
+}
+
 /*
  * A polled null_blk in @self->nb and DM_NAME over it, a dm-delay device
  * that holds every bio @delay_ms, attached polled in @b (its node in
@@ -616,17 +628,13 @@ static void delay_make(struct __test_metadata *_metadata,
 		"poll_queues=1", "irqmode=0", NULL
 	};
 	char table[200];
-	int ret;
 
 	nullb_create(_metadata, &self->nb, cfg);
 	run_cmd("modprobe dm_delay 2>/dev/null");
 	snprintf(table, sizeof(table), "0 %u delay %s 0 %u\\n",
 		 NB_SIZE_MIB * 2048, self->nb.dev, delay_ms);
 	dm_make(_metadata, self, table, path, len);
-	ret = attach_path(self->ti.k, path, O_RDWR, KMSGR_BDEV_F_POLL, b);
-	EXPECT_EQ(-EOPNOTSUPP, ret)
-		TH_LOG("ATTACH_BDEV %s (dm-delay) with F_POLL: %s, expected EOPNOTSUPP",
-		       path, ret ? strerror(-ret) : "granted");
+	dm_not_polled(_metadata, self, path, b);
 	ASSERT_EQ(0, kmsgr_set_faults(FAULT_BDEV_POLL_DM, 0));
 	attach(_metadata, self, path, KMSGR_BDEV_F_POLL, b);
 	kmsgr_faults_off();
@@ -786,10 +794,7 @@ TEST_F_TIMEOUT(nullb, dm_device_not_polled, 60)
 	ret = dev_io(self->dfd, self->bounce, true, 0, pattern, DM_SPAN);
 	EXPECT_EQ(0, ret) TH_LOG("O_DIRECT write to %s: %s", path,
 				 strerror(-ret));
-	ret = attach_path(self->ti.k, path, O_RDWR, KMSGR_BDEV_F_POLL, &b);
-	EXPECT_EQ(-EOPNOTSUPP, ret)
-		TH_LOG("ATTACH_BDEV %s (device mapper, queue/io_poll 1) with F_POLL: %s, expected EOPNOTSUPP",
-		       path, ret ? strerror(-ret) : "granted");
+	dm_not_polled(_metadata, self, path, &b);
 	attach(_metadata, self, path, 0, &b);
 
 	/* 4 KiB at 0, 8 KiB, ...: the one at 32 KiB crosses the seam */

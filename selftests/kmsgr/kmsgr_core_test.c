@@ -1242,15 +1242,19 @@ static pid_t rogue_start_out(uint16_t port, const char *fault,
 	return pid;
 }
 
-/* rogue_start_out() with its stdout in a new file named into @out. */
-static pid_t rogue_start_tmp(uint16_t port, const char *fault, char *out)
+/*
+ * rogue_start_out() with its stdout in a new file named into @out (a
+ * mkstemp() template); -1 if that file cannot be made.
+ */
+static pid_t rogue_start_tmp(uint16_t port, const char *fault,
+			     const char *data, int life_ms, char *out)
 {
 	int fd = mkstemp(out);
 
 	if (fd < 0)
 		return -1;
 	close(fd);
-	return rogue_start_out(port, fault, NULL, 15000, out);
+	return rogue_start_out(port, fault, data, life_ms, out);
 }
 
 /* The first line the rogue wrote into @out, waiting up to @wait_ms. */
@@ -1271,20 +1275,6 @@ static void read_rogue_line(const char *out, char *line, size_t n,
 		if (!line[0] && kt_now_ms() < end)
 			usleep(50000);
 	} while (!line[0] && kt_now_ms() < end);
-}
-
-/*
- * kmsgr_rogue "withhold" of @bytes against @port (a 20 s life), its
- * stdout in a new file named into @out; -1 if that file cannot be made.
- */
-static pid_t withholder_start(uint16_t port, const char *bytes, char *out)
-{
-	int fd = mkstemp(out);
-
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return rogue_start_out(port, "withhold", bytes, 20000, out);
 }
 
 /*
@@ -1382,7 +1372,8 @@ static void pool_withholders(struct __test_metadata *_metadata,
 	 * 900 KiB announced and withheld: more than half the pool, refused
 	 * at once (it used to take the whole pool until the peer went away).
 	 */
-	big = withholder_start(l.bound.port, "921600", big_out);
+	big = rogue_start_tmp(l.bound.port, "withhold", "921600", 20000,
+			      big_out);
 	ASSERT_LT(0, big);
 	ASSERT_EQ(big, waitpid(big, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -1392,7 +1383,8 @@ static void pool_withholders(struct __test_metadata *_metadata,
 	EXPECT_LE(0, ms);
 	EXPECT_GT(2000, ms) TH_LOG("not at once: by msg_timeout (3 s)?");
 	/* 400 KiB withheld: allowed, until msg_timeout closes it */
-	small = withholder_start(l.bound.port, "409600", small_out);
+	small = rogue_start_tmp(l.bound.port, "withhold", "409600", 20000,
+				small_out);
 	ASSERT_LT(0, small);
 	usleep(1000000);
 	held = kt_pool_bytes(&srv);
@@ -2768,7 +2760,8 @@ forged_reconnect_leaves_session_alone(struct __test_metadata *_metadata,
 		SKIP(return, "%s", self->why);
 	ASSERT_EQ(0, kt_listen(&self->srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS,
 			       0x10, &l));
-	rogue = rogue_start_tmp(l.bound.port, "forged-reconnect", out);
+	rogue = rogue_start_tmp(l.bound.port, "forged-reconnect", NULL, 15000,
+				out);
 	ASSERT_LT(0, rogue);
 	for (end = kt_now_ms() + 12000; kt_now_ms() < end && !got;) {
 		if (kmsgr_wait_cqe(self->srv.k, &cqe, 100000000ULL))
@@ -2841,7 +2834,8 @@ static void resume_live(struct __test_metadata *_metadata,
 	r->send_res = 1;
 	ASSERT_EQ(0, kt_listen(srv, "127.0.0.1", KMSGR_SESS_F_LOSSLESS, 0x11,
 			       &l));
-	rogue = rogue_start_tmp(l.bound.port, "resume-live", out);
+	rogue = rogue_start_tmp(l.bound.port, "resume-live", NULL, 15000,
+				out);
 	ASSERT_LT(0, rogue);
 	for (end = kt_now_ms() + 12000; kt_now_ms() < end && ups < 2;) {
 		if (!exited && waitpid(rogue, &status, WNOHANG) == rogue) {
