@@ -555,8 +555,11 @@ if serve tcp "$addr" --count 200; then
 	served=$(sed -n 's/^served \([0-9]*\) requests.*/\1/p' "$tmp/srv")
 	past=$(sed -n 's/.* \([0-9]*\) requests past --count not run.*/\1/p' \
 		"$tmp/srv")
+	# requests past the count are given back only if they arrived
+	# before the server ended, which the 8 in flight need not: the
+	# count is reported, not required
 	[ $src -eq 0 ] && [ $i -lt 300 ] && [ "${served:-0}" -eq 200 ] &&
-		[ "${past:-0}" -gt 0 ]
+		[ -n "$past" ]
 	tap $? "blk serve --count 200 exits after 200 requests while its client keeps 8 in flight (${served:-?} served, ${past:-?} given back unrun, $((i / 10)) s)"
 else
 	tap 1 "blk serve --count 200 starts"
