@@ -482,7 +482,7 @@ lint: ksrc module
 	tools/check-layers
 	shellcheck -S warning .ci/run tools/bench-common.sh tools/deps tools/kver tools/testsum tools/check-layers \
 		tools/test-install tools/test-deb tools/test-vm-run tools/debug-kernel packaging/bash-completion/kmsgrctl \
-		tools/demo tools/bench-tcp tools/bench-rdma tools/bench-rados tools/bench-blk tools/bench-blk-profile tools/bench-profile tools/bench-timeline tools/bench-ab tools/vm/run tools/vm/init \
+		tools/demo tools/bench-tcp tools/bench-rdma tools/bench-rados tools/bench-blk tools/bench-blk-profile tools/bench-profile tools/bench-timeline tools/bench-calls tools/bench-ab tools/vm/run tools/vm/init \
 		tools/vm/guest tools/vm/mkinitrd tools/vm/mkvmlinux \
 		selftests/kmsgr/*.sh selftests/msgr2/*.sh
 
