@@ -3632,10 +3632,12 @@ static uint16_t closed_port(void)
  * CONNECT to a port where nothing listens, held 500 ms (fault point
  * CONNECT_PUBLISH) after its dial, before it publishes the id.  The
  * refusal comes during the hold; its CLOSED must not be posted before
- * the id is published, so that the CLOSE the application answers it with
- * finds the session (the CLOSED used to come first, the CLOSE failed
- * with ENOENT, and the dead session kept its max_sessions slot until
- * the instance closed).  Over TCP: loopback refuses at once.
+ * the id is published.  A SEND naming the session, made at once from the
+ * CLOSED (ENTER does not wait for CONNECT), then finds it dead (-EPIPE);
+ * while the CLOSED came first, it found no such session (-ENOENT).  The
+ * CLOSE the application answers with finds it either way: CLOSE waits for
+ * the CONNECT in progress (inst->lock).  Over TCP: loopback refuses at
+ * once.
  */
 TEST_F_TIMEOUT(core, no_event_before_the_id_is_published, 60)
 {
@@ -3647,8 +3649,10 @@ TEST_F_TIMEOUT(core, no_event_before_the_id_is_published, 60)
 		.name = "kmsgr-selftest",
 	};
 	struct late_connect lc = { .k = self->cli.k, .c = &c };
+	int close_ret = 1, send_res = 1;
 	struct kmsgr_cqe *cqe;
-	int close_ret = 1;
+	unsigned int n = 0;
+	uint32_t id;
 	uint64_t end;
 	uint16_t port;
 	pthread_t t;
@@ -3669,19 +3673,26 @@ TEST_F_TIMEOUT(core, no_event_before_the_id_is_published, 60)
 	while (close_ret == 1 && kt_now_ms() < end) {
 		if (kmsgr_wait_cqe(self->cli.k, &cqe, 50000000ULL))
 			continue;
-		if (cqe->kind == KMSGR_CQE_EVENT &&
-		    cqe->event == KMSGR_EV_CLOSED) {
-			/* as an application answers it, at once */
-			close_ret = kmsgr_close_id(self->cli.k, cqe->session);
-			TH_LOG("CLOSED of session %u (res %d), then its CLOSE: %d",
-			       cqe->session, cqe->res, close_ret);
+		if (cqe->kind != KMSGR_CQE_EVENT ||
+		    cqe->event != KMSGR_EV_CLOSED) {
+			kmsgr_cqe_seen(self->cli.k);
+			continue;
 		}
+		id = cqe->session;
+		TH_LOG("CLOSED of session %u (res %d)", id, cqe->res);
 		kmsgr_cqe_seen(self->cli.k);
+		/* a SEND at once, then CLOSE, as an application might */
+		ASSERT_EQ(1, queue_late_send(&self->cli, id));
+		reap_late(&self->cli, 1000, 1, &n, &send_res);
+		close_ret = kmsgr_close_id(self->cli.k, id);
 	}
 	pthread_join(t, NULL);
 	EXPECT_EQ(0, kmsgr_set_faults(0, 200));
 	EXPECT_EQ(0, lc.ret) TH_LOG("CONNECT: %s", strerror(-lc.ret));
 	ASSERT_NE(1, close_ret) TH_LOG("no CLOSED for the refused CONNECT");
+	EXPECT_EQ(1, n);
+	EXPECT_EQ(-EPIPE, send_res) TH_LOG("the SEND from the CLOSED: %s",
+					   strerror(-send_res));
 	EXPECT_EQ(0, close_ret) TH_LOG("the CLOSE of the CLOSED session: %s",
 				       strerror(-close_ret));
 }
