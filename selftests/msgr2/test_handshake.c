@@ -28,6 +28,10 @@ static void fill(u8 *b, u32 len, u32 seed)
 		b[i] = (u8)(seed * 131 + i * 7);
 }
 
+/* What traffic() sends from the client: front and middle lengths. */
+#define TRAFFIC_FRONT	300
+#define TRAFFIC_MIDDLE	200
+
 /* The check of the 8 messages traffic() sent each way: 0, or < 0. */
 static int traffic_check(struct pair *p, const u8 *f, const u8 *m,
 			 const u8 *d, u32 big, int n0c, int n0s)
@@ -42,8 +46,8 @@ static int traffic_check(struct pair *p, const u8 *f, const u8 *m,
 
 		if (s->hdr.type != 100 + i || c->hdr.type != 200 + i)
 			return -4;
-		if (s->len[0] != (i & 1 ? 300 : 0) ||
-		    s->len[1] != (i & 2 ? 200 : 0) ||
+		if (s->len[0] != (i & 1 ? TRAFFIC_FRONT : 0) ||
+		    s->len[1] != (i & 2 ? TRAFFIC_MIDDLE : 0) ||
 		    s->len[2] != (i & 4 ? big : 0) ||
 		    c->len[0] != (i & 1 ? 17 : 0) ||
 		    c->len[1] != (i & 2 ? 1 : 0) ||
@@ -70,7 +74,7 @@ static int traffic_check(struct pair *p, const u8 *f, const u8 *m,
  */
 static int traffic(struct pair *p, u32 big)
 {
-	static u8 f[300], m[200];
+	static u8 f[TRAFFIC_FRONT], m[TRAFFIC_MIDDLE];
 	u8 *d = malloc(big);
 	int i, ret = 0, n0c = p->cl.n_rx, n0s = p->sv.n_rx;
 
