@@ -51,7 +51,10 @@
  * on sess->sendq without it and given to the engine by the next holder
  * (kmsgr_sess_take_sendq(): the push, the work, the send work, teardown).
  * The send work holds its own reference, so teardown need not wait for
- * it.  The only nesting of two session locks is a fresh, never announced
+ * it.  Whoever unlocks sess->lock holds a reference, or is the session's
+ * own work (teardown cancels it): mutex_unlock() may still touch the
+ * lock after a waiter took it, ran the session to its end and let it go.
+ * The only nesting of two session locks is a fresh, never announced
  * server session (its work, or an ENTER that runs it) taking an
  * established one of the same listener while the client resumes it
  * (attach); the reverse never happens.  Work items never
@@ -2333,8 +2336,13 @@ int kmsgr_sess_accept(struct kmsgr_listener *l, struct kmsgr_xprt *x)
 	/*
 	 * An embryo of the listener: not charged, not visible to the
 	 * application until kmsgr_sess_announce().  The listener's teardown
-	 * cancels this work before it looks at its embryos.
+	 * cancels this work before it looks at its embryos.  Once linked,
+	 * the list owns @s: the start below may run it at once, and its
+	 * failure and the reaper may free it while mutex_unlock() still
+	 * touches s->lock (a waiter can take a mutex before its unlock has
+	 * returned).  So a reference of our own until then.
 	 */
+	kref_get(&s->obj.ref);
 	spin_lock(&l->lock);
 	if (l->closing) {
 		ret = -ESHUTDOWN;
@@ -2346,8 +2354,10 @@ int kmsgr_sess_accept(struct kmsgr_listener *l, struct kmsgr_xprt *x)
 		l->nr_embryos++;
 	}
 	spin_unlock(&l->lock);
-	if (ret)
+	if (ret) {
+		kmsgr_obj_put(&s->obj);	/* never linked: not the last */
 		goto out_free_conn;
+	}
 
 	mutex_lock(&s->lock);
 	kc->xprt = x;
@@ -2356,6 +2366,7 @@ int kmsgr_sess_accept(struct kmsgr_listener *l, struct kmsgr_xprt *x)
 	WRITE_ONCE(s->state, KMSGR_SESS_HANDSHAKE);
 	x->ops->start(x, kmsgr_conn_kick, kc);
 	mutex_unlock(&s->lock);
+	kmsgr_obj_put(&s->obj);
 	return 0;
 
 out_free_conn:
