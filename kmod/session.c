@@ -51,9 +51,10 @@
  * on sess->sendq without it and given to the engine by the next holder
  * (kmsgr_sess_take_sendq(): the push, the work, the send work, teardown).
  * The send work holds its own reference, so teardown need not wait for
- * it.  Whoever unlocks sess->lock holds a reference, or is the session's
- * own work (teardown cancels it): mutex_unlock() may still touch the
- * lock after a waiter took it, ran the session to its end and let it go.
+ * it.  Whoever unlocks sess->lock holds a reference, is the session's
+ * own work (teardown cancels it) or is CONNECT (under inst->lock, which
+ * CLOSE needs): mutex_unlock() may still touch the lock after a waiter
+ * took it, ran the session to its end and let it go.
  * The only nesting of two session locks is a fresh, never announced
  * server session (its work, or an ENTER that runs it) taking an
  * established one of the same listener while the client resumes it
