@@ -358,13 +358,16 @@ static LIBKMSGR_INLINE void kmsgr_cq_check_paused(struct kmsgr *k)
  *
  * One acquire load of the CQ tail.
  *
- * Return: the entry at @pos, or NULL when @pos is the tail (not posted).
+ * Return: the entry at @pos, or NULL when @pos is the tail (not posted)
+ * or not behind it by at most the CQ size (a head stored past the tail).
  */
 static LIBKMSGR_INLINE struct kmsgr_cqe *kmsgr_cq_entry(struct kmsgr *k, __u32 pos)
 {
 	const struct kmsgr_cq *cq = kmsgr_cq(k);
+	__u32 left = __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE) - pos;
 
-	if (pos == __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE))
+	/* none at the tail, nor from a head past it (see kmsgr_cq_ready()) */
+	if (!left || left > cq->entries)
 		return NULL;
 	return &cq->cqes[pos & cq->mask];
 }
@@ -450,9 +453,7 @@ unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
 
 	if (!max)
 		return 0;
-	n = __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE) - head;
-	if (n > cq->entries)	/* a kernel bug, not a reason to overrun */
-		n = cq->entries;
+	n = kmsgr_cq_ready(k);
 	if (n > max)
 		n = max;
 	for (i = 0; i < n; i++)
@@ -503,10 +504,9 @@ static LIBKMSGR_INLINE
 struct kmsgr_cqe *kmsgr_peek_cqe(struct kmsgr *k)
 {
 	const struct kmsgr_cq *cq = kmsgr_cq(k);
-	__u32 head = *cq->khead;
 
-	if (head != __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE))
-		return &cq->cqes[head & cq->mask];
+	if (kmsgr_cq_ready(k))
+		return &cq->cqes[*cq->khead & cq->mask];
 	kmsgr_cq_check_paused(k);
 	return NULL;
 }

@@ -549,6 +549,17 @@ static void test_cq_helpers(void)
 	ok(*fake.cq_head == *fake.cq_tail && !kmsgr_cq_ready(k) &&
 	   !kmsgr_peek_cqe(k),
 	   "cq helpers: %s", "advance beyond the ready ones stops at the tail");
+
+	/* a head stored past the tail (a stray write): no entry is ready */
+	fake_post(KMSGR_CQE_OP, 7);
+	*fake.cq_head = *fake.cq_tail + 3;
+	n = 0;
+	kmsgr_for_each_cqe(k, head, c)
+		if (++n > cq->entries)
+			break;
+	ok(!kmsgr_cq_ready(k) && !kmsgr_peek_cqe(k) && !n &&
+	   !kmsgr_peek_batch_cqe(k, batch, 8),
+	   "cq helpers: %s", "head past the tail: nothing to peek or visit");
 	kmsgr_close(k);
 }
 
