@@ -470,8 +470,9 @@ unsigned int kmsgr_peek_batch_cqe(struct kmsgr *k, struct kmsgr_cqe **cqes,
  *     visited or kmsgr_cq_ready() counted
  *
  * One release store of the CQ head, giving the slots back to the kernel
- * (kmsgr_cqe_seen() is @n = 1); never past the ready ones.  Receive-pool slices of RECV entries stay
- * the application's until it submits a KMSGR_OP_RELEASE for them.
+ * (kmsgr_cqe_seen() is @n = 1); never past the ready ones.  Receive-pool
+ * slices of RECV entries stay the application's until it submits a
+ * KMSGR_OP_RELEASE for them.
  */
 #ifndef LIBKMSGR_BUILD
 static LIBKMSGR_INLINE
