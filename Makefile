@@ -132,7 +132,7 @@ MAN3LINKS := $(addprefix kmsgr_open:,kmsgr_close kmsgr_fd kmsgr_info \
 		kmsgr_set_busy_poll) \
 	$(addprefix kmsgr_wait_cqe:,kmsgr_peek_cqe kmsgr_cqe_seen \
 		kmsgr_peek_batch_cqe kmsgr_cq_advance kmsgr_cq_ready \
-		kmsgr_for_each_cqe kmsgr_cq_entry kmsgr_cq \
+		kmsgr_cq_posted kmsgr_for_each_cqe kmsgr_cq_entry kmsgr_cq \
 		kmsgr_cq_check_paused kmsgr_cq_resume) \
 	$(addprefix kmsgr_connect:,kmsgr_listen kmsgr_close_id \
 		kmsgr_event_str kmsgr_reason_str kmsgr_down_is_final) \

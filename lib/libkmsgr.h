@@ -315,6 +315,25 @@ static LIBKMSGR_INLINE struct kmsgr_cq *kmsgr_cq(struct kmsgr *k)
 }
 
 /**
+ * kmsgr_cq_posted() - number of completions posted from a CQ position on
+ * @k:   handle
+ * @pos: a CQ counter value, from the head (*kmsgr_cq(@k)->khead) on
+ *
+ * One acquire load of the CQ tail: the entries it counts may be read at
+ * once.
+ *
+ * Return: the tail minus @pos, or 0 when @pos is past the tail (a head
+ * advanced or stored too far: more than the CQ size apart).
+ */
+static LIBKMSGR_INLINE unsigned int kmsgr_cq_posted(struct kmsgr *k, __u32 pos)
+{
+	const struct kmsgr_cq *cq = kmsgr_cq(k);
+	__u32 n = __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE) - pos;
+
+	return n > cq->entries ? 0 : n;
+}
+
+/**
  * kmsgr_cq_ready() - number of completions ready to be reaped
  * @k: handle
  *
@@ -325,12 +344,7 @@ static LIBKMSGR_INLINE struct kmsgr_cq *kmsgr_cq(struct kmsgr *k)
  */
 static LIBKMSGR_INLINE unsigned int kmsgr_cq_ready(struct kmsgr *k)
 {
-	const struct kmsgr_cq *cq = kmsgr_cq(k);
-	unsigned int n = __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE) -
-			 *cq->khead;
-
-	/* a head past the tail (advanced too far): nothing is ready */
-	return n > cq->entries ? 0 : n;
+	return kmsgr_cq_posted(k, *kmsgr_cq(k)->khead);
 }
 
 /**
@@ -364,12 +378,8 @@ static LIBKMSGR_INLINE void kmsgr_cq_check_paused(struct kmsgr *k)
 static LIBKMSGR_INLINE struct kmsgr_cqe *kmsgr_cq_entry(struct kmsgr *k, __u32 pos)
 {
 	const struct kmsgr_cq *cq = kmsgr_cq(k);
-	__u32 left = __atomic_load_n(cq->ktail, __ATOMIC_ACQUIRE) - pos;
 
-	/* none at the tail, nor from a head past it (see kmsgr_cq_ready()) */
-	if (!left || left > cq->entries)
-		return NULL;
-	return &cq->cqes[pos & cq->mask];
+	return kmsgr_cq_posted(k, pos) ? &cq->cqes[pos & cq->mask] : NULL;
 }
 
 /**

@@ -2,7 +2,17 @@
 # shellcheck shell=sh
 #
 # tools/bench-common.sh - sourced by the bench tools (bench-tcp, bench-rdma,
-# bench-blk, bench-profile); not run on its own.
+# bench-blk, bench-profile, bench-timeline, bench-calls); not run on its
+# own.
+#
+# bench_load_kmsgr: in the guest, load the tree's kmod/kmsgr.ko ($TOP, the
+# caller's) after the modules it depends on; exits 1 when one fails.
+bench_load_kmsgr() {
+	for dep in $(modinfo -F depends "$TOP/kmod/kmsgr.ko" | tr ',' ' '); do
+		modprobe "$dep" || exit 1
+	done
+	insmod "$TOP/kmod/kmsgr.ko" || exit 1
+}
 #
 # --crc-off: kmsgr computes no crc32c at all (module parameter
 # kmsgr.fault_no_crc, only in a test build: KMSGR_FAULT=y), so that both
